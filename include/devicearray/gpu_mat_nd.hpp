@@ -1,0 +1,197 @@
+// devicearray — cv::cuda::GpuMatND on CUDA and OpenCL.
+//
+// Storage is a reference-counted device allocation plus a byte offset; size, step
+// and type describe the layout. Views (operator()(ranges)) share the storage and
+// keep it alive. Memory is freed in stream order once the last handle is gone.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "devicearray/device.hpp"
+#include "devicearray/host_mat.hpp"
+#include "devicearray/stream.hpp"
+#include "devicearray/types.hpp"
+
+namespace devicearray {
+
+class GpuMat;
+namespace detail { class Allocation; }
+
+class GpuMatND {
+ public:
+  using SizeArray = std::vector<int>;
+  using StepArray = std::vector<std::size_t>;
+  using IndexArray = std::vector<int>;
+
+  /// OpenCV's flag bits.
+  static constexpr int MAGIC_VAL = 0x42FF0000;
+  static constexpr int CONTINUOUS_FLAG = 1 << 14;
+  static constexpr int SUBMATRIX_FLAG = 1 << 15;
+
+  GpuMatND();
+  GpuMatND(const GpuMatND&) = default;
+  GpuMatND(GpuMatND&&) noexcept = default;
+  GpuMatND& operator=(const GpuMatND&) = default;
+  GpuMatND& operator=(GpuMatND&&) noexcept = default;
+  ~GpuMatND();
+
+  /// Allocates on defaultDevice(). Blocking only for the allocation itself.
+  GpuMatND(SizeArray size, int type);
+  GpuMatND(SizeArray size, int type, const ComputeDevice& device);
+  /// Wraps external CUDA memory (not freed by the library). The pointer must be CUDA
+  /// device-accessible; `step` has dims-1 or dims entries or is empty (continuous).
+  GpuMatND(SizeArray size, int type, void* data, StepArray step = StepArray());
+  /// Wraps an external cl_mem (+ byte offset) of `device`'s context (retained).
+  GpuMatND(SizeArray size, int type, OpenCLBufferPtr data, const ComputeDevice& device,
+           StepArray step = StepArray());
+
+  /// Continuous deep copy. Blocking.
+  GpuMatND clone() const;
+  /// Continuous deep copy enqueued on `stream`; returns without waiting.
+  GpuMatND clone(Stream& stream) const;
+
+  /// Allocates continuous memory on this array's device (defaultDevice() when empty),
+  /// reusing the current memory only when same size and type, not empty, not external,
+  /// continuous and not a submatrix.
+  void create(SizeArray size, int type);
+
+  /// Non-owning 2-D header of an effectively 2-D array (does not keep memory alive).
+  GpuMat createGpuMatHeader() const;
+  /// Non-owning header of the 2-D plane at `idx` (the leading dims-2 indices).
+  GpuMat createGpuMatHeader(IndexArray idx, Range rowRange, Range colRange) const;
+
+  /// Blocking download. Writes in place when `dst` has this size and type (also into
+  /// a non-continuous host view), otherwise recreates `dst`.
+  void download(HostMat& dst) const;
+  /// Enqueued download: returns without waiting; `dst` must stay alive until `stream` completes.
+  void download(HostMat& dst, Stream& stream) const;
+  /// Blocking upload; recreates this array when size or type differ.
+  void upload(const HostMat& src);
+  /// Enqueued upload: returns without waiting.
+  void upload(const HostMat& src, Stream& stream);
+
+  std::size_t elemSize() const;
+  std::size_t elemSize1() const;
+  bool empty() const;
+  bool external() const;
+  bool isContinuous() const;
+  bool isSubmatrix() const;
+  /// CUDA: device pointer of the first element (view offset included).
+  /// OpenCL: throws Unsupported (use getOpenCLBuffer()).
+  uchar* getDevicePtr() const;
+  /// OpenCL: cl_mem and byte offset of the first element. CUDA: throws Unsupported.
+  OpenCLBufferPtr getOpenCLBuffer() const;
+
+  /// Continuous 2-D clone of an effectively 2-D array.
+  operator GpuMat() const;  // NOLINT(google-explicit-constructor)
+  /// O(1) view of the sub-array selected by one Range per axis.
+  GpuMatND operator()(const std::vector<Range>& ranges) const;
+  /// Continuous clone of the 2-D plane at `idx`.
+  GpuMat operator()(IndexArray idx, Range rowRange, Range colRange) const;
+
+  void release();
+  void swap(GpuMatND& m) noexcept;
+
+  std::size_t total() const;
+  std::size_t totalMemSize() const;
+  int type() const;
+  int depth() const;
+  int channels() const;
+  ComputeDevice device() const;
+  ComputeBackend backend() const;
+
+  int flags = 0;
+  int dims = 0;
+  SizeArray size;
+  StepArray step;
+
+  /// Internal: shared storage and byte offset of the first element.
+  const std::shared_ptr<detail::Allocation>& allocation() const { return data_; }
+  std::size_t offset() const { return offset_; }
+  /// Internal: a header over existing storage (used by DeviceArray, DLPack, GpuMat).
+  static GpuMatND fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset,
+                                 SizeArray size, int type, StepArray step);
+
+ private:
+  void updateFlags();
+  std::shared_ptr<detail::Allocation> data_;
+  std::size_t offset_ = 0;
+};
+
+/// 2-D device matrix with cv::cuda::GpuMat's names, on CUDA and OpenCL.
+class GpuMat {
+ public:
+  GpuMat();
+  /// Allocates rows x cols of `type` on `device` (defaultDevice() when omitted).
+  GpuMat(int rows, int cols, int type);
+  GpuMat(int rows, int cols, int type, const ComputeDevice& device);
+  /// Wraps external CUDA memory (not freed by the library).
+  GpuMat(int rows, int cols, int type, void* data, std::size_t step);
+  /// Wraps an external cl_mem (+ byte offset) of `device`'s context.
+  GpuMat(int rows, int cols, int type, OpenCLBufferPtr data, const ComputeDevice& device, std::size_t step);
+
+  void create(int rows, int cols, int type);
+  void release();
+
+  void upload(const HostMat& src);
+  void upload(const HostMat& src, Stream& stream);
+  void download(HostMat& dst) const;
+  void download(HostMat& dst, Stream& stream) const;
+  GpuMat clone() const;
+  GpuMat clone(Stream& stream) const;
+
+  /// Copies into `dst`: in place when it has this size and type, else recreates it
+  /// on this device. Blocking / enqueued.
+  void copyTo(GpuMat& dst) const;
+  void copyTo(GpuMat& dst, Stream& stream) const;
+  /// Sets every element to `value` (saturated to the depth). Returns *this.
+  GpuMat& setTo(Scalar value);
+  GpuMat& setTo(Scalar value, Stream& stream);
+  /// dst = saturate_cast<rtype depth>(alpha * src + beta), per channel. rtype < 0
+  /// keeps this depth; the channel count must match (or rtype may name only a depth).
+  void convertTo(GpuMat& dst, int rtype, double alpha = 1, double beta = 0) const;
+  void convertTo(GpuMat& dst, int rtype, double alpha, double beta, Stream& stream) const;
+  void convertTo(GpuMat& dst, int rtype, Stream& stream) const;
+
+  /// O(1) view of a rectangle; keeps the memory alive (when owned).
+  GpuMat operator()(Range rowRange, Range colRange) const;
+
+  int type() const { return flags & detail::kTypeMask; }
+  int depth() const { return static_cast<int>(depthOf(type())); }
+  int channels() const { return channelsOf(type()); }
+  std::size_t elemSize() const;
+  std::size_t elemSize1() const;
+  bool isContinuous() const { return (flags & GpuMatND::CONTINUOUS_FLAG) != 0; }
+  bool isSubmatrix() const { return (flags & GpuMatND::SUBMATRIX_FLAG) != 0; }
+  bool empty() const { return rows == 0 || !storage_; }
+  /// True for headers over memory this GpuMat does not own (external / createGpuMatHeader).
+  bool external() const;
+  ComputeDevice device() const;
+  ComputeBackend backend() const;
+  OpenCLBufferPtr getOpenCLBuffer() const;
+  /// This matrix as a 2-D GpuMatND sharing its storage.
+  GpuMatND asGpuMatND() const;
+
+  int flags = 0;
+  int rows = 0;
+  int cols = 0;
+  std::size_t step = 0;
+  /// CUDA device pointer of element (0,0); nullptr on OpenCL.
+  uchar* data = nullptr;
+
+  /// Internal.
+  const std::shared_ptr<detail::Allocation>& allocation() const { return storage_; }
+  std::size_t offset() const { return offset_; }
+  static GpuMat fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows,
+                               int cols, int type, std::size_t step);
+
+ private:
+  std::shared_ptr<detail::Allocation> storage_;
+  std::size_t offset_ = 0;
+};
+
+inline void swap(GpuMatND& a, GpuMatND& b) noexcept { a.swap(b); }
+
+}  // namespace devicearray

@@ -1,0 +1,67 @@
+// devicearray — element type codes (numerically identical to OpenCV's), Range and Scalar.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+
+namespace devicearray {
+
+using uchar = unsigned char;
+
+/// Channel depth codes; the values are OpenCV's CV_8U ... CV_16F.
+enum class Depth : int { U8 = 0, S8 = 1, U16 = 2, S16 = 3, S32 = 4, F32 = 5, F64 = 6, F16 = 7 };
+
+namespace detail {
+inline constexpr int kDepthBits = 3;
+inline constexpr int kDepthMask = (1 << kDepthBits) - 1;
+inline constexpr int kMaxChannels = 512;  // OpenCV's CV_CN_MAX
+inline constexpr int kTypeMask = (kMaxChannels << kDepthBits) - 1;  // CV_MAT_TYPE_MASK
+}  // namespace detail
+
+/// CV_MAKETYPE(depth, channels). Channels must be in 1..512; constant-evaluated misuse
+/// fails to compile, run-time misuse is checked by every function that takes a type code.
+constexpr int makeType(Depth depth, int channels) {
+  return (static_cast<int>(depth) & detail::kDepthMask) + ((channels - 1) << detail::kDepthBits);
+}
+constexpr Depth depthOf(int type) { return static_cast<Depth>(type & detail::kDepthMask); }
+constexpr int channelsOf(int type) { return ((type & detail::kTypeMask) >> detail::kDepthBits) + 1; }
+
+/// Bytes of one channel value of the given depth.
+constexpr std::size_t depthSize(Depth depth) {
+  switch (depth) {
+    case Depth::U8: case Depth::S8: return 1;
+    case Depth::U16: case Depth::S16: case Depth::F16: return 2;
+    case Depth::S32: case Depth::F32: return 4;
+    case Depth::F64: return 8;
+  }
+  return 0;
+}
+
+/// True when `type` is a valid type code (any depth, 1..512 channels, no stray bits).
+constexpr bool isValidType(int type) { return type >= 0 && type <= detail::kTypeMask; }
+
+/// Half-open interval [start, end) along one axis, with OpenCV's meaning.
+struct Range {
+  int start = 0;
+  int end = 0;
+  Range() = default;
+  Range(int s, int e) : start(s), end(e) {}
+  /// The whole axis (OpenCV's Range::all(): start == INT_MIN, end == INT_MAX).
+  static Range all() { return Range(INT_MIN, INT_MAX); }
+  int size() const { return end - start; }
+  bool empty() const { return start == end; }
+  bool isAll() const { return start == INT_MIN && end == INT_MAX; }
+  friend bool operator==(const Range& a, const Range& b) { return a.start == b.start && a.end == b.end; }
+};
+
+/// Up to four channel values, like cv::Scalar: Scalar{b, g, r, a}; unspecified values are 0.
+struct Scalar {
+  double val[4] = {0, 0, 0, 0};
+  constexpr Scalar() = default;
+  constexpr Scalar(double v0, double v1 = 0, double v2 = 0, double v3 = 0) : val{v0, v1, v2, v3} {}
+  static constexpr Scalar all(double v) { return Scalar(v, v, v, v); }
+  constexpr double operator[](int i) const { return val[i]; }
+  constexpr double& operator[](int i) { return val[i]; }
+};
+
+}  // namespace devicearray

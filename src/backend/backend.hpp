@@ -1,0 +1,256 @@
+// Internal backend interface: everything above this header is backend-agnostic.
+//
+// A DeviceImpl is one device of one backend. It allocates stream-ordered,
+// reference-counted device memory (Allocation), owns the library's queue, wraps
+// user queues, and offers the small set of device operations the library is
+// written against: a strided N-d copy (device<->device, host<->device), a
+// pattern fill, a depth conversion, and launching a named kernel whose body is
+// shared between backends (src/kernels/*.h).
+//
+// Ordering model: every Allocation remembers the events of the work enqueued on
+// it (at most one per queue). Before new work on queue q touches an allocation,
+// q waits (device-side, no host sync) on the events of the other queues; after
+// the work is enqueued, an event recorded on q replaces q's entry. Freeing waits
+// on all entries in stream order. OrderedUse below does both steps.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devicearray/device.hpp"
+#include "devicearray/error.hpp"
+#include "devicearray/types.hpp"
+
+namespace devicearray::detail {
+
+inline constexpr int kMaxDims = 32;  // OpenCV's CV_MAX_DIM
+
+class DeviceImpl;
+class QueueImpl;
+
+/// A marker in a queue.
+class EventImpl {
+ public:
+  virtual ~EventImpl() = default;
+  virtual bool query() = 0;
+  virtual void synchronize() = 0;
+  /// Milliseconds from this event to `later` (both recorded with timing).
+  virtual float elapsedMs(EventImpl& later) = 0;
+  /// Identity of the queue it was recorded on (its native handle).
+  virtual const void* queueKey() const = 0;
+};
+
+/// A CUDA stream or OpenCL in-order command queue, owned or wrapped.
+class QueueImpl {
+ public:
+  virtual ~QueueImpl() = default;
+  virtual const std::shared_ptr<DeviceImpl>& device() const = 0;
+  /// cudaStream_t / cl_command_queue.
+  virtual void* native() const = 0;
+  virtual void synchronize() = 0;
+  virtual bool query() = 0;
+  /// Records an event capturing the work enqueued so far.
+  virtual std::shared_ptr<EventImpl> recordEvent(bool timing = false) = 0;
+  /// Later work on this queue waits for `event` (device-side).
+  virtual void waitEvent(EventImpl& event) = 0;
+  const void* key() const { return native(); }
+};
+
+/// Reference-counted device storage. The destructor of an owning allocation
+/// returns the memory in stream order (after all recorded work); an external
+/// one frees nothing.
+class Allocation {
+ public:
+  Allocation(std::shared_ptr<DeviceImpl> device, void* handle, std::size_t bytes, bool owned)
+      : device_(std::move(device)), handle_(handle), bytes_(bytes), owned_(owned) {}
+  Allocation(const Allocation&) = delete;
+  Allocation& operator=(const Allocation&) = delete;
+  virtual ~Allocation() = default;
+
+  /// CUDA: device base address. OpenCL: the cl_mem.
+  void* handle() const { return handle_; }
+  /// Usable bytes from handle() (for external memory: as declared by the caller,
+  /// 0 when unknown).
+  std::size_t bytes() const { return bytes_; }
+  bool external() const { return !owned_; }
+  const std::shared_ptr<DeviceImpl>& device() const { return device_; }
+
+  /// Makes `q` wait for recorded work of other queues on this allocation.
+  void beforeUse(QueueImpl& q);
+  /// Records `event` (on queue `q`) as the latest work of `q` on this allocation.
+  void afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event);
+  /// Blocks the host until all recorded work is complete.
+  void waitIdle();
+  /// Recorded work, for stream-ordered release by backends.
+  std::vector<std::shared_ptr<EventImpl>> takePending();
+
+ protected:
+  std::shared_ptr<DeviceImpl> device_;
+  void* handle_;
+  std::size_t bytes_;
+  bool owned_;
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<EventImpl>> pending_;  // at most one per queue
+};
+
+/// One side of a transfer: host memory, or device storage + byte offset.
+struct MemRef {
+  void* host = nullptr;
+  Allocation* device = nullptr;
+  std::size_t offset = 0;
+  bool isHost() const { return device == nullptr; }
+  static MemRef hostPtr(void* p) { return MemRef{p, nullptr, 0}; }
+  static MemRef dev(Allocation* a, std::size_t off) { return MemRef{nullptr, a, off}; }
+};
+
+/// Copy `size` (per axis) elements of `elemSize` bytes from src to dst, each side
+/// with its own byte steps. Produced by the core already normalized (see
+/// layout.hpp: collapseCopy): axes of size 1 removed, mergeable axes merged, and a
+/// trailing axis that is contiguous on both sides folded into elemSize. dims == 0
+/// means one contiguous run of elemSize bytes.
+struct CopyDesc {
+  int dims = 0;
+  std::array<std::int64_t, kMaxDims> size{};
+  std::array<std::int64_t, kMaxDims> dstStep{};
+  std::array<std::int64_t, kMaxDims> srcStep{};
+  std::size_t elemSize = 0;
+  MemRef dst;
+  MemRef src;
+};
+
+/// A strided region of device memory, for fill / conversions.
+struct FillDesc {
+  int dims = 0;
+  std::array<std::int64_t, kMaxDims> size{};
+  std::array<std::int64_t, kMaxDims> step{};
+  std::size_t elemSize = 0;  ///< bytes of the pattern (1..32)
+  MemRef dst;
+  std::array<unsigned char, 32> pattern{};  ///< one element, already converted to the depth
+};
+
+/// dst(r, c) = saturate<dstDepth>(alpha * src(r, c) + beta) for rows x values
+/// (values = cols * channels; the row steps are in bytes).
+struct ConvertDesc {
+  std::int64_t rows = 0;
+  std::int64_t values = 0;
+  Depth srcDepth = Depth::U8;
+  Depth dstDepth = Depth::U8;
+  std::int64_t srcStep = 0;
+  std::int64_t dstStep = 0;
+  double alpha = 1;
+  double beta = 0;
+  MemRef dst;
+  MemRef src;
+};
+
+/// An argument of a shared kernel (src/kernels/*.h). A buffer becomes a typed
+/// pointer on CUDA (offset folded in) and a (global T* base, ulong offset) pair
+/// on OpenCL; see DA_BUFFER in src/kernels/prelude.h.
+struct KernelArg {
+  enum class Kind { buffer, i32, u32, i64, u64, f32, f64 };
+  Kind kind = Kind::i32;
+  Allocation* buffer = nullptr;
+  std::size_t offset = 0;
+  union {
+    std::int32_t i32;
+    std::uint32_t u32;
+    std::int64_t i64;
+    std::uint64_t u64;
+    float f32;
+    double f64;
+  } value{};
+
+  static KernelArg buf(Allocation* a, std::size_t off = 0) {
+    KernelArg k; k.kind = Kind::buffer; k.buffer = a; k.offset = off; return k;
+  }
+  static KernelArg i32(std::int32_t v) { KernelArg k; k.kind = Kind::i32; k.value.i32 = v; return k; }
+  static KernelArg u32(std::uint32_t v) { KernelArg k; k.kind = Kind::u32; k.value.u32 = v; return k; }
+  static KernelArg i64(std::int64_t v) { KernelArg k; k.kind = Kind::i64; k.value.i64 = v; return k; }
+  static KernelArg u64(std::uint64_t v) { KernelArg k; k.kind = Kind::u64; k.value.u64 = v; return k; }
+  static KernelArg f32(float v) { KernelArg k; k.kind = Kind::f32; k.value.f32 = v; return k; }
+  static KernelArg f64(double v) { KernelArg k; k.kind = Kind::f64; k.value.f64 = v; return k; }
+};
+
+/// Launch of a shared kernel over a 1-, 2- or 3-D index space of exactly
+/// globalSize work items (the kernel itself bounds-checks against its own size
+/// arguments; backends may round the launch up).
+struct KernelLaunch {
+  const char* name = nullptr;
+  int workDims = 1;
+  std::array<std::size_t, 3> globalSize{1, 1, 1};
+  std::vector<KernelArg> args;
+};
+
+class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
+ public:
+  virtual ~DeviceImpl() = default;
+
+  virtual ComputeBackend backend() const = 0;
+  virtual int ordinal() const = 0;
+  virtual std::string model() const = 0;
+  virtual std::string vendor() const = 0;
+  virtual void* nativeContext() = 0;
+  virtual void* nativeDevice() = 0;
+  virtual std::size_t totalMemory() = 0;
+  virtual std::size_t freeMemory() = 0;
+
+  /// The library's own queue of this device.
+  virtual const std::shared_ptr<QueueImpl>& sdkQueue() = 0;
+  /// A new owned queue (CUDA: non-blocking stream; OpenCL: in-order queue).
+  virtual std::shared_ptr<QueueImpl> createQueue() = 0;
+  /// Non-owning wrapper of a native handle (validated against this device).
+  virtual std::shared_ptr<QueueImpl> wrapQueue(void* native) = 0;
+  /// An unrecorded event with timing enabled (Event class).
+  virtual std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) = 0;
+
+  /// Stream-ordered allocation usable on `q` (its first use is recorded on `q`).
+  /// Throws OutOfMemory naming the requested and free bytes.
+  virtual std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) = 0;
+  /// Wraps memory the library does not own (CUDA pointer / cl_mem, which is retained
+  /// for the wrapper's lifetime). `bytes` may be 0 when unknown.
+  virtual std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) = 0;
+
+  virtual void copy(const CopyDesc& desc, QueueImpl& q) = 0;
+  virtual void fill(const FillDesc& desc, QueueImpl& q) = 0;
+  virtual void convert(const ConvertDesc& desc, QueueImpl& q) = 0;
+  virtual void launch(const KernelLaunch& launch, QueueImpl& q) = 0;
+};
+
+/// Makes `q` ready to use every allocation in `uses` (beforeUse), and on commit()
+/// records one event on `q` as their latest work. Construct, enqueue, commit().
+class OrderedUse {
+ public:
+  OrderedUse(QueueImpl& q, std::initializer_list<Allocation*> uses);
+  void add(Allocation* a);
+  void commit();
+
+ private:
+  QueueImpl& q_;
+  std::vector<Allocation*> uses_;
+};
+
+// Backend registries (each returns an empty list when the backend is not built
+// or has no usable device; they never throw for a missing driver).
+std::vector<std::shared_ptr<DeviceImpl>> cudaDevices();
+std::vector<std::shared_ptr<DeviceImpl>> openclDevices();
+/// Human-readable reason when the backend has no devices ("" otherwise).
+std::string cudaUnavailableReason();
+std::string openclUnavailableReason();
+/// ComputeDevice::fromOpenCL.
+std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue);
+/// Page-locked host memory (nullptr when no CUDA driver): freed with freePinnedHost.
+void* allocatePinnedHost(std::size_t bytes);
+void freePinnedHost(void* p) noexcept;
+
+/// Throws Error(code, "function: message").
+[[noreturn]] void fail(ErrorCode code, const std::string& message);
+
+}  // namespace devicearray::detail

@@ -1,0 +1,78 @@
+/* Shared-kernel prelude: lets one kernel body compile as CUDA C++, as OpenCL C,
+ * and as plain host C++ (for constexpr-style helpers used by host code).
+ *
+ * A kernel is written once in src/kernels/NAME.h:
+ *
+ *   DA_KERNEL(da_scale)(int n, float s, DA_BUFFER(float, data)) {
+ *     DA_BUFFER_INIT(float, data);
+ *     const long i = DA_ID(0);
+ *     if (i < n) data[i] *= s;
+ *   }
+ *
+ * On CUDA a buffer argument is a plain typed pointer (the backend folds the
+ * byte offset in); on OpenCL it is a (global T* base, ulong offset) pair, since a
+ * cl_mem cannot carry an offset and sub-buffers have alignment rules.
+ * The CUDA backend registers each kernel by name (DA_CUDA_REGISTER), the OpenCL
+ * backend compiles all of src/kernels/ into one program. */
+#ifndef DEVICEARRAY_KERNELS_PRELUDE_H
+#define DEVICEARRAY_KERNELS_PRELUDE_H
+
+#if defined(__OPENCL_VERSION__)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define DA_KERNEL(name) kernel void name
+#define DA_GLOBAL global
+#define DA_BUFFER(T, name) global T* name##_base, ulong name##_offset
+#define DA_BUFFER_INIT(T, name) global T* name = (global T*)((global uchar*)name##_base + name##_offset)
+#define DA_ID(d) ((long)get_global_id(d))
+#define DA_FN inline
+#define DA_NAN NAN
+typedef char da_i8;
+typedef uchar da_u8;
+typedef short da_i16;
+typedef ushort da_u16;
+typedef int da_i32;
+typedef uint da_u32;
+typedef long da_i64;
+typedef ulong da_u64;
+#define da_isnan(x) isnan(x)
+#define da_sqrtf(x) sqrt(x)
+#define da_fabsf(x) fabs(x)
+#define da_powf(x, y) pow((float)(x), (float)(y))
+#define da_floorf(x) floor(x)
+#define da_fminf(x, y) fmin((float)(x), (float)(y))
+#define da_fmaxf(x, y) fmax((float)(x), (float)(y))
+
+#else /* CUDA C++ or host C++ */
+#include <cmath>
+#include <cstdint>
+#if defined(__CUDACC__)
+#define DA_KERNEL(name) extern "C" __global__ void name
+#define DA_FN __host__ __device__ inline
+#define DA_ID(d) \
+  ((long)((d) == 0 ? blockIdx.x * (long)blockDim.x + threadIdx.x \
+                   : (d) == 1 ? blockIdx.y * (long)blockDim.y + threadIdx.y : blockIdx.z * (long)blockDim.z + threadIdx.z))
+#else
+#define DA_FN inline
+#endif
+#define DA_GLOBAL
+#define DA_BUFFER(T, name) T* name
+#define DA_BUFFER_INIT(T, name) (void)0
+#define DA_NAN NAN
+typedef std::int8_t da_i8;
+typedef std::uint8_t da_u8;
+typedef std::int16_t da_i16;
+typedef std::uint16_t da_u16;
+typedef std::int32_t da_i32;
+typedef std::uint32_t da_u32;
+typedef std::int64_t da_i64;
+typedef std::uint64_t da_u64;
+#define da_isnan(x) ((x) != (x))
+#define da_sqrtf(x) sqrtf(x)
+#define da_fabsf(x) fabsf(x)
+#define da_powf(x, y) powf((x), (y))
+#define da_floorf(x) floorf(x)
+#define da_fminf(x, y) fminf((x), (y))
+#define da_fmaxf(x, y) fmaxf((x), (y))
+#endif
+
+#endif /* DEVICEARRAY_KERNELS_PRELUDE_H */
