@@ -230,7 +230,9 @@ class OrderedUse {
  public:
   OrderedUse(QueueImpl& q, std::initializer_list<Allocation*> uses);
   void add(Allocation* a);
-  void commit();
+  /// Records the event (if any allocation was added) and returns it, so a
+  /// blocking caller can wait for exactly this work.
+  std::shared_ptr<EventImpl> commit();
 
  private:
   QueueImpl& q_;
@@ -244,6 +246,10 @@ std::vector<std::shared_ptr<DeviceImpl>> openclDevices();
 /// Human-readable reason when the backend has no devices ("" otherwise).
 std::string cudaUnavailableReason();
 std::string openclUnavailableReason();
+/// synchronizeStream() for a raw handle of any device of the backend
+/// (cudaStreamSynchronize / clFinish).
+void cudaSynchronizeNative(void* stream);
+void openclFinishNative(void* queue);
 /// ComputeDevice::fromOpenCL.
 std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue);
 /// Page-locked host memory (nullptr when no CUDA driver): freed with freePinnedHost.

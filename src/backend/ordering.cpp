@@ -1,0 +1,71 @@
+// Allocation ordering: the per-allocation list of recorded work (one event per
+// queue) that lets any later call, on any queue, see earlier library work
+// without a host synchronization.
+#include <algorithm>
+
+#include "backend/backend.hpp"
+
+namespace devicearray::detail {
+
+void Allocation::beforeUse(QueueImpl& q) {
+  std::vector<std::shared_ptr<EventImpl>> waits;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& e : pending_)
+      if (e->queueKey() != q.key()) waits.push_back(e);
+  }
+  // Same-queue work is already ordered (in-order queues); waiting on a
+  // completed event is cheap, so no query is made here.
+  for (const auto& e : waits) q.waitEvent(*e);
+}
+
+void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& e : pending_) {
+    if (e->queueKey() == q.key()) {
+      e = event;
+      return;
+    }
+  }
+  // A new queue: drop entries that have completed to keep the list short.
+  if (pending_.size() >= 4)
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& e) { return e->query(); }),
+                   pending_.end());
+  pending_.push_back(event);
+}
+
+void Allocation::waitIdle() {
+  std::vector<std::shared_ptr<EventImpl>> events;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events = pending_;
+  }
+  for (const auto& e : events) e->synchronize();
+}
+
+std::vector<std::shared_ptr<EventImpl>> Allocation::takePending() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<EventImpl>> out;
+  out.swap(pending_);
+  return out;
+}
+
+OrderedUse::OrderedUse(QueueImpl& q, std::initializer_list<Allocation*> uses) : q_(q) {
+  for (Allocation* a : uses) add(a);
+}
+
+void OrderedUse::add(Allocation* a) {
+  if (a == nullptr || std::find(uses_.begin(), uses_.end(), a) != uses_.end()) return;
+  a->beforeUse(q_);
+  uses_.push_back(a);
+}
+
+std::shared_ptr<EventImpl> OrderedUse::commit() {
+  if (uses_.empty()) return nullptr;
+  auto event = q_.recordEvent();
+  for (Allocation* a : uses_) a->afterUse(q_, event);
+  uses_.clear();
+  return event;
+}
+
+}  // namespace devicearray::detail

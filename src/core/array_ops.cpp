@@ -1,0 +1,62 @@
+#include "core/array_ops.hpp"
+
+#include <cstring>
+
+#include "core/layout.hpp"
+
+namespace devicearray::detail {
+
+QueueImpl& queueFor(const char* fn, Stream& stream, const std::shared_ptr<DeviceImpl>& device) {
+  QueueImpl& q = *stream.impl();
+  if (q.device() != device)
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the stream belongs to " + stream.device().toString() +
+                                         " but the array lives on " + ComputeDevice(device).toString());
+  return q;
+}
+
+std::shared_ptr<QueueImpl> queueFor(const char* fn, const StreamOrQueue& sq, const std::shared_ptr<DeviceImpl>& device) {
+  if (sq.backend() != device->backend())
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": a " + toString(sq.backend()) +
+                                         " stream/queue cannot order work on " + ComputeDevice(device).toString());
+  return device->wrapQueue(sq.native());
+}
+
+std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
+                                       std::size_t elemSize, const Region& dst, const Region& src) {
+  const auto& qdev = q.device();
+  if (src.alloc && dst.alloc && src.alloc->device() != dst.alloc->device()) {
+    // Different devices (or backends): stage through page-locked host memory.
+    std::vector<std::size_t> packed = continuousSteps(size, elemSize);
+    const std::size_t bytes = spanBytes(size, packed, elemSize);
+    std::shared_ptr<void> buffer(allocatePinnedHost(bytes), [](void* p) { freePinnedHost(p); });
+    if (!buffer) buffer = std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
+    Region host;
+    host.host = buffer.get();
+    host.step = packed;
+    QueueImpl& srcQueue = *src.alloc->device()->sdkQueue();
+    enqueueCopy(fn, srcQueue, size, elemSize, host, src)->synchronize();
+    auto ev = enqueueCopy(fn, q, size, elemSize, dst, host);
+    // The staging buffer must outlive the enqueued upload.
+    ev->synchronize();
+    return ev;
+  }
+  for (const Region* r : {&dst, &src})
+    if (r->alloc && r->alloc->device() != qdev)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": memory of " + ComputeDevice(r->alloc->device()).toString() +
+                                           " cannot be used on a queue of " + ComputeDevice(qdev).toString());
+  OrderedUse use(q, {dst.alloc.get(), src.alloc.get()});
+  qdev->copy(makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step), q);
+  auto ev = use.commit();
+  return ev ? ev : q.recordEvent();
+}
+
+std::shared_ptr<EventImpl> enqueueFill(QueueImpl& q, const std::vector<int>& size, std::size_t elemSize,
+                                       const Region& dst, const unsigned char* pattern) {
+  FillDesc f = makeFill(size, elemSize, dst.ref(), dst.step);
+  std::memcpy(f.pattern.data(), pattern, elemSize);
+  OrderedUse use(q, {dst.alloc.get()});
+  q.device()->fill(f, q);
+  return use.commit();
+}
+
+}  // namespace devicearray::detail

@@ -1,0 +1,332 @@
+#include "devicearray/gpu_mat_nd.hpp"
+
+#include <utility>
+
+#include "core/array_ops.hpp"
+#include "core/layout.hpp"
+
+namespace devicearray {
+
+using detail::fail;
+
+namespace {
+
+std::shared_ptr<detail::DeviceImpl> checkedDevice(const ComputeDevice& device, const char* fn) {
+  if (!device.isValid()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": invalid ComputeDevice");
+  return device.impl();
+}
+
+void requireNonEmpty(const GpuMatND& m, const char* fn) {
+  if (m.empty()) fail(ErrorCode::InvalidState, std::string(fn) + ": the array is empty");
+}
+
+detail::Region regionOf(const GpuMatND& m) {
+  detail::Region r;
+  r.alloc = m.allocation();
+  r.offset = m.offset();
+  r.step = m.step;
+  return r;
+}
+
+detail::Region regionOf(const HostMat& m) {
+  detail::Region r;
+  r.host = m.data();
+  r.step = m.step;
+  return r;
+}
+
+}  // namespace
+
+GpuMatND::GpuMatND() = default;
+GpuMatND::~GpuMatND() = default;
+
+GpuMatND::GpuMatND(SizeArray sz, int type) : GpuMatND(std::move(sz), type, ComputeDevice::defaultDevice()) {}
+
+GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
+  constexpr const char* fn = "GpuMatND::GpuMatND";
+  auto dev = checkedDevice(device, fn);
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  const std::size_t total = detail::validateShape(fn, sz, es);
+  data_ = dev->allocate(total * es, *dev->sdkQueue());
+  step = detail::continuousSteps(sz, es);
+  size = std::move(sz);
+  dims = static_cast<int>(size.size());
+  flags = MAGIC_VAL | type;
+  updateFlags();
+}
+
+GpuMatND::GpuMatND(SizeArray sz, int type, void* data, StepArray st) {
+  constexpr const char* fn = "GpuMatND::GpuMatND(external CUDA memory)";
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  detail::validateShape(fn, sz, es);
+  if (data == nullptr) fail(ErrorCode::InvalidArgument, std::string(fn) + ": data pointer is null");
+  auto fullStep = detail::normalizeSteps(fn, sz, es, depthSize(depthOf(type)), st);
+  const std::size_t bytes = detail::spanBytes(sz, fullStep, es);
+  const auto devices = detail::cudaDevices();
+  if (devices.empty())
+    fail(ErrorCode::BackendUnavailable, std::string(fn) + ": no CUDA device: " + detail::cudaUnavailableReason());
+  // The pointer's device decides where the array lives.
+  std::string reasons;
+  for (const auto& d : devices) {
+    try {
+      data_ = d->adopt(data, bytes);
+      break;
+    } catch (const Error& e) {
+      reasons += std::string(reasons.empty() ? "" : "; ") + e.what();
+    }
+  }
+  if (!data_) fail(ErrorCode::InvalidArgument, std::string(fn) + ": pointer is not CUDA device memory (" + reasons + ")");
+  step = std::move(fullStep);
+  size = std::move(sz);
+  dims = static_cast<int>(size.size());
+  flags = MAGIC_VAL | type;
+  updateFlags();
+}
+
+GpuMatND::GpuMatND(SizeArray sz, int type, OpenCLBufferPtr data, const ComputeDevice& device, StepArray st) {
+  constexpr const char* fn = "GpuMatND::GpuMatND(external OpenCL buffer)";
+  auto dev = checkedDevice(device, fn);
+  if (dev->backend() != ComputeBackend::opencl)
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + device.toString() + " is not an OpenCL device");
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  detail::validateShape(fn, sz, es);
+  if (data.buffer == nullptr) fail(ErrorCode::InvalidArgument, std::string(fn) + ": cl_mem is null");
+  auto fullStep = detail::normalizeSteps(fn, sz, es, depthSize(depthOf(type)), st);
+  const std::size_t need = detail::checkedAdd(data.offset, detail::spanBytes(sz, fullStep, es), fn);
+  auto alloc = dev->adopt(data.buffer, 0);
+  if (alloc->bytes() != 0 && need > alloc->bytes())
+    fail(ErrorCode::OutOfRange, std::string(fn) + ": the layout needs " + std::to_string(need) +
+                                    " bytes from the buffer start but the cl_mem holds " + std::to_string(alloc->bytes()));
+  data_ = std::move(alloc);
+  offset_ = data.offset;
+  step = std::move(fullStep);
+  size = std::move(sz);
+  dims = static_cast<int>(size.size());
+  flags = MAGIC_VAL | type;
+  updateFlags();
+}
+
+GpuMatND GpuMatND::fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, SizeArray sz,
+                                  int type, StepArray st) {
+  constexpr const char* fn = "GpuMatND::fromAllocation";
+  if (!storage) fail(ErrorCode::InvalidArgument, std::string(fn) + ": null storage");
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  detail::validateShape(fn, sz, es);
+  GpuMatND m;
+  m.step = detail::normalizeSteps(fn, sz, es, depthSize(depthOf(type)), st);
+  const std::size_t need = detail::checkedAdd(offset, detail::spanBytes(sz, m.step, es), fn);
+  if (storage->bytes() != 0 && need > storage->bytes())
+    fail(ErrorCode::OutOfRange, std::string(fn) + ": layout needs " + std::to_string(need) + " bytes, storage has " +
+                                    std::to_string(storage->bytes()));
+  m.data_ = std::move(storage);
+  m.offset_ = offset;
+  m.size = std::move(sz);
+  m.dims = static_cast<int>(m.size.size());
+  m.flags = MAGIC_VAL | type;
+  m.updateFlags();
+  return m;
+}
+
+void GpuMatND::updateFlags() {
+  if (detail::isPacked(size, step, elemSize()))
+    flags |= CONTINUOUS_FLAG;
+  else
+    flags &= ~CONTINUOUS_FLAG;
+}
+
+GpuMatND GpuMatND::clone() const {
+  if (empty()) return GpuMatND();
+  Stream s(data_->device()->sdkQueue());
+  GpuMatND out = clone(s);
+  out.data_->waitIdle();
+  return out;
+}
+
+GpuMatND GpuMatND::clone(Stream& stream) const {
+  constexpr const char* fn = "GpuMatND::clone";
+  if (empty()) return GpuMatND();
+  auto& q = detail::queueFor(fn, stream, data_->device());
+  GpuMatND out;
+  out.data_ = data_->device()->allocate(total() * elemSize(), q);
+  out.size = size;
+  out.dims = dims;
+  out.step = detail::continuousSteps(size, elemSize());
+  out.flags = MAGIC_VAL | type() | CONTINUOUS_FLAG;
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(out), regionOf(*this));
+  return out;
+}
+
+void GpuMatND::create(SizeArray sz, int type) {
+  constexpr const char* fn = "GpuMatND::create";
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  detail::validateShape(fn, sz, es);
+  if (!empty() && sz == size && type == this->type() && !external() && isContinuous() && !isSubmatrix()) return;
+  const ComputeDevice device = empty() ? ComputeDevice::defaultDevice() : this->device();
+  GpuMatND fresh(std::move(sz), type, device);
+  swap(fresh);
+}
+
+GpuMat GpuMatND::createGpuMatHeader() const {
+  constexpr const char* fn = "GpuMatND::createGpuMatHeader";
+  requireNonEmpty(*this, fn);
+  for (int i = 0; i + 2 < dims; ++i)
+    if (size[i] > 1)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": shape " + detail::shapeString(size) +
+                                           " is not effectively 2-D (axis " + std::to_string(i) + " has size " +
+                                           std::to_string(size[i]) + ")");
+  const int rows = dims == 1 ? 1 : size[dims - 2];
+  const int cols = size[dims - 1];
+  const std::size_t rowStep = dims == 1 ? static_cast<std::size_t>(cols) * elemSize() : step[dims - 2];
+  // A non-owning alias: the header neither frees nor keeps the memory alive.
+  auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
+  return GpuMat::fromAllocation(std::move(alias), offset_, rows, cols, type(), rowStep);
+}
+
+GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRange) const {
+  constexpr const char* fn = "GpuMatND::createGpuMatHeader";
+  requireNonEmpty(*this, fn);
+  if (dims < 2)
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": needs an array of at least 2 axes, this one has " +
+                                         std::to_string(dims));
+  if (static_cast<int>(idx.size()) != dims - 2)
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + std::to_string(idx.size()) +
+                                         " indices given, expected " + std::to_string(dims - 2));
+  std::size_t off = offset_;
+  for (int i = 0; i < dims - 2; ++i) {
+    if (idx[static_cast<std::size_t>(i)] < 0 || idx[static_cast<std::size_t>(i)] >= size[i])
+      fail(ErrorCode::OutOfRange, std::string(fn) + ": index " + std::to_string(idx[static_cast<std::size_t>(i)]) +
+                                      " is outside axis " + std::to_string(i) + " of size " + std::to_string(size[i]));
+    off += static_cast<std::size_t>(idx[static_cast<std::size_t>(i)]) * step[i];
+  }
+  const Range rr = detail::resolveRange(fn, dims - 2, size[dims - 2], rowRange);
+  const Range cr = detail::resolveRange(fn, dims - 1, size[dims - 1], colRange);
+  off += static_cast<std::size_t>(rr.start) * step[dims - 2] + static_cast<std::size_t>(cr.start) * step[dims - 1];
+  auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
+  return GpuMat::fromAllocation(std::move(alias), off, rr.size(), cr.size(), type(), step[dims - 2]);
+}
+
+void GpuMatND::download(HostMat& dst) const {
+  if (empty()) {
+    dst.release();
+    return;
+  }
+  Stream s(data_->device()->sdkQueue());
+  constexpr const char* fn = "GpuMatND::download";
+  if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this))->synchronize();
+}
+
+void GpuMatND::download(HostMat& dst, Stream& stream) const {
+  constexpr const char* fn = "GpuMatND::download";
+  if (empty()) {
+    dst.release();
+    return;
+  }
+  auto& q = detail::queueFor(fn, stream, data_->device());
+  if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst), regionOf(*this));
+}
+
+void GpuMatND::upload(const HostMat& src) {
+  constexpr const char* fn = "GpuMatND::upload";
+  if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
+  if (empty() || src.size != size || src.type() != type()) create(src.size, src.type());
+  Stream s(data_->device()->sdkQueue());
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src))->synchronize();
+}
+
+void GpuMatND::upload(const HostMat& src, Stream& stream) {
+  constexpr const char* fn = "GpuMatND::upload";
+  if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
+  if (empty() || src.size != size || src.type() != type()) {
+    // Allocate on the stream's device, ordered on that stream.
+    GpuMatND fresh(src.size, src.type(), stream.device());
+    swap(fresh);
+  }
+  auto& q = detail::queueFor(fn, stream, data_->device());
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src));
+}
+
+std::size_t GpuMatND::elemSize() const { return detail::elemSizeOf(type()); }
+std::size_t GpuMatND::elemSize1() const { return depthSize(depthOf(type())); }
+bool GpuMatND::empty() const { return !data_; }
+bool GpuMatND::external() const { return data_ && data_->external(); }
+bool GpuMatND::isContinuous() const { return (flags & CONTINUOUS_FLAG) != 0; }
+bool GpuMatND::isSubmatrix() const { return (flags & SUBMATRIX_FLAG) != 0; }
+
+uchar* GpuMatND::getDevicePtr() const {
+  if (empty()) return nullptr;
+  if (data_->device()->backend() != ComputeBackend::cuda)
+    fail(ErrorCode::Unsupported, "GpuMatND::getDevicePtr: the array lives on " + device().toString() +
+                                     "; OpenCL memory has no device pointer (use getOpenCLBuffer())");
+  return static_cast<uchar*>(data_->handle()) + offset_;
+}
+
+OpenCLBufferPtr GpuMatND::getOpenCLBuffer() const {
+  if (empty()) return OpenCLBufferPtr{};
+  if (data_->device()->backend() != ComputeBackend::opencl)
+    fail(ErrorCode::Unsupported, "GpuMatND::getOpenCLBuffer: the array lives on " + device().toString() +
+                                     " (use getDevicePtr())");
+  return OpenCLBufferPtr{data_->handle(), offset_};
+}
+
+GpuMatND::operator GpuMat() const { return createGpuMatHeader().clone(); }
+
+GpuMatND GpuMatND::operator()(const std::vector<Range>& ranges) const {
+  constexpr const char* fn = "GpuMatND::operator()";
+  requireNonEmpty(*this, fn);
+  const auto r = detail::resolveRanges(fn, size, ranges);
+  GpuMatND v = *this;
+  bool sub = isSubmatrix();
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    v.offset_ += static_cast<std::size_t>(r[i].start) * step[i];
+    v.size[i] = r[i].size();
+    if (r[i].size() != size[i]) sub = true;
+  }
+  v.flags = MAGIC_VAL | type() | (sub ? SUBMATRIX_FLAG : 0);
+  v.updateFlags();
+  return v;
+}
+
+GpuMat GpuMatND::operator()(IndexArray idx, Range rowRange, Range colRange) const {
+  return createGpuMatHeader(std::move(idx), rowRange, colRange).clone();
+}
+
+void GpuMatND::release() {
+  GpuMatND empty;
+  swap(empty);
+}
+
+void GpuMatND::swap(GpuMatND& m) noexcept {
+  std::swap(flags, m.flags);
+  std::swap(dims, m.dims);
+  size.swap(m.size);
+  step.swap(m.step);
+  data_.swap(m.data_);
+  std::swap(offset_, m.offset_);
+}
+
+std::size_t GpuMatND::total() const {
+  if (empty()) return 0;
+  std::size_t t = 1;
+  for (int s : size) t *= static_cast<std::size_t>(s);
+  return t;
+}
+
+std::size_t GpuMatND::totalMemSize() const { return empty() ? 0 : static_cast<std::size_t>(size[0]) * step[0]; }
+int GpuMatND::type() const { return flags & detail::kTypeMask; }
+int GpuMatND::depth() const { return static_cast<int>(depthOf(type())); }
+int GpuMatND::channels() const { return channelsOf(type()); }
+ComputeDevice GpuMatND::device() const { return empty() ? ComputeDevice() : ComputeDevice(data_->device()); }
+
+ComputeBackend GpuMatND::backend() const {
+  requireNonEmpty(*this, "GpuMatND::backend");
+  return data_->device()->backend();
+}
+
+}  // namespace devicearray
