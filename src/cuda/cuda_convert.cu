@@ -1,0 +1,145 @@
+// CudaDevice::convert: dst = saturate_cast<dst depth>(alpha * src + beta) for
+// every pair of the eight OpenCV depths.
+//
+// Arithmetic follows OpenCV's convertTo (convert_scale.simd.hpp): the product is
+// computed in float, except for S32 or F64 sources and F64 destinations, which
+// use double (float cannot hold every int32 / double value). Conversion to an
+// integer depth rounds to nearest with ties to even (cvRound) and saturates to
+// the depth's range; NaN becomes 0, as in OpenCV's CUDA module (CPU OpenCV
+// leaves NaN -> S32 to the SSE "integer indefinite" value INT_MIN). F16 values
+// convert with round-to-nearest-even (cuda_fp16.h).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "cuda/cuda_device.hpp"
+
+namespace devicearray::detail::cuda {
+namespace {
+
+template <class T> struct WorkOf { using type = float; };
+template <> struct WorkOf<std::int32_t> { using type = double; };
+template <> struct WorkOf<double> { using type = double; };
+
+template <class Work, class T> __device__ __forceinline__ Work load(const T& v) {
+  if constexpr (std::is_same_v<T, __half>) return static_cast<Work>(__half2float(v));
+  else return static_cast<Work>(v);
+}
+
+__device__ __forceinline__ int roundToInt(float v) { return __float2int_rn(v); }   // saturating, NaN -> 0
+__device__ __forceinline__ int roundToInt(double v) { return __double2int_rn(v); }  // saturating, NaN -> 0
+
+template <class D> struct Saturate {
+  template <class Work> __device__ static D apply(Work v) {
+    const int r = roundToInt(v);
+    const int lo = static_cast<int>(std::numeric_limits<D>::lowest());
+    const int hi = static_cast<int>(std::numeric_limits<D>::max());
+    return static_cast<D>(r < lo ? lo : (r > hi ? hi : r));
+  }
+};
+template <> struct Saturate<std::int32_t> {
+  template <class Work> __device__ static std::int32_t apply(Work v) { return roundToInt(v); }
+};
+template <> struct Saturate<float> {
+  template <class Work> __device__ static float apply(Work v) { return static_cast<float>(v); }
+};
+template <> struct Saturate<double> {
+  template <class Work> __device__ static double apply(Work v) { return static_cast<double>(v); }
+};
+template <> struct Saturate<__half> {
+  __device__ static __half apply(float v) { return __float2half_rn(v); }
+  __device__ static __half apply(double v) { return __double2half(v); }
+};
+
+template <class S, class D, class Work>
+__global__ void __launch_bounds__(256) convertKernel(const char* src, std::int64_t srcStep, char* dst,
+                                                     std::int64_t dstStep, std::int64_t rows, std::int64_t values,
+                                                     FastDivmod valuesDiv, bool small, Work alpha, Work beta) {
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(values)) return;
+  std::int64_t r, c;
+  if (small) {
+    const std::uint32_t q = valuesDiv.div(static_cast<std::uint32_t>(i));
+    r = q;
+    c = static_cast<std::int64_t>(static_cast<std::uint32_t>(i) - q * valuesDiv.divisor);
+  } else {
+    r = static_cast<std::int64_t>(i / static_cast<std::uint64_t>(values));
+    c = static_cast<std::int64_t>(i - static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(values));
+  }
+  const S s = reinterpret_cast<const S*>(src + r * srcStep)[c];
+  const Work v = load<Work>(s) * alpha + beta;
+  reinterpret_cast<D*>(dst + r * dstStep)[c] = Saturate<D>::apply(v);
+}
+
+using ConvertLauncher = void (*)(const char*, std::int64_t, char*, std::int64_t, std::int64_t, std::int64_t, double,
+                                 double, cudaStream_t);
+
+template <class S, class D>
+void launchConvert(const char* src, std::int64_t srcStep, char* dst, std::int64_t dstStep, std::int64_t rows,
+                   std::int64_t values, double alpha, double beta, cudaStream_t stream) {
+  using Work = std::conditional_t<std::is_same_v<D, double>, double, typename WorkOf<S>::type>;
+  constexpr unsigned kThreads = 256;
+  const std::uint64_t total = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(values);
+  const std::uint64_t blocks = (total + kThreads - 1) / kThreads;
+  if (blocks > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    fail(ErrorCode::Unsupported, "convert: " + std::to_string(total) + " values exceed one kernel launch");
+  const bool small = total < (std::uint64_t{1} << 31);
+  const FastDivmod div(small ? static_cast<std::uint32_t>(values) : 1u);
+  convertKernel<S, D, Work><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      src, srcStep, dst, dstStep, rows, values, div, small, static_cast<Work>(alpha), static_cast<Work>(beta));
+}
+
+// Indexed by OpenCV depth code: U8, S8, U16, S16, S32, F32, F64, F16.
+template <class S>
+constexpr ConvertLauncher kRow[8] = {
+    &launchConvert<S, std::uint8_t>, &launchConvert<S, std::int8_t>, &launchConvert<S, std::uint16_t>,
+    &launchConvert<S, std::int16_t>, &launchConvert<S, std::int32_t>, &launchConvert<S, float>,
+    &launchConvert<S, double>,       &launchConvert<S, __half>};
+
+constexpr const ConvertLauncher* kTable[8] = {kRow<std::uint8_t>, kRow<std::int8_t>, kRow<std::uint16_t>,
+                                              kRow<std::int16_t>, kRow<std::int32_t>, kRow<float>,
+                                              kRow<double>,       kRow<__half>};
+
+}  // namespace
+
+void CudaDevice::convert(const ConvertDesc& desc, QueueImpl& q) {
+  static constexpr const char* kFn = "convert";
+  cudaStream_t stream = streamOf(q, kFn);
+  const int s = static_cast<int>(desc.srcDepth), d = static_cast<int>(desc.dstDepth);
+  if (s < 0 || s > 7 || d < 0 || d > 7)
+    fail(ErrorCode::InvalidArgument, "convert: depth codes " + std::to_string(s) + " -> " + std::to_string(d) +
+                                         "; expected 0..7");
+  if (desc.rows < 0 || desc.values < 0)
+    fail(ErrorCode::InvalidArgument, "convert: negative region " + std::to_string(desc.rows) + " x " +
+                                         std::to_string(desc.values));
+  if (desc.dst.isHost() || desc.src.isHost())
+    fail(ErrorCode::InvalidArgument, "convert: source and destination must be device memory");
+  if (desc.rows == 0 || desc.values == 0) return;
+  const auto srcRow = static_cast<std::int64_t>(depthSize(desc.srcDepth)) * desc.values;
+  const auto dstRow = static_cast<std::int64_t>(depthSize(desc.dstDepth)) * desc.values;
+  if ((desc.rows > 1 && (desc.srcStep < srcRow || desc.dstStep < dstRow)) || desc.srcStep < 0 || desc.dstStep < 0)
+    fail(ErrorCode::InvalidArgument, "convert: row steps " + std::to_string(desc.srcStep) + " / " +
+                                         std::to_string(desc.dstStep) + " are shorter than the rows (" +
+                                         std::to_string(srcRow) + " / " + std::to_string(dstRow) + " bytes)");
+  auto within = [&](const MemRef& ref, std::int64_t step, std::int64_t row) {
+    const std::size_t bytes = ref.device->bytes();
+    if (bytes == 0) return;
+    const long double end = static_cast<long double>(ref.offset) + static_cast<long double>(desc.rows - 1) * step + row;
+    if (end > static_cast<long double>(bytes))
+      fail(ErrorCode::OutOfRange, "convert: the region at byte offset " + std::to_string(ref.offset) +
+                                      " reaches beyond the " + std::to_string(bytes) + "-byte allocation");
+  };
+  within(desc.src, desc.srcStep, srcRow);
+  within(desc.dst, desc.dstStep, dstRow);
+  const char* src = address(desc.src, kFn);
+  char* dst = address(desc.dst, kFn);
+  DeviceGuard guard(ordinal_);
+  kTable[s][d](src, desc.srcStep, dst, desc.dstStep, desc.rows, desc.values, desc.alpha, desc.beta, stream);
+  check(cudaGetLastError(), "convert: kernel launch");
+}
+
+}  // namespace devicearray::detail::cuda

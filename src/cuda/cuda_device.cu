@@ -1,0 +1,580 @@
+// CUDA backend of src/backend/backend.hpp.
+//
+// Design
+// ------
+// * Loading without a driver. The library links only the static runtime
+//   (cudart_static), which opens libcuda at run time. cudaDevices() asks
+//   cudaGetDeviceCount once; on failure it returns no devices and
+//   cudaUnavailableReason() keeps the runtime's answer. libcuda symbols we need
+//   (cuCtxGetCurrent for nativeContext) come from cudaGetDriverEntryPointByVersion.
+// * Devices. One CudaDevice per ordinal, created on first use and never destroyed:
+//   allocations, streams and events may outlive static destructors, and the CUDA
+//   runtime tears itself down at exit in an order we do not control. Everything
+//   runs in the device's primary context, so memory and streams are
+//   interchangeable with PyTorch, CuPy and plain runtime-API code. Each entry
+//   point sets the device with a DeviceGuard and restores the caller's device.
+// * Streams and events. The device has one library stream (non-blocking, so it
+//   never serializes with the legacy default stream). Ordering events are
+//   timing-disabled and recycled through a per-device free list, because the
+//   core records one per operation; re-recording a recycled event is safe since
+//   nobody holds it any more. Timing events (Event class) are created per use.
+// * Memory. A library-owned cudaMemPool per device with release threshold
+//   UINT64_MAX, so freed blocks stay in the pool and allocation is a cheap
+//   stream-ordered sub-allocation (cudaMallocFromPoolAsync). The new block's first
+//   use is recorded on the allocating stream; other streams order after it via the
+//   Allocation's event list. Freeing happens in stream order on the library
+//   stream after waiting on every recorded event, so dropping the last handle
+//   while kernels still run is safe. On out-of-memory we synchronize the device,
+//   trim the pool to zero and retry once before reporting the free bytes.
+// * Copies (cuda_copy.cu): contiguous -> cudaMemcpyAsync; one strided axis ->
+//   cudaMemcpy2DAsync where its rows are wide or the host is involved; any other
+//   device layout -> one launch of a strided N-d copy kernel moving the widest word
+//   that divides element size, steps and base addresses. Host layouts that
+//   cudaMemcpy2D cannot express go through page-locked staging buffers, packed and
+//   unpacked in stream-ordered host callbacks, plus a temporary pool buffer and the
+//   strided kernel on the device side. Nothing in the stream overloads blocks the
+//   host, except that CUDA itself may block for transfers with pageable memory.
+// * Kernels (cuda_launch.cu, kernel_registry.hpp): shared kernels register by name
+//   at static-init time; launches validate the argument list against the
+//   kernel's C++ signature recorded at registration.
+#include "cuda/cuda_device.hpp"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace devicearray::detail {
+namespace cuda {
+
+[[noreturn]] void throwCudaError(const char* function, cudaError_t err) {
+  (void)cudaGetLastError();  // clear non-sticky errors so they do not leak into later calls
+  std::string message = function;
+  message += ": ";
+  message += cudaGetErrorName(err);
+  message += ": ";
+  message += cudaGetErrorString(err);
+  fail(ErrorCode::BackendError, message);
+}
+
+// ------------------------------------------------------------------ events ---
+
+CudaEvent::~CudaEvent() {
+  if (timing_) {
+    DeviceGuard guard(device_->ordinal(), std::nothrow);
+    if (guard.ok() && cudaEventDestroy(event_) != cudaSuccess) (void)cudaGetLastError();
+  } else {
+    device_->releaseOrderingEvent(event_);
+  }
+}
+
+bool CudaEvent::query() {
+  DeviceGuard guard(device_->ordinal());
+  const cudaError_t err = cudaEventQuery(event_);
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorNotReady) return false;
+  throwCudaError("cudaEventQuery", err);
+}
+
+void CudaEvent::synchronize() {
+  DeviceGuard guard(device_->ordinal());
+  check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+}
+
+float CudaEvent::elapsedMs(EventImpl& later) {
+  auto* end = dynamic_cast<CudaEvent*>(&later);
+  if (end == nullptr)
+    fail(ErrorCode::InvalidArgument, "Event::elapsedTime: the end event is not a CUDA event");
+  if (!timing_ || !end->timing_)
+    fail(ErrorCode::InvalidArgument,
+         "Event::elapsedTime: both events must be timing events (recorded through Event::record)");
+  DeviceGuard guard(device_->ordinal());
+  // cudaEventElapsedTime fails with NotReady on pending events; wait instead so the
+  // call means "time between the two markers" whatever the caller synchronized.
+  check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+  check(cudaEventSynchronize(end->event_), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, event_, end->event_), "cudaEventElapsedTime");
+  return ms;
+}
+
+// ------------------------------------------------------------------ queues ---
+
+CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned)
+    : device_(std::move(device)),
+      cudaDevice_(static_cast<CudaDevice*>(device_.get())),
+      stream_(stream),
+      owned_(owned) {}
+
+CudaQueue::~CudaQueue() {
+  if (!owned_) return;
+  DeviceGuard guard(cudaDevice_->ordinal(), std::nothrow);
+  // Work already enqueued still completes after cudaStreamDestroy returns.
+  if (guard.ok() && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void CudaQueue::synchronize() {
+  DeviceGuard guard(cudaDevice_->ordinal());
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+bool CudaQueue::query() {
+  DeviceGuard guard(cudaDevice_->ordinal());
+  const cudaError_t err = cudaStreamQuery(stream_);
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorNotReady) return false;
+  throwCudaError("cudaStreamQuery", err);
+}
+
+std::shared_ptr<EventImpl> CudaQueue::recordEvent(bool timing) {
+  DeviceGuard guard(cudaDevice_->ordinal());
+  cudaEvent_t event = nullptr;
+  if (timing) {
+    check(cudaEventCreate(&event), "cudaEventCreate");
+  } else {
+    event = cudaDevice_->acquireOrderingEvent();
+  }
+  // Own the handle before recording so a failed record does not leak it.
+  auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, stream_, timing);
+  check(cudaEventRecord(event, stream_), "cudaEventRecord");
+  return impl;
+}
+
+void CudaQueue::waitEvent(EventImpl& event) {
+  auto* cudaEvent = dynamic_cast<CudaEvent*>(&event);
+  if (cudaEvent == nullptr)
+    fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event is not a CUDA event");
+  DeviceGuard guard(cudaDevice_->ordinal());
+  // Cross-device waits are legal in CUDA (same process), so no device check here.
+  check(cudaStreamWaitEvent(stream_, cudaEvent->native(), 0), "cudaStreamWaitEvent");
+}
+
+// ------------------------------------------------------------- allocation ---
+
+CudaAllocation::~CudaAllocation() {
+  if (!owned_ || handle_ == nullptr) return;
+  std::vector<std::shared_ptr<EventImpl>> pending;
+  try {
+    pending = takePending();
+  } catch (...) {
+    // Without the list we cannot order the free after the recorded work; the
+    // device-wide fallback below keeps it safe.
+    pending.clear();
+    auto* device = static_cast<CudaDevice*>(device_.get());
+    DeviceGuard guard(device->ordinal(), std::nothrow);
+    if (guard.ok() && cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
+  }
+  static_cast<CudaDevice*>(device_.get())->releaseInStreamOrder(handle_, pending);
+}
+
+// ---------------------------------------------------------- staging pool ---
+
+PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
+  std::vector<Buffer> surplus;
+  Buffer found;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Smallest free buffer that fits, so big buffers stay available for big copies.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+    if (best != free_.end()) {
+      found = *best;
+      free_.erase(best);
+    }
+    // Buffers come back from host callbacks, which may not call cudaFreeHost; the
+    // retention limit is therefore enforced here.
+    std::size_t retained = 0;
+    std::sort(free_.begin(), free_.end(), [](const Buffer& a, const Buffer& b) { return a.bytes < b.bytes; });
+    std::vector<Buffer> keep;
+    for (const Buffer& b : free_) {
+      if (keep.size() < kMaxRetainedBuffers && retained + b.bytes <= kMaxRetainedBytes) {
+        keep.push_back(b);
+        retained += b.bytes;
+      } else {
+        surplus.push_back(b);
+      }
+    }
+    free_ = std::move(keep);
+  }
+  for (const Buffer& b : surplus)
+    if (cudaFreeHost(b.data) != cudaSuccess) (void)cudaGetLastError();
+  if (found.data != nullptr) return found;
+
+  // Round up so that slightly different shapes reuse the same buffer.
+  std::size_t rounded = std::size_t{64} << 10;
+  while (rounded < bytes && rounded <= (std::numeric_limits<std::size_t>::max() >> 1)) rounded <<= 1;
+  if (rounded < bytes) rounded = bytes;
+  void* p = nullptr;
+  cudaError_t err = cudaHostAlloc(&p, rounded, cudaHostAllocPortable);
+  if (err != cudaSuccess && rounded != bytes) {
+    (void)cudaGetLastError();
+    rounded = bytes;
+    err = cudaHostAlloc(&p, rounded, cudaHostAllocPortable);
+  }
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::OutOfMemory, "copy: cannot allocate " + std::to_string(bytes) +
+                                     " bytes of page-locked staging memory for a strided host transfer");
+  }
+  check(err, "cudaHostAlloc");
+  return Buffer{p, rounded};
+}
+
+void PinnedStagingPool::release(Buffer buffer) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(buffer);
+  } catch (...) {
+    // push_back failed (no memory): the buffer leaks rather than being freed from a
+    // context where CUDA calls are not allowed.
+  }
+}
+
+// ------------------------------------------------------------------ device ---
+
+CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
+    : ordinal_(ordinal), model_(prop.name), totalMemory_(prop.totalGlobalMem), maxPitch_(prop.memPitch) {}
+
+void* CudaDevice::nativeContext() {
+  using GetCurrent = CUresult (*)(CUcontext*);
+  static GetCurrent getCurrent = []() -> GetCurrent {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault, &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<GetCurrent>(fn);
+  }();
+  if (getCurrent == nullptr)
+    fail(ErrorCode::BackendError, "ComputeDevice::nativeContext: the CUDA driver does not export cuCtxGetCurrent");
+  DeviceGuard guard(ordinal_);
+  // cudaFree(nullptr) initializes the primary context and makes it current on this
+  // thread; the runtime keeps it retained for the life of the process.
+  check(cudaFree(nullptr), "cudaFree");
+  CUcontext context = nullptr;
+  const CUresult result = getCurrent(&context);
+  if (result != CUDA_SUCCESS || context == nullptr)
+    fail(ErrorCode::BackendError,
+         "ComputeDevice::nativeContext: cuCtxGetCurrent failed (CUresult " + std::to_string(result) + ")");
+  return context;
+}
+
+void* CudaDevice::nativeDevice() {
+  return reinterpret_cast<void*>(static_cast<std::intptr_t>(ordinal_));
+}
+
+std::size_t CudaDevice::freeMemory() {
+  DeviceGuard guard(ordinal_);
+  std::size_t freeBytes = 0, totalBytes = 0;
+  check(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
+  return freeBytes;
+}
+
+const std::shared_ptr<QueueImpl>& CudaDevice::sdkQueue() {
+  std::call_once(sdkOnce_, [this] {
+    DeviceGuard guard(ordinal_);
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    sdkQueue_ = std::make_shared<CudaQueue>(shared_from_this(), stream, true);
+  });
+  return sdkQueue_;
+}
+
+std::shared_ptr<QueueImpl> CudaDevice::createQueue() {
+  DeviceGuard guard(ordinal_);
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  try {
+    return std::make_shared<CudaQueue>(shared_from_this(), stream, true);
+  } catch (...) {
+    (void)cudaStreamDestroy(stream);
+    throw;
+  }
+}
+
+std::shared_ptr<QueueImpl> CudaDevice::wrapQueue(void* native) {
+  auto stream = static_cast<cudaStream_t>(native);
+  // The special handles name the calling thread's stream of the *current* device,
+  // which the guard makes this device in every call.
+  const bool special = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+  if (!special) {
+    DeviceGuard guard(ordinal_);
+    int owner = -1;
+    const cudaError_t err = cudaStreamGetDevice(stream, &owner);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      fail(ErrorCode::InvalidArgument, std::string("Stream::wrap: the handle is not a valid CUDA stream (") +
+                                           cudaGetErrorName(err) + ")");
+    }
+    if (owner != ordinal_)
+      fail(ErrorCode::InvalidArgument, "Stream::wrap: the stream belongs to cuda:" + std::to_string(owner) +
+                                           ", not to " + label());
+  }
+  return std::make_shared<CudaQueue>(shared_from_this(), stream, false);
+}
+
+std::shared_ptr<EventImpl> CudaDevice::recordTimingEvent(QueueImpl& q) {
+  (void)streamOf(q, "Event::record");
+  return q.recordEvent(true);
+}
+
+cudaStream_t CudaDevice::streamOf(QueueImpl& q, const char* function) {
+  if (q.device().get() != this) {
+    const auto& other = q.device();
+    fail(ErrorCode::InvalidArgument,
+         std::string(function) + ": the stream belongs to " +
+             (other && other->backend() == ComputeBackend::cuda ? "cuda:" + std::to_string(other->ordinal())
+                                                                : std::string("another backend")) +
+             ", not to " + label());
+  }
+  return static_cast<CudaQueue&>(q).stream();
+}
+
+char* CudaDevice::address(const MemRef& ref, const char* function) {
+  if (ref.isHost()) {
+    if (ref.host == nullptr) fail(ErrorCode::InvalidArgument, std::string(function) + ": null host pointer");
+    return static_cast<char*>(ref.host);
+  }
+  if (ref.device->device().get() != this)
+    fail(ErrorCode::InvalidArgument, std::string(function) + ": the memory belongs to " +
+                                         (ref.device->device()->backend() == ComputeBackend::cuda
+                                              ? "cuda:" + std::to_string(ref.device->device()->ordinal())
+                                              : std::string("another backend")) +
+                                         ", not to " + label());
+  return static_cast<char*>(ref.device->handle()) + ref.offset;
+}
+
+cudaMemPool_t CudaDevice::memoryPool() {
+  std::call_once(poolOnce_, [this] {
+    DeviceGuard guard(ordinal_);
+    int supported = 0;
+    check(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, ordinal_), "cudaDeviceGetAttribute");
+    if (!supported)
+      fail(ErrorCode::Unsupported, "allocate: " + label() + " (" + model_ +
+                                       ") does not support stream-ordered memory pools");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = ordinal_;
+    cudaMemPool_t pool = nullptr;
+    check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+    // Keep freed memory in the pool: returning it to the driver at every
+    // synchronization would make steady-state allocation a driver call.
+    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+    pool_ = pool;
+  });
+  return pool_;
+}
+
+void* CudaDevice::mallocAsync(std::size_t bytes, cudaStream_t stream, const char* function) {
+  cudaMemPool_t pool = memoryPool();
+  const std::size_t request = std::max<std::size_t>(bytes, 1);
+  void* p = nullptr;
+  cudaError_t err = cudaMallocFromPoolAsync(&p, request, pool, stream);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    // Blocks that other streams freed may still be pending; wait for them, hand
+    // everything unused back to the driver, and try once more.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+    err = cudaMallocFromPoolAsync(&p, request, pool, stream);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      std::size_t freeBytes = 0, totalBytes = 0;
+      if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) (void)cudaGetLastError();
+      fail(ErrorCode::OutOfMemory, std::string(function) + ": cannot allocate " + std::to_string(bytes) +
+                                       " bytes on " + label() + " (" + std::to_string(freeBytes) + " of " +
+                                       std::to_string(totalBytes) + " bytes free)");
+    }
+  }
+  check(err, "cudaMallocFromPoolAsync");
+  return p;
+}
+
+void CudaDevice::freeAsync(void* p, cudaStream_t stream) noexcept {
+  if (p == nullptr) return;
+  if (cudaFreeAsync(p, stream) != cudaSuccess) (void)cudaGetLastError();
+}
+
+cudaEvent_t CudaDevice::acquireOrderingEvent() {
+  {
+    std::lock_guard<std::mutex> lock(eventMutex_);
+    if (!freeEvents_.empty()) {
+      cudaEvent_t e = freeEvents_.back();
+      freeEvents_.pop_back();
+      return e;
+    }
+  }
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return e;
+}
+
+void CudaDevice::releaseOrderingEvent(cudaEvent_t event) noexcept {
+  constexpr std::size_t kMaxPooledEvents = 4096;
+  try {
+    std::lock_guard<std::mutex> lock(eventMutex_);
+    if (freeEvents_.size() < kMaxPooledEvents) {
+      freeEvents_.push_back(event);
+      return;
+    }
+  } catch (...) {
+    // fall through: destroy instead of pooling
+  }
+  DeviceGuard guard(ordinal_, std::nothrow);
+  if (guard.ok() && cudaEventDestroy(event) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept {
+  DeviceGuard guard(ordinal_, std::nothrow);
+  if (!guard.ok()) return;  // runtime gone (process exit): the memory dies with the context
+  cudaStream_t stream = nullptr;
+  try {
+    stream = static_cast<CudaQueue&>(*sdkQueue()).stream();
+  } catch (...) {
+    (void)cudaGetLastError();
+    // No library stream: fall back to a device-wide barrier and a synchronous free.
+    if (cudaDeviceSynchronize() == cudaSuccess && cudaFree(p) == cudaSuccess) return;
+    (void)cudaGetLastError();
+    return;
+  }
+  for (const auto& event : pending) {
+    auto* e = dynamic_cast<CudaEvent*>(event.get());
+    if (e == nullptr) continue;
+    const cudaError_t err = cudaStreamWaitEvent(stream, e->native(), 0);
+    if (err == cudaSuccess) continue;
+    (void)cudaGetLastError();
+    if (isShutdownError(err)) return;
+    // The stream cannot wait on it: make the host wait instead, so the free below
+    // still cannot overtake the work.
+    if (cudaEventSynchronize(e->native()) != cudaSuccess) (void)cudaGetLastError();
+  }
+  freeAsync(p, stream);
+}
+
+std::shared_ptr<Allocation> CudaDevice::allocate(std::size_t bytes, QueueImpl& q) {
+  cudaStream_t stream = streamOf(q, "allocate");
+  DeviceGuard guard(ordinal_);
+  void* p = mallocAsync(bytes, stream, "allocate");
+  std::shared_ptr<CudaAllocation> allocation;
+  try {
+    allocation = std::make_shared<CudaAllocation>(shared_from_this(), p, bytes, true);
+  } catch (...) {
+    freeAsync(p, stream);
+    throw;
+  }
+  // From here on the allocation's destructor frees p in stream order if anything throws.
+  allocation->afterUse(q, q.recordEvent());
+  return allocation;
+}
+
+std::shared_ptr<Allocation> CudaDevice::adopt(void* handle, std::size_t bytes) {
+  if (handle == nullptr) fail(ErrorCode::InvalidArgument, "adopt: the device pointer is null");
+  DeviceGuard guard(ordinal_);
+  cudaPointerAttributes attributes{};
+  const cudaError_t err = cudaPointerGetAttributes(&attributes, handle);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::InvalidArgument, std::string("adopt: cudaPointerGetAttributes rejected the pointer (") +
+                                         cudaGetErrorName(err) + ")");
+  }
+  void* devicePointer = handle;
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+      if (attributes.device != ordinal_)
+        fail(ErrorCode::InvalidArgument, "adopt: the pointer is device memory of cuda:" +
+                                             std::to_string(attributes.device) + ", not of " + label());
+      break;
+    case cudaMemoryTypeManaged:
+      break;  // migratable memory is accessible from every device
+    case cudaMemoryTypeHost:
+      if (attributes.devicePointer == nullptr)
+        fail(ErrorCode::InvalidArgument,
+             "adopt: the pointer is page-locked host memory without a device mapping on " + label());
+      devicePointer = attributes.devicePointer;
+      break;
+    default:
+      fail(ErrorCode::InvalidArgument,
+           "adopt: the pointer is not CUDA device memory (ordinary host memory or an unknown address)");
+  }
+  return std::make_shared<CudaAllocation>(shared_from_this(), devicePointer, bytes, false);
+}
+
+// --------------------------------------------------------------- registry ---
+
+namespace {
+
+struct Registry {
+  std::vector<std::shared_ptr<DeviceImpl>> devices;
+  std::string unavailableReason;
+};
+
+const Registry& registry() {
+  // Leaked on purpose: devices must outlive every static object that may hold an
+  // allocation, and the runtime's own teardown order at exit.
+  static const Registry* instance = [] {
+    auto* r = new Registry;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      const std::string name = cudaGetErrorName(err);
+      if (err == cudaErrorInsufficientDriver)
+        r->unavailableReason = "no CUDA driver, or the driver is older than the CUDA runtime (" + name + ")";
+      else if (err == cudaErrorNoDevice)
+        r->unavailableReason = "no CUDA device found (" + name + ")";
+      else
+        r->unavailableReason = "CUDA is not usable (" + name + ": " + cudaGetErrorString(err) + ")";
+      return r;
+    }
+    if (count == 0) {
+      r->unavailableReason = "no CUDA device found";
+      return r;
+    }
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp prop{};
+      const cudaError_t perr = cudaGetDeviceProperties(&prop, i);
+      if (perr != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      r->devices.push_back(std::make_shared<CudaDevice>(i, prop));
+    }
+    if (r->devices.empty()) r->unavailableReason = "no CUDA device could be queried";
+    return r;
+  }();
+  return *instance;
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::vector<std::shared_ptr<DeviceImpl>> cudaDevices() { return cuda::registry().devices; }
+
+std::string cudaUnavailableReason() { return cuda::registry().unavailableReason; }
+
+void* allocatePinnedHost(std::size_t bytes) {
+  if (cuda::registry().devices.empty()) return nullptr;
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::OutOfMemory, "HostMat::pinned: cannot allocate " + std::to_string(bytes) +
+                                     " bytes of page-locked host memory");
+  }
+  cuda::check(err, "cudaHostAlloc");
+  return p;
+}
+
+void freePinnedHost(void* p) noexcept {
+  if (p == nullptr) return;
+  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
+}  // namespace devicearray::detail

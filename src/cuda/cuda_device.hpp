@@ -1,0 +1,250 @@
+// CUDA backend internals shared by the src/cuda/*.cu files (see cuda_device.cu for
+// the design overview). Nothing here is visible outside the library.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace devicearray::detail::cuda {
+
+/// Throws Error(BackendError, "<function>: <cudaGetErrorName>: <cudaGetErrorString>")
+/// after clearing the thread's last-error slot (so a non-sticky error does not
+/// resurface in an unrelated later call).
+[[noreturn]] void throwCudaError(const char* function, cudaError_t err);
+
+inline void check(cudaError_t err, const char* function) {
+  if (err != cudaSuccess) throwCudaError(function, err);
+}
+
+/// True for the errors the runtime reports while the process is exiting (the
+/// runtime or the context is already torn down); destructors ignore them.
+inline bool isShutdownError(cudaError_t err) {
+  return err == cudaErrorCudartUnloading || err == cudaErrorContextIsDestroyed ||
+         err == cudaErrorDeviceUninitialized || err == cudaErrorInitializationError;
+}
+
+/// Makes `device` current for the lifetime of the guard and restores the caller's
+/// device afterwards, so every entry point works whatever device the calling
+/// thread had selected. Restoring never throws.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != device) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      switched_ = true;
+    }
+  }
+  /// Non-throwing variant for destructors: reports success through ok().
+  DeviceGuard(int device, std::nothrow_t) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != device) {
+      if (cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ok_ = false;
+        return;
+      }
+      switched_ = true;
+    }
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard() {
+    if (switched_ && previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+  bool ok_ = true;
+};
+
+/// Division by a run-time constant with one multiply-high and one shift, exact for
+/// dividends and divisors below 2^31 (index decomposition in the copy, fill and
+/// convert kernels, where a hardware 64-bit division would dominate).
+struct FastDivmod {
+  std::uint32_t divisor = 1;
+  std::uint32_t multiplier = 0;
+  std::uint32_t shift = 0;
+
+  FastDivmod() = default;
+  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) {
+    if (d > 1) {
+      std::uint32_t log2Ceil = 0;
+      while ((std::uint64_t{1} << log2Ceil) < d) ++log2Ceil;
+      const std::uint32_t p = 31 + log2Ceil;
+      multiplier = static_cast<std::uint32_t>(((std::uint64_t{1} << p) + d - 1) / d);
+      shift = p - 32;
+    }
+  }
+  __host__ __device__ std::uint32_t div(std::uint32_t n) const {
+    if (divisor == 1) return n;
+#if defined(__CUDA_ARCH__)
+    return __umulhi(n, multiplier) >> shift;
+#else
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier) >> 32) >> shift;
+#endif
+  }
+};
+
+class CudaDevice;
+
+/// A cudaEvent_t recorded on one stream. Ordering events come from the device's
+/// recycled pool and go back to it on destruction.
+class CudaEvent final : public EventImpl {
+ public:
+  CudaEvent(CudaDevice* device, cudaEvent_t event, const void* queueKey, bool timing)
+      : device_(device), event_(event), queueKey_(queueKey), timing_(timing) {}
+  ~CudaEvent() override;
+  bool query() override;
+  void synchronize() override;
+  float elapsedMs(EventImpl& later) override;
+  const void* queueKey() const override { return queueKey_; }
+  cudaEvent_t native() const { return event_; }
+  bool timing() const { return timing_; }
+
+ private:
+  CudaDevice* device_;
+  cudaEvent_t event_;
+  const void* queueKey_;
+  bool timing_;
+};
+
+/// A stream of one device: owned (destroyed with the object) or wrapped.
+class CudaQueue final : public QueueImpl {
+ public:
+  CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned);
+  ~CudaQueue() override;
+  const std::shared_ptr<DeviceImpl>& device() const override { return device_; }
+  void* native() const override { return stream_; }
+  void synchronize() override;
+  bool query() override;
+  std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
+  void waitEvent(EventImpl& event) override;
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  CudaDevice* cudaDevice_;
+  cudaStream_t stream_;
+  bool owned_;
+};
+
+/// Device memory from the device's pool (owned, freed in stream order) or adopted.
+class CudaAllocation final : public Allocation {
+ public:
+  using Allocation::Allocation;
+  ~CudaAllocation() override;
+};
+
+/// Page-locked host buffers reused for staging strided host transfers. Buffers
+/// are handed back from stream callbacks (where no CUDA call is allowed), so
+/// returning is a lock + push; freeing surplus buffers happens in acquire().
+class PinnedStagingPool {
+ public:
+  struct Buffer {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  /// A buffer of at least `bytes` bytes (blocks only inside cudaHostAlloc).
+  Buffer acquire(std::size_t bytes);
+  /// Returns a buffer; callable from a host callback (no CUDA calls).
+  void release(Buffer buffer) noexcept;
+
+ private:
+  static constexpr std::size_t kMaxRetainedBytes = std::size_t{256} << 20;
+  static constexpr std::size_t kMaxRetainedBuffers = 8;
+  std::mutex mutex_;
+  std::vector<Buffer> free_;
+};
+
+/// One CUDA device (its primary context). Instances are process-wide singletons
+/// made by cudaDevices() and intentionally never destroyed.
+class CudaDevice final : public DeviceImpl {
+ public:
+  CudaDevice(int ordinal, const cudaDeviceProp& prop);
+
+  ComputeBackend backend() const override { return ComputeBackend::cuda; }
+  int ordinal() const override { return ordinal_; }
+  std::string model() const override { return model_; }
+  std::string vendor() const override { return "NVIDIA"; }
+  void* nativeContext() override;
+  void* nativeDevice() override;
+  std::size_t totalMemory() override { return totalMemory_; }
+  std::size_t freeMemory() override;
+
+  const std::shared_ptr<QueueImpl>& sdkQueue() override;
+  std::shared_ptr<QueueImpl> createQueue() override;
+  std::shared_ptr<QueueImpl> wrapQueue(void* native) override;
+  std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) override;
+
+  std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) override;
+  std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) override;
+
+  void copy(const CopyDesc& desc, QueueImpl& q) override;
+  void fill(const FillDesc& desc, QueueImpl& q) override;
+  void convert(const ConvertDesc& desc, QueueImpl& q) override;
+  void launch(const KernelLaunch& launch, QueueImpl& q) override;
+
+  // ---- internals used by the other backend files ----
+  /// "cuda:N", for messages.
+  std::string label() const { return "cuda:" + std::to_string(ordinal_); }
+  /// The stream of `q`, after checking that `q` is a CUDA queue of this device.
+  cudaStream_t streamOf(QueueImpl& q, const char* function);
+  /// Device address of `ref` (host pointer or allocation base + offset), after
+  /// checking that a device-side allocation belongs to this device.
+  char* address(const MemRef& ref, const char* function);
+  /// Raw stream-ordered pool memory on `stream` (OutOfMemory after one trim+retry);
+  /// release with freeAsync on a stream ordered after its last use.
+  void* mallocAsync(std::size_t bytes, cudaStream_t stream, const char* function);
+  void freeAsync(void* p, cudaStream_t stream) noexcept;
+  /// An ordering (timing-disabled) event from the recycled pool.
+  cudaEvent_t acquireOrderingEvent();
+  void releaseOrderingEvent(cudaEvent_t event) noexcept;
+  /// Frees `p` on the sdk stream after every event in `pending`. Never throws.
+  void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
+  PinnedStagingPool& stagingPool() { return staging_; }
+  std::size_t maxPitch() const { return maxPitch_; }
+  /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
+  int blockSizeFor(const void* kernel, const char* name);
+
+ private:
+  cudaMemPool_t memoryPool();
+
+  int ordinal_;
+  std::string model_;
+  std::size_t totalMemory_;
+  std::size_t maxPitch_;
+
+  std::once_flag sdkOnce_;
+  std::shared_ptr<QueueImpl> sdkQueue_;
+  std::once_flag poolOnce_;
+  cudaMemPool_t pool_ = nullptr;
+
+  std::mutex eventMutex_;
+  std::vector<cudaEvent_t> freeEvents_;
+
+  std::mutex occupancyMutex_;
+  std::unordered_map<const void*, int> blockSizes_;
+
+  PinnedStagingPool staging_;
+};
+
+}  // namespace devicearray::detail::cuda

@@ -1,0 +1,68 @@
+// Registry of shared kernels for the CUDA backend's DeviceImpl::launch.
+//
+// A kernel is written once in src/kernels/NAME.h with the DA_KERNEL macro of
+// src/kernels/prelude.h. To make it launchable on CUDA, register it from a .cu
+// file of the library (src/cuda/*.cu or src/pointcloud/*.cu), at namespace scope:
+//
+//   #include "kernels/prelude.h"
+//   #include "kernels/scale.h"        // DA_KERNEL(da_scale)(int n, float s, DA_BUFFER(float, data))
+//   #include "cuda/kernel_registry.hpp"
+//
+//   DA_CUDA_REGISTER(da_scale);
+//
+// and launch it through the backend-agnostic interface:
+//
+//   KernelLaunch l;
+//   l.name = "da_scale"; l.workDims = 1; l.globalSize = {n, 1, 1};
+//   l.args = {KernelArg::i32(n), KernelArg::f32(2.f), KernelArg::buf(allocation, byteOffset)};
+//   device.launch(l, queue);
+//
+// Registration records the kernel's parameter types; launch() checks the given
+// KernelArg list against them (count and kind) and throws InvalidArgument on a
+// mismatch instead of launching with a malformed argument block. Parameter
+// types map as: any pointer (DA_BUFFER) <- KernelArg::buf; 32-bit signed /
+// unsigned integers <- i32 / u32; 64-bit (long, long long, da_i64) <- i64 / u64;
+// float <- f32; double <- f64. Other parameter types cannot be launched.
+// Registering two different kernels under one name makes launches of that name
+// fail with InvalidState (static-init order would otherwise pick one silently).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace devicearray::detail::cuda {
+
+/// How a kernel parameter is passed (mirrors KernelArg::Kind, plus "cannot").
+enum class ParamKind : unsigned char { pointer, i32, u32, i64, u64, f32, f64, unsupported };
+
+template <class T>
+constexpr ParamKind paramKindOf() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_pointer_v<U>) return ParamKind::pointer;
+  else if constexpr (std::is_same_v<U, float>) return ParamKind::f32;
+  else if constexpr (std::is_same_v<U, double>) return ParamKind::f64;
+  else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && sizeof(U) == 4)
+    return std::is_signed_v<U> ? ParamKind::i32 : ParamKind::u32;
+  else if constexpr (std::is_integral_v<U> && sizeof(U) == 8)
+    return std::is_signed_v<U> ? ParamKind::i64 : ParamKind::u64;
+  else return ParamKind::unsupported;
+}
+
+/// Adds `function` (a __global__ function's host stub) under `name`. Called at
+/// static-init time; never throws. Returns true when the name was new.
+bool registerKernel(const char* name, const void* function, const ParamKind* params, int paramCount) noexcept;
+
+template <class... Args>
+bool registerKernelFunction(const char* name, void (*function)(Args...)) noexcept {
+  static constexpr ParamKind kParams[sizeof...(Args) + 1] = {paramKindOf<Args>()..., ParamKind::unsupported};
+  return registerKernel(name, reinterpret_cast<const void*>(function), kParams,
+                        static_cast<int>(sizeof...(Args)));
+}
+
+}  // namespace devicearray::detail::cuda
+
+/// Registers the __global__ function `name` (declared with DA_KERNEL) for
+/// KernelLaunch::name == "name". Use once per kernel, at namespace scope of a .cu file.
+#define DA_CUDA_REGISTER(name)                                      \
+  [[maybe_unused]] static const bool da_cuda_registered_##name =    \
+      ::devicearray::detail::cuda::registerKernelFunction(#name, &name)
