@@ -26,9 +26,11 @@
 //   stream after waiting on every recorded event, so dropping the last handle
 //   while kernels still run is safe. On out-of-memory we synchronize the device,
 //   trim the pool to zero and retry once before reporting the free bytes.
-// * Copies (cuda_copy.cu): contiguous -> cudaMemcpyAsync; one strided axis ->
-//   cudaMemcpy2DAsync where its rows are wide or the host is involved; any other
-//   device layout -> one launch of a strided N-d copy kernel moving the widest word
+// * Copies (cuda_copy.cu): contiguous -> cudaMemcpyAsync; host<->device with one
+//   strided axis -> cudaMemcpy2DAsync; every other device<->device layout (wide
+//   pitched rows included: on an H200 cudaMemcpy2DAsync reached ~40% of
+//   contiguous bandwidth there, the kernel ~94%) -> one launch of a strided N-d
+//   copy kernel moving the widest word
 //   that divides element size, steps and base addresses. Host layouts that
 //   cudaMemcpy2D cannot express go through page-locked staging buffers, packed and
 //   unpacked in stream-ordered host callbacks, plus a temporary pool buffer and the
@@ -376,14 +378,19 @@ void* CudaDevice::mallocAsync(std::size_t bytes, cudaStream_t stream, const char
   cudaMemPool_t pool = memoryPool();
   const std::size_t request = std::max<std::size_t>(bytes, 1);
   void* p = nullptr;
-  cudaError_t err = cudaMallocFromPoolAsync(&p, request, pool, stream);
+  // Requests beyond the device's capacity can never succeed (and some make the
+  // driver report InvalidValue instead of an allocation failure).
+  cudaError_t err = request > totalMemory_ ? cudaErrorMemoryAllocation
+                                           : cudaMallocFromPoolAsync(&p, request, pool, stream);
   if (err == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     // Blocks that other streams freed may still be pending; wait for them, hand
     // everything unused back to the driver, and try once more.
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
-    err = cudaMallocFromPoolAsync(&p, request, pool, stream);
+    if (request <= totalMemory_) {
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+      err = cudaMallocFromPoolAsync(&p, request, pool, stream);
+    }
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       std::size_t freeBytes = 0, totalBytes = 0;

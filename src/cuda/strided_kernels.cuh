@@ -65,13 +65,31 @@ __device__ __forceinline__ void stridedOffsets(const StridedParams& p, std::uint
   }
 }
 
+/// Words per thread: a block moves kWordsPerThread * blockDim.x consecutive words,
+/// thread t the words t, t + blockDim.x, ... (each access step stays coalesced);
+/// all loads are issued before the stores so several are in flight per thread.
+inline constexpr int kWordsPerThread = 4;
+
 template <class Word, bool kSmall>
 __global__ void __launch_bounds__(256) stridedCopyKernel(const __grid_constant__ StridedParams p) {
-  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= p.total) return;
-  std::int64_t dstOff, srcOff;
-  stridedOffsets<kSmall>(p, i, dstOff, srcOff);
-  *reinterpret_cast<Word*>(p.dst + dstOff) = *reinterpret_cast<const Word*>(p.src + srcOff);
+  const std::uint64_t first =
+      static_cast<std::uint64_t>(blockIdx.x) * blockDim.x * kWordsPerThread + threadIdx.x;
+  Word values[kWordsPerThread];
+  std::int64_t dstOffsets[kWordsPerThread];
+#pragma unroll
+  for (int k = 0; k < kWordsPerThread; ++k) {
+    const std::uint64_t i = first + static_cast<std::uint64_t>(k) * blockDim.x;
+    if (i < p.total) {
+      std::int64_t srcOff;
+      stridedOffsets<kSmall>(p, i, dstOffsets[k], srcOff);
+      values[k] = *reinterpret_cast<const Word*>(p.src + srcOff);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kWordsPerThread; ++k) {
+    const std::uint64_t i = first + static_cast<std::uint64_t>(k) * blockDim.x;
+    if (i < p.total) *reinterpret_cast<Word*>(p.dst + dstOffsets[k]) = values[k];
+  }
 }
 
 template <class Word, bool kSmall>
@@ -85,11 +103,16 @@ __global__ void __launch_bounds__(256) stridedFillKernel(const __grid_constant__
     pattern[threadIdx.x] = w;
   }
   __syncthreads();
-  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= p.total) return;
-  std::int64_t dstOff, patternOff;
-  stridedOffsets<kSmall>(p, i, dstOff, patternOff);
-  *reinterpret_cast<Word*>(p.dst + dstOff) = pattern[patternOff / static_cast<std::int64_t>(sizeof(Word))];
+  const std::uint64_t first =
+      static_cast<std::uint64_t>(blockIdx.x) * blockDim.x * kWordsPerThread + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < kWordsPerThread; ++k) {
+    const std::uint64_t i = first + static_cast<std::uint64_t>(k) * blockDim.x;
+    if (i >= p.total) return;
+    std::int64_t dstOff, patternOff;
+    stridedOffsets<kSmall>(p, i, dstOff, patternOff);
+    *reinterpret_cast<Word*>(p.dst + dstOff) = pattern[patternOff / static_cast<std::int64_t>(sizeof(Word))];
+  }
 }
 
 }  // namespace devicearray::detail::cuda
