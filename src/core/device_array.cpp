@@ -1,0 +1,480 @@
+// Non-template implementation of DeviceArray / DeviceArrayView and the format
+// conversions (include/devicearray/device_array.hpp), written against the
+// backend-agnostic interface of src/backend/backend.hpp. The per-element math is in
+// src/kernels/convert_formats.h.
+#include "devicearray/device_array.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "backend/backend.hpp"
+
+namespace devicearray {
+
+namespace {
+
+using detail::Allocation;
+using detail::ArrayGeometry;
+using detail::ArraySpan;
+using detail::fail;
+using detail::KernelArg;
+using detail::QueueImpl;
+
+std::string prefix(const char* fn) { return std::string(fn) + ": "; }
+
+std::string formatName(FormatId id) { return std::string(formatInfo(id).name); }
+
+void requireDevice(const ComputeDevice& device, const char* fn) {
+  if (!device.isValid())
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the ComputeDevice is invalid (default-constructed); use "
+                                                  "ComputeDevice::defaultDevice() or another factory");
+}
+
+/// The one place where the seed's layout is computed and overflow-checked.
+ArrayLayout layoutFor(FormatId id, const ArrayGeometry& g, const char* fn) {
+  const FormatInfo& f = formatInfo(id);
+  const auto valueBytes = static_cast<int>(depthSize(f.depth));
+  ArrayLayout layout;
+  if (g.organized) {
+    if (g.height <= 0 || g.width <= 0)
+      fail(ErrorCode::InvalidArgument, prefix(fn) + "height " + std::to_string(g.height) + " and width " +
+                                           std::to_string(g.width) + " must both be positive");
+    // stridesInBytes()[0] is an int, so one row may not exceed INT_MAX bytes.
+    if (static_cast<std::size_t>(g.width) > static_cast<std::size_t>(INT_MAX) / f.bytes)
+      fail(ErrorCode::OutOfRange, prefix(fn) + "a row of width " + std::to_string(g.width) + " " + formatName(id) +
+                                      " exceeds INT_MAX bytes");
+    const std::size_t rowBytes = static_cast<std::size_t>(g.width) * f.bytes;
+    if (static_cast<std::size_t>(g.height) > std::numeric_limits<std::size_t>::max() / rowBytes)
+      fail(ErrorCode::OutOfRange, prefix(fn) + std::to_string(g.height) + " x " + std::to_string(g.width) + " " +
+                                      formatName(id) + " overflows the byte count");
+    layout.size = static_cast<std::size_t>(g.height) * static_cast<std::size_t>(g.width);
+    layout.sizeInBytes = static_cast<std::size_t>(g.height) * rowBytes;
+    layout.shape = {g.height, g.width};
+    layout.strides = {g.width * f.channels};
+  } else {
+    if (g.count == 0) fail(ErrorCode::InvalidArgument, prefix(fn) + "the element count must be positive, got 0");
+    if (g.count > static_cast<std::size_t>(INT_MAX))
+      fail(ErrorCode::OutOfRange, prefix(fn) + "element count " + std::to_string(g.count) +
+                                      " exceeds INT_MAX (shape entries are int)");
+    layout.size = g.count;
+    layout.sizeInBytes = g.count * f.bytes;  // < 2^31 * 16: cannot overflow a 64-bit size_t
+    layout.shape = {static_cast<int>(g.count)};
+  }
+  if (f.channels > 1) {
+    layout.shape.push_back(f.channels);
+    layout.strides.push_back(f.channels);
+  }
+  layout.strides.push_back(1);
+  if (!g.organized && f.channels == 1) layout.strides = {1};
+  for (int s : layout.strides) layout.stridesInBytes.push_back(s * valueBytes);
+  return layout;
+}
+
+ArrayGeometry geometryOf(const ArraySpan& s) {
+  return s.organized ? ArrayGeometry{true, s.height, s.width, 0}
+                     : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(s.width)};
+}
+
+std::size_t countOf(const ArraySpan& s) {
+  return static_cast<std::size_t>(s.height) * static_cast<std::size_t>(s.width);
+}
+
+/// A GpuMatND header of size {H, W} or {N} over `storage` at `offset`.
+GpuMatND matFor(std::shared_ptr<Allocation> storage, std::size_t offset, FormatId id, const ArrayGeometry& g) {
+  const FormatInfo& f = formatInfo(id);
+  const int type = makeType(f.depth, f.channels);
+  if (g.organized)
+    return GpuMatND::fromAllocation(std::move(storage), offset, {g.height, g.width}, type,
+                                    {static_cast<std::size_t>(g.width) * f.bytes, f.bytes});
+  return GpuMatND::fromAllocation(std::move(storage), offset, {static_cast<int>(g.count)}, type, {f.bytes});
+}
+
+/// The queue behind `sq` on `device` (the library's own queue when `sq` is it, or a
+/// null OpenCL queue), after checking the backends agree.
+std::shared_ptr<QueueImpl> queueFor(const ComputeDevice& device, const StreamOrQueue& sq, const char* fn) {
+  if (sq.backend() != device.backend())
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the stream/queue is a " + toString(sq.backend()) +
+                                         " handle but the array lives on " + device.toString());
+  const std::shared_ptr<detail::DeviceImpl>& impl = device.impl();
+  std::shared_ptr<QueueImpl> sdk = impl->sdkQueue();
+  void* native = sq.native();
+  if (native == sdk->native() || (device.backend() == ComputeBackend::opencl && native == nullptr)) return sdk;
+  return impl->wrapQueue(native);
+}
+
+/// Address of element 0 for alignment checks: the CUDA address, or the byte offset in
+/// a cl_mem (whose base is aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN).
+std::uintptr_t alignmentAddress(ComputeBackend backend, void* handle, std::size_t offset) {
+  return backend == ComputeBackend::cuda ? reinterpret_cast<std::uintptr_t>(handle) + offset
+                                         : static_cast<std::uintptr_t>(offset);
+}
+
+// ------------------------------------------------------------ colour tables --
+
+double srgbDecode(double v) { return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); }
+double srgbEncode(double l) { return l <= 0.0031308 ? l * 12.92 : 1.055 * std::pow(l, 1.0 / 2.4) - 0.055; }
+int quantize(double v) { return static_cast<int>(std::round(255.0 * std::clamp(v, 0.0, 1.0))); }
+
+/// The exact float -> u8 result the kernels must reproduce (NaN -> 0, saturating).
+int quantizeFloat(float x, bool srgb) {
+  if (std::isnan(x)) return 0;
+  const double v = std::clamp(static_cast<double>(x), 0.0, 1.0);
+  return quantize(srgb ? srgbEncode(v) : v);
+}
+
+/// Host-computed tables for the colour kernels, uploaded once per device. Layout is
+/// what the kernels index (see convert_formats.h).
+struct ColorTables {
+  float linearToFloat[256];     ///< c / 255
+  float srgbToFloat[256];       ///< decode(c / 255)
+  float linearThresholds[256];  ///< [k]: least float x with quantizeFloat(x, false) > k (k < 255)
+  float srgbThresholds[256];    ///< [k]: least float x with quantizeFloat(x, true) > k
+  std::uint8_t srgbToLinear[256];
+  std::uint8_t linearToSrgb[256];
+};
+
+/// Least float x in [0, 1] with quantizeFloat(x) > k: a binary search over the bit
+/// patterns of non-negative floats, which are ordered like their values.
+float threshold(int k, bool srgb) {
+  std::uint32_t lo = 0;
+  std::uint32_t hi = 0x3F800000u;  // 1.0f: quantizes to 255 > k
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    float x;
+    std::memcpy(&x, &mid, sizeof x);
+    if (quantizeFloat(x, srgb) > k) hi = mid;
+    else lo = mid + 1;
+  }
+  float x;
+  std::memcpy(&x, &hi, sizeof x);
+  return x;
+}
+
+const ColorTables& hostColorTables() {
+  static const ColorTables tables = [] {
+    ColorTables t{};
+    for (int c = 0; c < 256; ++c) {
+      const double v = c / 255.0;
+      t.linearToFloat[c] = static_cast<float>(v);
+      t.srgbToFloat[c] = static_cast<float>(srgbDecode(v));
+      t.srgbToLinear[c] = static_cast<std::uint8_t>(quantize(srgbDecode(v)));
+      t.linearToSrgb[c] = static_cast<std::uint8_t>(quantize(srgbEncode(v)));
+    }
+    for (int k = 0; k < 255; ++k) {
+      t.linearThresholds[k] = threshold(k, false);
+      t.srgbThresholds[k] = threshold(k, true);
+    }
+    t.linearThresholds[255] = t.srgbThresholds[255] = std::numeric_limits<float>::infinity();  // never read
+    return t;
+  }();
+  return tables;
+}
+
+/// The device copy of the tables for `device`, uploaded on `q` at first use. The cache
+/// is never destroyed (no device calls during static destruction); an entry is dropped
+/// once its device is referenced by nothing but the entry itself.
+std::shared_ptr<Allocation> deviceColorTables(const std::shared_ptr<detail::DeviceImpl>& device, QueueImpl& q) {
+  static auto* mutex = new std::mutex;
+  static auto* cache = new std::map<const detail::DeviceImpl*, std::shared_ptr<Allocation>>;
+  const ColorTables& host = hostColorTables();
+  std::lock_guard<std::mutex> lock(*mutex);
+  for (auto it = cache->begin(); it != cache->end();) {
+    if (it->first != device.get() && it->second->device().use_count() == 1) it = cache->erase(it);
+    else ++it;
+  }
+  auto found = cache->find(device.get());
+  if (found != cache->end()) return found->second;
+  std::shared_ptr<Allocation> storage = device->allocate(sizeof(ColorTables), q);
+  detail::OrderedUse use(q, {storage.get()});
+  detail::CopyDesc copy;
+  copy.elemSize = sizeof(ColorTables);
+  copy.dst = detail::MemRef::dev(storage.get(), 0);
+  copy.src = detail::MemRef::hostPtr(const_cast<ColorTables*>(&host));  // static storage: outlives the copy
+  device->copy(copy, q);
+  use.commit();
+  cache->emplace(device.get(), storage);
+  return storage;
+}
+
+// --------------------------------------------------------------- conversion --
+
+KernelArg bufferArg(const ArraySpan& s) { return KernelArg::buf(s.storage.get(), s.offset); }
+
+/// 4-channel u8 data aligned for 32-bit word access.
+int wordAccess(const FormatInfo& f, const ArraySpan& s) {
+  return (f.channels == 4 && f.depth == Depth::U8 &&
+          alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset) % 4 == 0)
+             ? 1
+             : 0;
+}
+
+void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
+  args.push_back(KernelArg::i32(f.red));
+  args.push_back(KernelArg::i32(f.green));
+  args.push_back(KernelArg::i32(f.blue));
+  args.push_back(KernelArg::i32(f.alpha));
+}
+
+/// Enqueues dst = convert(src) on q. Sizes, devices and overlap are already checked.
+void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, const ArraySpan& src, QueueImpl& q) {
+  const FormatInfo& to = formatInfo(toId);
+  const FormatInfo& from = formatInfo(fromId);
+  const std::size_t n = countOf(src);
+  const std::shared_ptr<detail::DeviceImpl>& device = src.device.impl();
+  detail::OrderedUse use(q, {src.storage.get(), dst.storage.get()});
+
+  if (toId == fromId) {
+    if (dst.storage->handle() != src.storage->handle() || dst.offset != src.offset) {
+      detail::CopyDesc copy;
+      copy.elemSize = n * to.bytes;
+      copy.dst = detail::MemRef::dev(dst.storage.get(), dst.offset);
+      copy.src = detail::MemRef::dev(src.storage.get(), src.offset);
+      device->copy(copy, q);
+    }
+    use.commit();
+    return;
+  }
+
+  detail::KernelLaunch launch;
+  launch.workDims = 1;
+  launch.globalSize = {n, 1, 1};
+  auto& args = launch.args;
+  args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
+
+  if (!to.isColor) {
+    // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
+    launch.name = "da_convert_points";
+    int map[4] = {0, 1, 2, -1};
+    if (toId == FormatId::PointZ) map[0] = 2;
+    args.push_back(bufferArg(src));
+    args.push_back(KernelArg::i32(from.channels));
+    args.push_back(bufferArg(dst));
+    args.push_back(KernelArg::i32(to.channels));
+    for (int m : map) args.push_back(KernelArg::i32(m));
+    device->launch(launch, q);
+    use.commit();
+    return;
+  }
+
+  const std::shared_ptr<Allocation> tables = deviceColorTables(device, q);
+  use.add(tables.get());
+  Allocation* t = tables.get();
+  if (from.depth == Depth::U8 && to.depth == Depth::U8) {
+    launch.name = "da_convert_color_u8_u8";
+    args.push_back(bufferArg(src));
+    args.push_back(KernelArg::i32(from.channels));
+    pushLayout(args, from);
+    args.push_back(KernelArg::i32(wordAccess(from, src)));
+    args.push_back(bufferArg(dst));
+    args.push_back(KernelArg::i32(to.channels));
+    pushLayout(args, to);
+    args.push_back(KernelArg::i32(wordAccess(to, dst)));
+    args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
+    args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToLinear)
+                                                 : offsetof(ColorTables, linearToSrgb)));
+  } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
+    launch.name = "da_convert_color_u8_f32";
+    args.push_back(bufferArg(src));
+    args.push_back(KernelArg::i32(from.channels));
+    pushLayout(args, from);
+    args.push_back(bufferArg(dst));
+    pushLayout(args, to);
+    args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)
+                                                 : offsetof(ColorTables, linearToFloat)));
+    args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearToFloat)));
+  } else {  // ColorRGBAf -> u8
+    launch.name = "da_convert_color_f32_u8";
+    args.push_back(bufferArg(src));
+    pushLayout(args, from);
+    args.push_back(bufferArg(dst));
+    args.push_back(KernelArg::i32(to.channels));
+    pushLayout(args, to);
+    args.push_back(KernelArg::i32(wordAccess(to, dst)));
+    args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));
+    args.push_back(KernelArg::buf(t, to.isSRGB ? offsetof(ColorTables, srgbThresholds)
+                                               : offsetof(ColorTables, linearThresholds)));
+    args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearThresholds)));
+  }
+  device->launch(launch, q);
+  use.commit();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ public --
+
+ArrayLayout organizedLayout(FormatId format, int height, int width) {
+  return layoutFor(format, ArrayGeometry{true, height, width, 0}, "organizedLayout");
+}
+
+ArrayLayout unorganizedLayout(FormatId format, std::size_t count) {
+  return layoutFor(format, ArrayGeometry{false, 0, 0, count}, "unorganizedLayout");
+}
+
+namespace detail {
+
+void* handleOf(const Allocation& storage) { return storage.handle(); }
+
+void* devicePointerOf(const ArraySpan& span) {
+  void* handle = span.storage->handle();
+  if (span.device.backend() == ComputeBackend::cuda) return static_cast<unsigned char*>(handle) + span.offset;
+  return handle;
+}
+
+ArraySpan spanOf(const GpuMatND& mat, bool organized) {
+  if (mat.empty()) return ArraySpan{};
+  if (organized) return ArraySpan{mat.allocation(), mat.offset(), mat.device(), mat.size[0], mat.size[1], true};
+  return ArraySpan{mat.allocation(), mat.offset(), mat.device(), 1, mat.size[0], false};
+}
+
+[[noreturn]] void throwExpiredView(const char* fn) {
+  fail(ErrorCode::InvalidState, prefix(fn) + "the DeviceArray this view was made from has been destroyed, so the "
+                                             "view no longer refers to valid memory");
+}
+
+GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const ComputeDevice& device, const char* fn) {
+  const ArrayLayout layout = layoutFor(format, geometry, fn);
+  requireDevice(device, fn);
+  const std::shared_ptr<DeviceImpl>& impl = device.impl();
+  std::shared_ptr<Allocation> storage = impl->allocate(layout.sizeInBytes, *impl->sdkQueue());
+  // Blocking by contract: once this returns, any stream may use the memory.
+  storage->waitIdle();
+  return matFor(std::move(storage), 0, format, geometry);
+}
+
+GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geometry, const ComputeDevice& device,
+                     const char* fn) {
+  const ArrayLayout layout = layoutFor(format, geometry, fn);
+  if (data == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the host data pointer is null");
+  requireDevice(device, fn);
+  const std::shared_ptr<DeviceImpl>& impl = device.impl();
+  QueueImpl& q = *impl->sdkQueue();
+  std::shared_ptr<Allocation> storage = impl->allocate(layout.sizeInBytes, q);
+  OrderedUse use(q, {storage.get()});
+  CopyDesc copy;
+  copy.elemSize = layout.sizeInBytes;
+  copy.dst = MemRef::dev(storage.get(), 0);
+  copy.src = MemRef::hostPtr(const_cast<void*>(data));
+  impl->copy(copy, q);
+  use.commit();
+  storage->waitIdle();
+  return matFor(std::move(storage), 0, format, geometry);
+}
+
+bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
+  const FormatInfo& f = formatInfo(format);
+  const int expected = makeType(f.depth, f.channels);
+  if (mat.type() != expected)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "GpuMatND type " + std::to_string(mat.type()) + " (depth " +
+                                         std::to_string(mat.depth()) + ", " + std::to_string(mat.channels()) +
+                                         " channels) does not match " + formatName(format) + " (type " +
+                                         std::to_string(expected) + ")");
+  if (mat.dims != 1 && mat.dims != 2)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the GpuMatND has " + std::to_string(mat.dims) +
+                                         " dimensions; a DeviceArray needs {H, W} (organized) or {N} (unorganized)");
+  if (!mat.isContinuous())
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the GpuMatND is not continuous; a DeviceArray is always tightly "
+                                                  "packed (clone() it first)");
+  const bool organized = mat.dims == 2;
+  const ArrayGeometry g = organized ? ArrayGeometry{true, mat.size[0], mat.size[1], 0}
+                                    : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(mat.size[0])};
+  (void)layoutFor(format, g, fn);
+  const std::uintptr_t address = alignmentAddress(mat.backend(), mat.allocation()->handle(), mat.offset());
+  if (address % depthSize(f.depth) != 0)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is at byte offset " + std::to_string(mat.offset()) +
+                                         ", not aligned to the " + std::to_string(depthSize(f.depth)) +
+                                         "-byte channel values of " + formatName(format));
+  return organized;
+}
+
+void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size_t bytes, const StreamOrQueue& sq,
+                    const char* fn) {
+  const std::size_t needed = countOf(span) * formatInfo(format).bytes;
+  if (dst == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination pointer is null");
+  if (bytes < needed)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "destination capacity " + std::to_string(bytes) +
+                                         " bytes is smaller than sizeInBytes() = " + std::to_string(needed));
+  std::shared_ptr<QueueImpl> q = queueFor(span.device, sq, fn);
+  OrderedUse use(*q, {span.storage.get()});
+  CopyDesc copy;
+  copy.elemSize = needed;
+  copy.dst = MemRef::hostPtr(dst);
+  copy.src = MemRef::dev(span.storage.get(), span.offset);
+  span.device.impl()->copy(copy, *q);
+  use.commit();
+}
+
+void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char* fn) {
+  const std::size_t bytes = countOf(span) * formatInfo(format).bytes;
+  copySpanToHost(format, span, dst, bytes, span.device.sdkStreamOrQueue(), fn);
+  span.storage->waitIdle();
+}
+
+GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const StreamOrQueue& sq, const char* fn) {
+  std::shared_ptr<QueueImpl> q = queueFor(src.device, sq, fn);
+  const ArrayGeometry g = geometryOf(src);
+  const ArrayLayout layout = layoutFor(to, g, fn);
+  std::shared_ptr<Allocation> storage = src.device.impl()->allocate(layout.sizeInBytes, *q);
+  const ArraySpan dst{storage, 0, src.device, src.height, src.width, src.organized};
+  enqueueConversion(to, dst, from, src, *q);
+  return matFor(std::move(storage), 0, to, g);
+}
+
+void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const ArraySpan& src, const StreamOrQueue& sq,
+                     const char* fn) {
+  if (dst.device != src.device)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination lives on " + dst.device.toString() +
+                                         " but the source on " + src.device.toString());
+  if (countOf(dst) != countOf(src) ||
+      (dst.organized && src.organized && (dst.height != src.height || dst.width != src.width)))
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "destination " + std::to_string(dst.height) + " x " +
+                                         std::to_string(dst.width) + " does not match source " +
+                                         std::to_string(src.height) + " x " + std::to_string(src.width));
+  const std::size_t dstBytes = countOf(dst) * formatInfo(to).bytes;
+  const std::size_t srcBytes = countOf(src) * formatInfo(from).bytes;
+  if (dst.storage->handle() == src.storage->handle()) {
+    const bool overlap = dst.offset < src.offset + srcBytes && src.offset < dst.offset + dstBytes;
+    const bool exactlyInPlace = dst.offset == src.offset && dstBytes == srcBytes;
+    if (overlap && !exactlyInPlace)
+      fail(ErrorCode::InvalidArgument, prefix(fn) + "destination and source memory overlap partially (" +
+                                           formatName(from) + " -> " + formatName(to) +
+                                           " can only run in place when both cover exactly the same bytes)");
+  }
+  std::shared_ptr<QueueImpl> q = queueFor(src.device, sq, fn);
+  enqueueConversion(to, dst, from, src, *q);
+}
+
+std::shared_ptr<Allocation> adoptUserMemory(const ComputeDevice& device, FormatId format, void* handle,
+                                            std::size_t offset, bool isOpenCL, int width, int height,
+                                            const StreamOrQueue& sq, const char* fn) {
+  requireDevice(device, fn);
+  const ComputeBackend wanted = isOpenCL ? ComputeBackend::opencl : ComputeBackend::cuda;
+  if (device.backend() != wanted)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "a " + toString(wanted) + " memory handle cannot be used on " +
+                                         device.toString());
+  if (handle == nullptr)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + (isOpenCL ? "the cl_mem is null" : "the device pointer is null"));
+  const ArrayLayout layout = layoutFor(format, ArrayGeometry{true, height, width, 0}, fn);
+  const std::size_t valueBytes = depthSize(formatInfo(format).depth);
+  if (alignmentAddress(wanted, handle, offset) % valueBytes != 0)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is not aligned to the " + std::to_string(valueBytes) +
+                                         "-byte channel values of " + formatName(format));
+  if (offset > std::numeric_limits<std::size_t>::max() - layout.sizeInBytes)
+    fail(ErrorCode::OutOfRange, prefix(fn) + "byte offset " + std::to_string(offset) + " plus the array size overflows");
+  std::shared_ptr<QueueImpl> q = queueFor(device, sq, fn);
+  std::shared_ptr<Allocation> storage = device.impl()->adopt(handle, offset + layout.sizeInBytes);
+  // Later library work on other queues waits for what the caller enqueued on sq so far.
+  OrderedUse use(*q, {storage.get()});
+  use.commit();
+  return storage;
+}
+
+}  // namespace detail
+}  // namespace devicearray
