@@ -204,16 +204,19 @@ DLManagedTensor* toDLPackHostCopy(const GpuMatND& array);
 // Throws (after running the deleter):
 //   InvalidArgument: null tensor or data, ndim < 0, null shape, a non-positive
 //     length, a negative device_id, negative, overlapping or non-descending strides,
-//     a last axis that is not contiguous, data misaligned for the element type, a
-//     cl_mem of no known context, a versioned tensor of major version 0;
+//     a last axis that is not contiguous, data misaligned for the element type, data
+//     that is not a valid cl_mem (kDLOpenCL), a versioned tensor of major version 0,
+//     memory the backend's adopt() cannot verify (e.g. a pointer of another CUDA
+//     device, or ordinary host memory);
 //   OutOfRange: a length above INT_MAX, byte counts that overflow, an OpenCL view
 //     that extends past the end of its cl_mem;
 //   Unsupported: a major version above 1; the READ_ONLY flag (GpuMatND has no
 //     read-only mode); ndim 0 or above 32; lanes ≠ 1; a dtype without a Depth
 //     (bool, bfloat16, complex, float8/6/4, 32/64-bit unsigned, 64-bit signed,
 //     opaque); a device that is not CUDA or OpenCL — host (kDLCPU) tensors are
-//     refused, not copied; a CUDA ordinal that does not exist here;
-//   plus whatever the backend's adopt() throws for memory it cannot verify.
+//     refused, not copied; a CUDA ordinal that does not exist here; a cl_mem of an
+//     OpenCL context none of the library's devices uses (pass the device explicitly);
+//   OutOfMemory when host bookkeeping cannot be allocated.
 GpuMatND fromDLPack(DLManagedTensorVersioned* tensor);
 /// Legacy (unversioned) form; same rules minus version and flags.
 GpuMatND fromDLPack(DLManagedTensor* tensor);
