@@ -1,0 +1,28 @@
+// The `devicearray` command's subcommands. Each lives in its own cmd_*.cpp and is
+// registered from main.cpp; a subcommand reports failure by throwing (a
+// devicearray::Error, a CommandError or a CLI11 error), and main turns that into one
+// "devicearray: error: ..." line on stderr and a non-zero exit status.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace devicearray::cli {
+
+/// A failure of a subcommand that is not a library error (e.g. a bad combination of
+/// options that CLI11 cannot express). Exits with status 2, like usage errors.
+class CommandError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void addInfoCommand(CLI::App& app);
+void addLayoutCommand(CLI::App& app);
+void addSynthCommand(CLI::App& app);
+void addRenderCommand(CLI::App& app);
+
+}  // namespace devicearray::cli

@@ -1,0 +1,64 @@
+// The `devicearray` command: devices, layouts, synthetic scenes and previews.
+//
+// Subcommands register themselves from their own files (see commands.hpp). Every
+// failure — a usage error, a library Error or anything else thrown — ends as exactly
+// one "devicearray: error: ..." line on stderr and a non-zero exit status: 2 for usage
+// errors, 1 for everything else.
+#include <algorithm>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "devicearray/error.hpp"
+
+namespace {
+
+int reportFailure(const std::string& message, int status) {
+  std::string line = message;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::cerr << "devicearray: error: " << line << '\n';
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts, make and preview point clouds.",
+               "devicearray"};
+  app.set_version_flag("--version", "devicearray 0.1.0");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  devicearray::cli::addInfoCommand(app);
+  devicearray::cli::addLayoutCommand(app);
+  devicearray::cli::addSynthCommand(app);
+  devicearray::cli::addRenderCommand(app);
+
+  // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
+  const auto subcommands = app.get_subcommands([](CLI::App*) { return true; });
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(subcommands.begin(), subcommands.end(), [&](CLI::App* sub) { return sub->get_name() == argv[1]; })) {
+    std::string names;
+    for (const CLI::App* sub : subcommands) names += (names.empty() ? "" : ", ") + sub->get_name();
+    return reportFailure("unknown subcommand '" + std::string(argv[1]) + "' (one of: " + names + ")", 2);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0; CLI11 prints them best.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return reportFailure(std::string(e.what()) + " (run 'devicearray --help' for usage)", 2);
+  } catch (const devicearray::cli::CommandError& e) {
+    return reportFailure(e.what(), 2);
+  } catch (const devicearray::Error& e) {
+    return reportFailure(e.what(), 1);
+  } catch (const std::bad_alloc&) {
+    return reportFailure("out of host memory", 1);
+  } catch (const std::exception& e) {
+    return reportFailure(e.what(), 1);
+  }
+  return 0;
+}
