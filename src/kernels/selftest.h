@@ -1,0 +1,16 @@
+/* A trivial shared kernel that exercises the launch path of both backends
+ * (buffer arguments with byte offsets, 32-bit scalars): y = a * x + y over n floats.
+ * Used by tests/backend_test.cpp. */
+#ifndef DEVICEARRAY_KERNELS_SELFTEST_H
+#define DEVICEARRAY_KERNELS_SELFTEST_H
+
+#include "prelude.h"
+
+DA_KERNEL(da_selftest_axpy)(int n, float a, DA_BUFFER(const float, x), DA_BUFFER(float, y)) {
+  DA_BUFFER_INIT(const float, x);
+  DA_BUFFER_INIT(float, y);
+  const long i = DA_ID(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+#endif /* DEVICEARRAY_KERNELS_SELFTEST_H */

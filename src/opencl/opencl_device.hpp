@@ -1,0 +1,208 @@
+// OpenCL implementation of the backend interface (src/backend/backend.hpp).
+// The design is described at the top of opencl_device.cpp.
+#pragma once
+
+#include <CL/cl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace devicearray::detail::opencl {
+
+class OpenCLDevice;
+
+/// A cl_event of a marker (or of any command), owned: released on destruction.
+class OpenCLEvent final : public EventImpl {
+ public:
+  /// Takes over one reference of `event`. `queue` is only an identity (the event
+  /// itself keeps the queue alive); `profiled` says whether the queue records timing.
+  OpenCLEvent(cl_event event, cl_command_queue queue, bool profiled) noexcept
+      : event_(event), queue_(queue), profiled_(profiled) {}
+  OpenCLEvent(const OpenCLEvent&) = delete;
+  OpenCLEvent& operator=(const OpenCLEvent&) = delete;
+  ~OpenCLEvent() override;
+
+  bool query() override;
+  void synchronize() override;
+  float elapsedMs(EventImpl& later) override;
+  const void* queueKey() const override { return queue_; }
+
+  cl_event native() const { return event_; }
+  /// True when the command finished, successfully or not (never throws).
+  bool finished() const noexcept;
+
+ private:
+  cl_event event_;
+  cl_command_queue queue_;
+  bool profiled_;
+};
+
+/// An in-order command queue: created by the library (owned) or a retained
+/// wrapper of a caller's queue; both hold one reference, released on destruction.
+class OpenCLQueue final : public QueueImpl {
+ public:
+  OpenCLQueue(std::shared_ptr<DeviceImpl> device, cl_command_queue queue, bool profiled) noexcept
+      : device_(std::move(device)), queue_(queue), profiled_(profiled) {}
+  OpenCLQueue(const OpenCLQueue&) = delete;
+  OpenCLQueue& operator=(const OpenCLQueue&) = delete;
+  ~OpenCLQueue() override;
+
+  const std::shared_ptr<DeviceImpl>& device() const override { return device_; }
+  void* native() const override { return queue_; }
+  void synchronize() override;
+  bool query() override;
+  std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
+  void waitEvent(EventImpl& event) override;
+
+  cl_command_queue queue() const { return queue_; }
+  bool profiled() const { return profiled_; }
+  /// Adopts `event` (one reference, produced by a command on this queue) as an EventImpl.
+  std::shared_ptr<EventImpl> wrapEvent(cl_event event) const;
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  cl_command_queue queue_;
+  bool profiled_;
+};
+
+/// Device memory of one cl_context. Owned buffers go back to the device's
+/// buffer cache (with their pending work) when the last handle drops; adopted
+/// ones were retained and are released.
+class OpenCLAllocation final : public Allocation {
+ public:
+  OpenCLAllocation(std::shared_ptr<DeviceImpl> device, cl_mem mem, std::size_t bytes, std::size_t capacity,
+                   bool owned) noexcept
+      : Allocation(std::move(device), mem, bytes, owned), capacity_(capacity) {}
+  ~OpenCLAllocation() override;
+
+  cl_mem mem() const { return static_cast<cl_mem>(handle()); }
+
+ private:
+  std::size_t capacity_;  // the size the cl_mem was created with
+};
+
+/// A plain kernel argument: clSetKernelArg(kernel, i, size, value).
+struct RawArg {
+  std::size_t size;
+  const void* value;
+};
+
+/// A buffer taken from (or created for) the cache, for internal temporaries.
+struct ScratchBuffer {
+  cl_mem mem = nullptr;
+  std::size_t capacity = 0;
+};
+
+class OpenCLDevice final : public DeviceImpl {
+ public:
+  /// Takes over one reference of `context` and `queue`; `device` is retained when
+  /// `adopted` (root device ids of enumerated devices need none).
+  static std::shared_ptr<OpenCLDevice> create(cl_platform_id platform, cl_context context, cl_device_id device,
+                                              cl_command_queue queue, int ordinal, bool adopted);
+  OpenCLDevice(const OpenCLDevice&) = delete;
+  OpenCLDevice& operator=(const OpenCLDevice&) = delete;
+  ~OpenCLDevice() override;
+
+  ComputeBackend backend() const override { return ComputeBackend::opencl; }
+  int ordinal() const override { return ordinal_; }
+  std::string model() const override { return model_; }
+  std::string vendor() const override { return vendor_; }
+  void* nativeContext() override { return context_; }
+  void* nativeDevice() override { return device_; }
+  std::size_t totalMemory() override { return globalMemBytes_; }
+  std::size_t freeMemory() override;
+
+  const std::shared_ptr<QueueImpl>& sdkQueue() override { return sdkQueue_; }
+  std::shared_ptr<QueueImpl> createQueue() override;
+  std::shared_ptr<QueueImpl> wrapQueue(void* native) override;
+  std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) override;
+
+  std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) override;
+  std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) override;
+
+  void copy(const CopyDesc& desc, QueueImpl& q) override;
+  void fill(const FillDesc& desc, QueueImpl& q) override;
+  void convert(const ConvertDesc& desc, QueueImpl& q) override;
+  void launch(const KernelLaunch& launch, QueueImpl& q) override;
+
+  // ---- internals shared by the copy engine (opencl_copy.cpp) ----
+  cl_context context() const { return context_; }
+  cl_device_id device() const { return device_; }
+  bool hasFp64() const { return hasFp64_; }
+  /// `q` as a queue of this device, or InvalidArgument naming `fn`.
+  OpenCLQueue& queueOf(QueueImpl& q, const char* fn);
+  /// The cl_mem of an allocation of this device's context, or InvalidArgument.
+  cl_mem memOf(const Allocation* a, const char* fn) const;
+  /// A buffer of at least `bytes` usable on `q` (q already waits for its previous
+  /// users); give it back with releaseScratch after enqueuing its last use.
+  ScratchBuffer acquireScratch(std::size_t bytes, OpenCLQueue& q, const char* fn);
+  void releaseScratch(const ScratchBuffer& buffer, OpenCLQueue& q);
+  /// Returns an owned buffer to the cache (or releases it when the cache is full).
+  void recycle(cl_mem mem, std::size_t capacity, std::vector<std::shared_ptr<EventImpl>> pending) noexcept;
+  /// Sets the arguments of kernel `name` and enqueues it on `q` (thread-safe).
+  void enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims, const std::size_t* global,
+                     const std::vector<RawArg>& args);
+  /// "opencl:1 (model / vendor)" or "adopted OpenCL device (model / vendor)", for messages.
+  std::string describe() const;
+
+ private:
+  struct KernelSlot {
+    cl_kernel kernel = nullptr;
+    cl_uint numArgs = 0;
+    std::mutex mutex;  // clSetKernelArg + enqueue must not interleave between threads
+  };
+  struct CachedBuffer {
+    cl_mem mem;
+    std::size_t capacity;
+    std::vector<std::shared_ptr<EventImpl>> pending;
+  };
+  struct Acquired {
+    cl_mem mem;
+    std::size_t capacity;
+    bool hadPendingWork;  // q was made to wait, so q must record the hand-over
+  };
+
+  OpenCLDevice(cl_platform_id platform, cl_context context, cl_device_id device, int ordinal, bool adopted);
+
+  Acquired acquire(std::size_t bytes, OpenCLQueue& q, const char* fn);
+  /// Releases every cached buffer after its pending work (blocks on that work).
+  void flushCache() noexcept;
+  cl_program program();
+  KernelSlot& kernel(const char* name);
+
+  cl_platform_id platform_;
+  cl_context context_;
+  cl_device_id device_;
+  int ordinal_;
+  bool adopted_;
+  std::string model_;
+  std::string vendor_;
+  std::size_t globalMemBytes_ = 0;
+  std::size_t maxAllocBytes_ = 0;
+  bool hasFp64_ = false;
+  std::shared_ptr<QueueImpl> sdkQueue_;
+
+  std::mutex programMutex_;
+  cl_program program_ = nullptr;
+  std::string buildError_;  // kept so a failed build is reported, not retried, on every launch
+
+  std::mutex kernelsMutex_;
+  std::unordered_map<std::string, std::unique_ptr<KernelSlot>> kernels_;
+
+  std::mutex cacheMutex_;
+  std::list<CachedBuffer> cache_;  // most recently returned first
+  std::size_t cachedBytes_ = 0;
+  std::size_t cacheLimitBytes_ = 0;
+  std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
+};
+
+}  // namespace devicearray::detail::opencl
