@@ -1,0 +1,333 @@
+// devicearray — point clouds and images that live on one ComputeDevice (API.md §7).
+//
+// Storage. A PointCloud is organized (height x width, point (r, c) at r * width + c)
+// and holds XYZ (PointXYZ, NaN = missing point), optionally colour and SNR. Colour is
+// stored as ColorRGBA, i.e. linear-light 8-bit RGBA (API.md §6): block and voxel means
+// are then physically meaningful averages of light, and every colour format is one
+// convert<> away. Host clouds (HostPointCloud) carry sRGB colours; they are decoded on
+// the device when uploaded and encoded again by toHost(). Dark sRGB shades share linear
+// 8-bit codes, so an sRGB -> linear -> sRGB round trip is exact only above sRGB ~ 20.
+//
+// Streams (API.md §3). Every operation has an overload taking a StreamOrQueue: it
+// enqueues its work there, returns without blocking (unless stated: operations whose
+// output size depends on the data read one count back) and what it hands out is ready
+// on that stream. The overloads without a stream run on the device's own queue and
+// block until their work is complete.
+//
+// Errors. Every function throws devicearray::Error: InvalidArgument for bad input
+// (named in the message), InvalidState for an empty cloud where data is required,
+// OutOfMemory, BackendError. Operations give the strong guarantee: a throwing call
+// leaves the cloud unchanged (device work already enqueued may have written only
+// memory that no handle of the cloud refers to).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "devicearray/device.hpp"
+#include "devicearray/device_array.hpp"
+#include "devicearray/formats.hpp"
+#include "devicearray/gpu_mat_nd.hpp"
+#include "devicearray/host_mat.hpp"
+#include "devicearray/io.hpp"
+
+namespace devicearray {
+
+enum class Downsampling { by2x2, by3x3, by4x4 };
+
+/// Row-major 4x4 matrix: element (r, c) at index 4 * r + c. Point transforms require
+/// an affine matrix (last row 0 0 0 1).
+using Matrix4x4 = std::array<float, 16>;
+
+/// The identity matrix.
+constexpr Matrix4x4 identityMatrix4x4() { return {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}; }
+
+/// An oriented box: origin O, points A and B spanning its base, and the extent
+/// [minExtent, maxExtent] along the base normal n = normalize((A - O) x (B - O)).
+/// A point p is inside when its projections onto A - O and B - O lie within
+/// [0, |A - O|] and [0, |B - O|] and (p - O) . n lies within [minExtent, maxExtent].
+struct RegionOfInterestBox {
+  PointXYZ origin{0, 0, 0};
+  PointXYZ pointA{0, 0, 0};
+  PointXYZ pointB{0, 0, 0};
+  float minExtent = 0;
+  float maxExtent = 0;
+};
+
+class UnorganizedPointCloud;
+
+/// An organized point cloud on one device.
+///
+/// Copies share the device memory (like GpuMat); in-place operations (transform, mask,
+/// maskByRegionOfInterest) write that shared memory, so every copy — and every
+/// DeviceArray the cloud was built from zero-copy — sees them. Use the *ed variants
+/// (transformed, masked, ...) for an independent result. downsample() replaces the
+/// cloud's arrays with new ones (copies keep the old ones).
+class PointCloud {
+ public:
+  /// An empty cloud (height() == width() == 0).
+  PointCloud() = default;
+
+  /// Zero-copy: the cloud uses the given arrays. `xyz` must be organized and non-empty;
+  /// `colors` and `snrs` are optional (empty) or organized with xyz's height, width and
+  /// device. Throws InvalidArgument otherwise. Non-blocking (no device work).
+  explicit PointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors = {}, DeviceArray<SNR> snrs = {});
+
+  /// Uploads an organized host cloud (its sRGB colours are decoded to linear on the
+  /// device; normals are not uploaded — they are computed from XYZ). Blocking. Throws
+  /// InvalidArgument when the cloud fails validate() or is not organized.
+  static PointCloud fromHost(const HostPointCloud& cloud, const ComputeDevice& device = ComputeDevice::defaultDevice());
+  /// Uploads height x width points from raw host arrays (colors: linear RGBA; colors
+  /// and snrs may be null). Blocking. Throws InvalidArgument for null xyz or bad sizes.
+  static PointCloud fromHost(int height, int width, const PointXYZ* xyz, const ColorRGBA* colors, const SNR* snrs,
+                             const ComputeDevice& device = ComputeDevice::defaultDevice());
+
+  /// Downloads XYZ, sRGB-encoded colours and SNR (normals left empty). Blocking.
+  /// Throws InvalidState for an empty cloud.
+  HostPointCloud toHost() const;
+
+  int height() const noexcept { return height_; }
+  int width() const noexcept { return width_; }
+  /// height() * width() points (valid or missing).
+  std::size_t size() const noexcept { return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_); }
+  bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  bool hasColors() const noexcept { return colors_.isValid(); }
+  bool hasSNRs() const noexcept { return snrs_.isValid(); }
+  /// Throws InvalidState for an empty cloud.
+  ComputeDevice device() const;
+
+  // ---- data access: each returns a new array (a copy), computed on `sq` ----
+  DeviceArray<PointXYZ> devicePointsXYZ(StreamOrQueue sq) const;
+  DeviceArray<PointXYZW> devicePointsXYZW(StreamOrQueue sq) const;
+  DeviceArray<PointZ> devicePointsZ(StreamOrQueue sq) const;
+  /// Throws InvalidState when the cloud has no SNR.
+  DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
+  /// Unit normals (API.md §7), oriented towards the camera. The camera is where the
+  /// accumulated transformationMatrix() moved the sensor origin, so normals of a
+  /// transformed cloud are the rotated normals of the original.
+  DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
+  /// The colour image in any of the nine colour formats. Throws InvalidState when the
+  /// cloud has no colours.
+  template <class Color>
+  DeviceArray<Color> imageDeviceArray(StreamOrQueue sq) const {
+    static_assert(isColorFormat<Color>, "PointCloud::imageDeviceArray<Color>: Color must be a colour format");
+    return convert<Color>(requireColors("PointCloud::imageDeviceArray"), sq);
+  }
+
+  // ---- operations ----
+  /// Replaces the cloud by its k x k block reduction (API.md §7); the new size is
+  /// floor(H/k) x floor(W/k). Throws InvalidArgument when that is 0 x something, or for
+  /// an invalid enum value.
+  void downsample(Downsampling d);
+  void downsample(Downsampling d, StreamOrQueue sq);
+  PointCloud downsampled(Downsampling d) const;
+  PointCloud downsampled(Downsampling d, StreamOrQueue sq) const;
+
+  /// Applies `m` (affine, finite) to the valid points and sets transformationMatrix()
+  /// to m * transformationMatrix().
+  void transform(const Matrix4x4& m);
+  void transform(const Matrix4x4& m, StreamOrQueue sq);
+  PointCloud transformed(const Matrix4x4& m) const;
+  PointCloud transformed(const Matrix4x4& m, StreamOrQueue sq) const;
+  /// The product of all transforms applied since construction (identity at first).
+  const Matrix4x4& transformationMatrix() const noexcept { return transform_; }
+
+  /// Points whose mask value is 0 become missing. The mask is height x width, one
+  /// byte per pixel (non-zero = keep): a GpuMatND of type makeType(Depth::U8, 1) of size
+  /// {H, W} on this device (row steps allowed), or host data. Size or type mismatch →
+  /// InvalidArgument.
+  void mask(const GpuMatND& mask);
+  void mask(const GpuMatND& mask, StreamOrQueue sq);
+  void mask(const HostMat& mask);
+  void mask(const std::uint8_t* mask, int height, int width);
+  void mask(const std::vector<bool>& mask, int height, int width);
+  PointCloud masked(const GpuMatND& mask) const;
+  PointCloud masked(const GpuMatND& mask, StreamOrQueue sq) const;
+  PointCloud masked(const HostMat& mask) const;
+
+  /// Points outside `box` become missing. Degenerate boxes (coincident or collinear
+  /// O, A, B; minExtent > maxExtent; non-finite values) → InvalidArgument.
+  void maskByRegionOfInterest(const RegionOfInterestBox& box);
+  void maskByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq);
+  PointCloud maskedByRegionOfInterest(const RegionOfInterestBox& box) const;
+  PointCloud maskedByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) const;
+
+  /// The valid points in row-major order (exclusive scan of validity + scatter), with
+  /// their colour and SNR and this cloud's transformationMatrix(). The stream overload
+  /// enqueues everything on `sq` and then blocks once to read the point count.
+  UnorganizedPointCloud toUnorganizedPointCloud() const;
+  UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
+
+  /// Internal: the stored arrays (shared, not copied).
+  const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
+  const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
+  const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
+
+ private:
+  const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
+
+  DeviceArray<PointXYZ> xyz_;
+  DeviceArray<ColorRGBA> colors_;
+  DeviceArray<SNR> snrs_;
+  int height_ = 0;
+  int width_ = 0;
+  Matrix4x4 transform_ = identityMatrix4x4();
+};
+
+/// N valid points with optional colour (linear ColorRGBA) and SNR, on one device.
+/// Copies share device memory, as for PointCloud. A cloud of 0 points is allowed (its
+/// arrays are empty); it still knows its device when it came from a device operation.
+class UnorganizedPointCloud {
+ public:
+  UnorganizedPointCloud() = default;
+  /// Zero-copy. `xyz` must be non-empty (organized arrays are taken as their H*W
+  /// points); `colors`/`snrs` optional with the same size and device. The points
+  /// should be valid: missing (NaN) points are ignored by voxelDownsampled() and
+  /// centroid(). Throws InvalidArgument.
+  explicit UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors = {},
+                                 DeviceArray<SNR> snrs = {});
+  /// Uploads the valid points of a host cloud (organized or not; sRGB colours are
+  /// decoded to linear on the device). Blocking. Throws InvalidArgument when the cloud
+  /// fails validate().
+  static UnorganizedPointCloud fromHost(const HostPointCloud& cloud,
+                                       const ComputeDevice& device = ComputeDevice::defaultDevice());
+  /// Downloads an unorganized HostPointCloud (sRGB colours). Blocking.
+  HostPointCloud toHost() const;
+
+  std::size_t size() const noexcept { return xyz_.size(); }
+  bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  bool hasColors() const noexcept { return colors_.isValid(); }
+  bool hasSNRs() const noexcept { return snrs_.isValid(); }
+  /// Throws InvalidState when the cloud has never been on a device.
+  ComputeDevice device() const;
+
+  /// Copies computed on `sq`; empty arrays for a cloud of 0 points.
+  DeviceArray<PointXYZ> devicePointsXYZ(StreamOrQueue sq) const;
+  DeviceArray<PointXYZW> devicePointsXYZW(StreamOrQueue sq) const;
+  /// Throws InvalidState when the cloud (with points) has no SNR.
+  DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
+  /// Throws InvalidState when the cloud (with points) has no colours.
+  template <class Color>
+  DeviceArray<Color> deviceColors(StreamOrQueue sq) const {
+    static_assert(isColorFormat<Color>, "UnorganizedPointCloud::deviceColors<Color>: Color must be a colour format");
+    if (isEmpty()) return DeviceArray<Color>();
+    return convert<Color>(requireColors("UnorganizedPointCloud::deviceColors"), sq);
+  }
+
+  /// One point per occupied voxel of edge `voxelSize` (grid anchored at the cloud's
+  /// min corner): SNR^2-weighted mean position (plain mean without SNR or when all
+  /// weights are 0), mean colour, SNR = sqrt(sum SNR^2); voxels with fewer than
+  /// `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
+  /// (x-major, then y, then z voxel index), so it is deterministic. Throws
+  /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
+  /// size so small that an axis needs 2^21 - 1 or more voxels. The stream overload
+  /// blocks once, to read the voxel count.
+  UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel) const;
+  UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
+
+  /// As PointCloud::transform (affine, accumulated into transformationMatrix()).
+  void transform(const Matrix4x4& m);
+  void transform(const Matrix4x4& m, StreamOrQueue sq);
+  UnorganizedPointCloud transformed(const Matrix4x4& m) const;
+  UnorganizedPointCloud transformed(const Matrix4x4& m, StreamOrQueue sq) const;
+  const Matrix4x4& transformationMatrix() const noexcept { return transform_; }
+
+  /// Appends `other`'s points (new arrays; this cloud's transformationMatrix() is
+  /// kept). Both must be on the same device (else InvalidArgument) and have the same
+  /// attributes (colours, SNR) unless one has no points. Blocking / on `sq`.
+  void extend(const UnorganizedPointCloud& other);
+  void extend(const UnorganizedPointCloud& other, StreamOrQueue sq);
+
+  /// Sets every point's colour (adds colours if the cloud has none; new array, so
+  /// copies of the cloud keep theirs).
+  void paintUniformColor(ColorRGBA color);
+  void paintUniformColor(ColorRGBA color, StreamOrQueue sq);
+
+  /// Mean of the valid points, computed on the device in double precision. Blocking
+  /// (the stream overload waits for its own reduction only). Throws InvalidState when
+  /// the cloud has no valid point.
+  std::array<float, 3> centroid() const;
+  std::array<float, 3> centroid(StreamOrQueue sq) const;
+  /// Translates the cloud so that its centroid is at the origin. The translation is a
+  /// transform like any other: it is accumulated into transformationMatrix(). Blocking.
+  void center();
+  void center(StreamOrQueue sq);
+
+  /// Internal.
+  static UnorganizedPointCloud fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
+                                         DeviceArray<SNR> snrs, const Matrix4x4& transform);
+  const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
+  const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
+  const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
+
+ private:
+  const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
+
+  ComputeDevice device_;
+  DeviceArray<PointXYZ> xyz_;
+  DeviceArray<ColorRGBA> colors_;
+  DeviceArray<SNR> snrs_;
+  Matrix4x4 transform_ = identityMatrix4x4();
+};
+
+/// An H x W colour image on one device, stored as linear ColorRGBA.
+class Frame2D {
+ public:
+  Frame2D() = default;
+  /// Zero-copy. `image` must be organized and non-empty (InvalidArgument).
+  explicit Frame2D(DeviceArray<ColorRGBA> image);
+  /// Uploads an image of any colour format (converted to ColorRGBA on the device).
+  /// Blocking. Throws InvalidArgument for null data or bad sizes.
+  template <class Color>
+  static Frame2D fromHost(const Color* data, int height, int width,
+                          const ComputeDevice& device = ComputeDevice::defaultDevice()) {
+    static_assert(isColorFormat<Color>, "Frame2D::fromHost<Color>: Color must be a colour format");
+    const DeviceArray<Color> staged = DeviceArray<Color>::fromHost(data, height, width, device);
+    DeviceArray<ColorRGBA> image = convert<ColorRGBA>(staged, device.sdkStreamOrQueue());
+    synchronizeStream(device.sdkStreamOrQueue());
+    return Frame2D(std::move(image));
+  }
+  /// Uploads an 8- or 16-bit gray, RGB or RGBA host image whose samples are sRGB-encoded
+  /// (what PNG files hold); 16-bit samples are rounded to 8 bits. Blocking. Throws
+  /// InvalidArgument when the image fails validate() or is empty.
+  static Frame2D fromHost(const HostImage& image, const ComputeDevice& device = ComputeDevice::defaultDevice());
+
+  int height() const noexcept { return image_.height(); }
+  int width() const noexcept { return image_.width(); }
+  std::size_t size() const noexcept { return image_.size(); }
+  bool isEmpty() const noexcept { return image_.isEmpty(); }
+  /// Throws InvalidState for an empty frame.
+  ComputeDevice device() const;
+
+  /// A new array holding the image in `Color`, computed on `sq`. Throws InvalidState
+  /// for an empty frame.
+  template <class Color>
+  DeviceArray<Color> imageDeviceArray(StreamOrQueue sq) const {
+    static_assert(isColorFormat<Color>, "Frame2D::imageDeviceArray<Color>: Color must be a colour format");
+    return convert<Color>(requireImage("Frame2D::imageDeviceArray"), sq);
+  }
+  /// Writes the image in `Color` into `dst` (same height and width, same device),
+  /// enqueued on `sq`. Throws InvalidArgument on a size or device mismatch, InvalidState
+  /// for an empty frame or an empty/expired `dst`.
+  template <class Color>
+  void imageDeviceArray(const DeviceArrayView<Color>& dst, StreamOrQueue sq) const {
+    static_assert(isColorFormat<Color>, "Frame2D::imageDeviceArray<Color>: Color must be a colour format");
+    const DeviceArray<ColorRGBA>& image = requireImage("Frame2D::imageDeviceArray");
+    checkDestination(dst.isValid(), dst.height(), dst.width(), dst.isOrganized(),
+                     dst.isValid() ? dst.device() : ComputeDevice());
+    convertInto(dst, image, sq);
+  }
+
+  /// Internal: the stored image (shared).
+  const DeviceArray<ColorRGBA>& storedImage() const noexcept { return image_; }
+
+ private:
+  const DeviceArray<ColorRGBA>& requireImage(const char* fn) const;
+  void checkDestination(bool valid, int height, int width, bool organized, const ComputeDevice& device) const;
+
+  DeviceArray<ColorRGBA> image_;
+};
+
+}  // namespace devicearray

@@ -1,0 +1,144 @@
+// CUDA side of backend/algorithms.hpp: CUB device-wide primitives. Temporary storage
+// comes from the device's stream-ordered pool on the same stream and is released on
+// that stream right after the CUB call, so it is reused by later work without any
+// host synchronization.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "backend/algorithms.hpp"
+#include "cuda/cuda_device.hpp"
+
+namespace devicearray::detail::algo::cuda {
+namespace {
+
+using devicearray::detail::cuda::CudaDevice;
+using devicearray::detail::cuda::DeviceGuard;
+using devicearray::detail::cuda::check;
+
+/// x - x is 0 exactly for finite x (NaN and +-inf give NaN), as in kernels/pointcloud.h.
+__host__ __device__ inline bool finitePoint(float x, float y, float z) {
+  return (x - x) == 0.0f && (y - y) == 0.0f && (z - z) == 0.0f;
+}
+
+struct Sum4 {
+  double x, y, z, n;
+};
+struct Min3 {
+  float x, y, z;
+};
+
+struct ValidPointAsSum4 {
+  const float* xyz;
+  __host__ __device__ Sum4 operator()(long i) const {
+    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    if (!finitePoint(x, y, z)) return Sum4{0.0, 0.0, 0.0, 0.0};
+    return Sum4{x, y, z, 1.0};
+  }
+};
+struct AddSum4 {
+  __host__ __device__ Sum4 operator()(const Sum4& a, const Sum4& b) const {
+    return Sum4{a.x + b.x, a.y + b.y, a.z + b.z, a.n + b.n};
+  }
+};
+
+struct ValidPointAsMin3 {
+  const float* xyz;
+  __host__ __device__ Min3 operator()(long i) const {
+    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    if (!finitePoint(x, y, z)) return Min3{INFINITY, INFINITY, INFINITY};
+    return Min3{x, y, z};
+  }
+};
+struct MinOf3 {
+  __host__ __device__ Min3 operator()(const Min3& a, const Min3& b) const {
+    return Min3{fminf(a.x, b.x), fminf(a.y, b.y), fminf(a.z, b.z)};
+  }
+};
+
+/// The CUDA device, stream and current-device guard of one primitive call.
+struct Call {
+  Call(QueueImpl& q, const char* fn)
+      : device(static_cast<CudaDevice&>(*q.device())), guard(device.ordinal()), stream(device.streamOf(q, fn)),
+        function(fn) {}
+
+  template <class T>
+  T* pointer(DeviceBuffer b) {
+    return reinterpret_cast<T*>(device.address(MemRef::dev(b.allocation, b.offset), function));
+  }
+
+  /// Runs `cubCall(temp, bytes)` twice (size query, then work) with pool memory.
+  template <class F>
+  void run(F&& cubCall) {
+    std::size_t bytes = 0;
+    check(cubCall(nullptr, bytes), function);
+    void* temp = device.mallocAsync(bytes > 0 ? bytes : 1, stream, function);
+    const cudaError_t err = cubCall(temp, bytes);
+    device.freeAsync(temp, stream);
+    check(err, function);
+  }
+
+  CudaDevice& device;
+  DeviceGuard guard;
+  cudaStream_t stream;
+  const char* function;
+};
+
+}  // namespace
+
+void exclusiveScanU32(QueueImpl& q, DeviceBuffer in, DeviceBuffer out, std::size_t count) {
+  if (count == 0) return;
+  Call c(q, "exclusiveScanU32 (cub::DeviceScan::ExclusiveSum)");
+  const std::uint32_t* src = c.pointer<const std::uint32_t>(in);
+  std::uint32_t* dst = c.pointer<std::uint32_t>(out);
+  const int n = static_cast<int>(count);
+  c.run([&](void* temp, std::size_t& bytes) {
+    return cub::DeviceScan::ExclusiveSum(temp, bytes, src, dst, n, c.stream);
+  });
+}
+
+void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, DeviceBuffer keysOut,
+                     DeviceBuffer valuesOut, std::size_t count, int endBit) {
+  if (count == 0) return;
+  Call c(q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
+  const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
+  const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
+  std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
+  std::uint32_t* vout = c.pointer<std::uint32_t>(valuesOut);
+  const int n = static_cast<int>(count);
+  c.run([&](void* temp, std::size_t& bytes) {
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, endBit, c.stream);
+  });
+}
+
+void sumValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
+  Call c(q, "sumValidXYZ (cub::DeviceReduce::Reduce)");
+  Sum4* result = c.pointer<Sum4>(out);
+  const int n = static_cast<int>(count);
+  auto points = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
+                                                ValidPointAsSum4{c.pointer<const float>(xyz)});
+  c.run([&](void* temp, std::size_t& bytes) {
+    return cub::DeviceReduce::Reduce(temp, bytes, points, result, n, AddSum4{}, Sum4{0.0, 0.0, 0.0, 0.0},
+                                     c.stream);
+  });
+}
+
+void minValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
+  Call c(q, "minValidXYZ (cub::DeviceReduce::Reduce)");
+  Min3* result = c.pointer<Min3>(out);
+  const int n = static_cast<int>(count);
+  const float inf = std::numeric_limits<float>::infinity();
+  auto points = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
+                                                ValidPointAsMin3{c.pointer<const float>(xyz)});
+  c.run([&](void* temp, std::size_t& bytes) {
+    return cub::DeviceReduce::Reduce(temp, bytes, points, result, n, MinOf3{}, Min3{inf, inf, inf}, c.stream);
+  });
+}
+
+}  // namespace devicearray::detail::algo::cuda

@@ -1,0 +1,19 @@
+// Registers the shared point-cloud kernels (src/kernels/pointcloud.h) for the CUDA
+// backend's DeviceImpl::launch. The OpenCL backend compiles the same bodies from the
+// embedded program source.
+#include "kernels/prelude.h"
+#include "kernels/pointcloud.h"
+#include "cuda/kernel_registry.hpp"
+
+DA_CUDA_REGISTER(da_pc_downsample);
+DA_CUDA_REGISTER(da_pc_transform);
+DA_CUDA_REGISTER(da_pc_mask);
+DA_CUDA_REGISTER(da_pc_roi);
+DA_CUDA_REGISTER(da_pc_normals);
+DA_CUDA_REGISTER(da_pc_valid_flags);
+DA_CUDA_REGISTER(da_pc_compact);
+DA_CUDA_REGISTER(da_vx_keys);
+DA_CUDA_REGISTER(da_vx_heads);
+DA_CUDA_REGISTER(da_vx_starts);
+DA_CUDA_REGISTER(da_vx_keep);
+DA_CUDA_REGISTER(da_vx_reduce);

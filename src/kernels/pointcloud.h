@@ -1,0 +1,405 @@
+/* Per-point kernels of PointCloud / UnorganizedPointCloud, written once for CUDA
+ * (registered in src/cuda/pointcloud_kernels.cu) and OpenCL (embedded with the rest
+ * of src/kernels/).
+ *
+ * Storage the kernels see: XYZ as 3 floats per point (NaN = missing), colour as 4
+ * linear-light u8 per point (ColorRGBA), SNR as 1 float per point. Attributes a cloud
+ * does not have are passed as any valid buffer together with a has* flag of 0, so
+ * every kernel has one fixed signature on both backends.
+ *
+ * Accumulations are float: a block or voxel mixes points of similar magnitude, and
+ * float keeps the kernels fast on every device (the host reference uses double and
+ * the tests state the tolerance). */
+#ifndef DEVICEARRAY_KERNELS_POINTCLOUD_H
+#define DEVICEARRAY_KERNELS_POINTCLOUD_H
+
+#include "prelude.h"
+
+/* A point is valid when x, y and z are all finite: v - v is 0 for finite v and NaN
+ * for NaN or +-inf (no isfinite in the prelude, and this form is the same on every
+ * compiler without fast-math). */
+DA_FN int da_pc_finite(float v) { return (v - v) == 0.0f; }
+DA_FN int da_pc_valid(float x, float y, float z) { return da_pc_finite(x) && da_pc_finite(y) && da_pc_finite(z); }
+
+/* Sentinel voxel key of an invalid point: above every packed key (each axis < 2^21 - 1). */
+#define DA_VOXEL_INVALID_KEY 0x7FFFFFFFFFFFFFFFUL
+#define DA_VOXEL_AXIS_LIMIT 2097151 /* 2^21 - 1: coordinates must stay below it */
+
+/* Weight of a point in the SNR^2-weighted means: SNR^2, or 0 for a non-finite SNR. */
+DA_FN float da_pc_weight(float snr) { return da_pc_finite(snr) ? snr * snr : 0.0f; }
+
+/* Downsampling by k x k blocks; one work item per output pixel (global size outW x outH).
+ * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
+ * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
+ * half up. SNR: sqrt of the sum of the valid points' SNR^2 (0 when none). */
+DA_KERNEL(da_pc_downsample)(int inW, int outW, int outH, int k, int hasColor, int hasSnr,
+                            DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn),
+                            DA_BUFFER(const float, snrIn), DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut),
+                            DA_BUFFER(float, snrOut)) {
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(const da_u8, rgbaIn);
+  DA_BUFFER_INIT(const float, snrIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  DA_BUFFER_INIT(da_u8, rgbaOut);
+  DA_BUFFER_INIT(float, snrOut);
+  const long ox = DA_ID(0);
+  const long oy = DA_ID(1);
+  if (ox >= outW || oy >= outH) return;
+  float wx = 0.0f, wy = 0.0f, wz = 0.0f, wsum = 0.0f;
+  float ux = 0.0f, uy = 0.0f, uz = 0.0f;
+  int valid = 0;
+  da_u32 cr = 0, cg = 0, cb = 0, ca = 0;
+  for (int dy = 0; dy < k; ++dy) {
+    const long row = (oy * k + dy) * (long)inW;
+    for (int dx = 0; dx < k; ++dx) {
+      const long i = row + ox * k + dx;
+      const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
+      if (hasColor) {
+        cr += rgbaIn[4 * i];
+        cg += rgbaIn[4 * i + 1];
+        cb += rgbaIn[4 * i + 2];
+        ca += rgbaIn[4 * i + 3];
+      }
+      if (!da_pc_valid(x, y, z)) continue;
+      const float w = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
+      wx += w * x;
+      wy += w * y;
+      wz += w * z;
+      wsum += w;
+      ux += x;
+      uy += y;
+      uz += z;
+      ++valid;
+    }
+  }
+  const long o = oy * (long)outW + ox;
+  if (valid == 0) {
+    xyzOut[3 * o] = DA_NAN;
+    xyzOut[3 * o + 1] = DA_NAN;
+    xyzOut[3 * o + 2] = DA_NAN;
+  } else if (wsum > 0.0f) {
+    xyzOut[3 * o] = wx / wsum;
+    xyzOut[3 * o + 1] = wy / wsum;
+    xyzOut[3 * o + 2] = wz / wsum;
+  } else {
+    xyzOut[3 * o] = ux / (float)valid;
+    xyzOut[3 * o + 1] = uy / (float)valid;
+    xyzOut[3 * o + 2] = uz / (float)valid;
+  }
+  if (hasSnr) snrOut[o] = da_sqrtf(hasSnr && valid ? wsum : 0.0f);
+  if (hasColor) {
+    const da_u32 n = (da_u32)(k * k);
+    rgbaOut[4 * o] = (da_u8)((cr + n / 2) / n);
+    rgbaOut[4 * o + 1] = (da_u8)((cg + n / 2) / n);
+    rgbaOut[4 * o + 2] = (da_u8)((cb + n / 2) / n);
+    rgbaOut[4 * o + 3] = (da_u8)((ca + n / 2) / n);
+  }
+}
+
+/* p' = R p + t for valid points (row-major affine matrix rows m0..m2); invalid points
+ * are copied unchanged. In place when xyzIn and xyzOut are the same memory. */
+DA_KERNEL(da_pc_transform)(long n, float m00, float m01, float m02, float m03, float m10, float m11, float m12,
+                           float m13, float m20, float m21, float m22, float m23, DA_BUFFER(const float, xyzIn),
+                           DA_BUFFER(float, xyzOut)) {
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
+  if (!da_pc_valid(x, y, z)) {
+    xyzOut[3 * i] = x;
+    xyzOut[3 * i + 1] = y;
+    xyzOut[3 * i + 2] = z;
+    return;
+  }
+  xyzOut[3 * i] = m00 * x + m01 * y + m02 * z + m03;
+  xyzOut[3 * i + 1] = m10 * x + m11 * y + m12 * z + m13;
+  xyzOut[3 * i + 2] = m20 * x + m21 * y + m22 * z + m23;
+}
+
+/* Pixels whose mask byte is 0 become NaN (global size W x H). The mask has its own row
+ * step in bytes, so a strided GpuMatND / GpuMat region works without a copy. */
+DA_KERNEL(da_pc_mask)(int width, int height, long maskStep, DA_BUFFER(const da_u8, mask),
+                      DA_BUFFER(const float, xyzIn), DA_BUFFER(float, xyzOut)) {
+  DA_BUFFER_INIT(const da_u8, mask);
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  const long x = DA_ID(0);
+  const long y = DA_ID(1);
+  if (x >= width || y >= height) return;
+  const long i = y * (long)width + x;
+  const int keep = mask[y * maskStep + x] != 0;
+  xyzOut[3 * i] = keep ? xyzIn[3 * i] : DA_NAN;
+  xyzOut[3 * i + 1] = keep ? xyzIn[3 * i + 1] : DA_NAN;
+  xyzOut[3 * i + 2] = keep ? xyzIn[3 * i + 2] : DA_NAN;
+}
+
+/* Oriented-box region of interest. With d = p - O: inside when
+ *   0 <= d.u <= lenU, 0 <= d.v <= lenV (u, v: unit vectors along A-O and B-O) and
+ *   lo <= d.n <= hi (n: unit base normal); points outside become NaN. */
+DA_KERNEL(da_pc_roi)(long n, float ox, float oy, float oz, float ux, float uy, float uz, float lenU, float vx,
+                     float vy, float vz, float lenV, float nx, float ny, float nz, float lo, float hi,
+                     DA_BUFFER(const float, xyzIn), DA_BUFFER(float, xyzOut)) {
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
+  const float dx = x - ox, dy = y - oy, dz = z - oz;
+  const float pu = dx * ux + dy * uy + dz * uz;
+  const float pv = dx * vx + dy * vy + dz * vz;
+  const float pn = dx * nx + dy * ny + dz * nz;
+  /* Comparisons with NaN are false, so missing points stay missing. */
+  const int inside = pu >= 0.0f && pu <= lenU && pv >= 0.0f && pv <= lenV && pn >= lo && pn <= hi;
+  xyzOut[3 * i] = inside ? x : DA_NAN;
+  xyzOut[3 * i + 1] = inside ? y : DA_NAN;
+  xyzOut[3 * i + 2] = inside ? z : DA_NAN;
+}
+
+/* Difference along one grid axis at point (r, c) with value p: central when both
+ * neighbours are valid, one-sided when only one is, not available (returns 0) when none. */
+DA_FN int da_pc_axis_difference(DA_GLOBAL const float* xyz, long before, long after, int hasBefore, int hasAfter,
+                                float px, float py, float pz, float* d) {
+  int b = 0, a = 0;
+  float bx = 0.0f, by = 0.0f, bz = 0.0f, ax = 0.0f, ay = 0.0f, az = 0.0f;
+  if (hasBefore) {
+    bx = xyz[3 * before];
+    by = xyz[3 * before + 1];
+    bz = xyz[3 * before + 2];
+    b = da_pc_valid(bx, by, bz);
+  }
+  if (hasAfter) {
+    ax = xyz[3 * after];
+    ay = xyz[3 * after + 1];
+    az = xyz[3 * after + 2];
+    a = da_pc_valid(ax, ay, az);
+  }
+  if (a && b) {
+    d[0] = ax - bx;
+    d[1] = ay - by;
+    d[2] = az - bz;
+  } else if (a) {
+    d[0] = ax - px;
+    d[1] = ay - py;
+    d[2] = az - pz;
+  } else if (b) {
+    d[0] = px - bx;
+    d[1] = py - by;
+    d[2] = pz - bz;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+/* Unit normals of an organized cloud (global size W x H): cross product of the
+ * horizontal and vertical differences, flipped so that n . (p - camera) < 0, where the
+ * camera position is where the accumulated transformation moved the sensor origin (so
+ * transforming a cloud rotates its normals instead of re-orienting them). NaN where the
+ * point is missing, an axis has no valid neighbour, or the cross product vanishes. */
+DA_KERNEL(da_pc_normals)(int width, int height, float camX, float camY, float camZ, DA_BUFFER(const float, xyz),
+                         DA_BUFFER(float, normals)) {
+  DA_BUFFER_INIT(const float, xyz);
+  DA_BUFFER_INIT(float, normals);
+  const long c = DA_ID(0);
+  const long r = DA_ID(1);
+  if (c >= width || r >= height) return;
+  const long i = r * (long)width + c;
+  const float px = xyz[3 * i], py = xyz[3 * i + 1], pz = xyz[3 * i + 2];
+  float h[3], v[3];
+  int ok = da_pc_valid(px, py, pz);
+  ok = ok && da_pc_axis_difference(xyz, i - 1, i + 1, c > 0, c + 1 < width, px, py, pz, h);
+  ok = ok && da_pc_axis_difference(xyz, i - width, i + width, r > 0, r + 1 < height, px, py, pz, v);
+  float nx = DA_NAN, ny = DA_NAN, nz = DA_NAN;
+  if (ok) {
+    const float cx = h[1] * v[2] - h[2] * v[1];
+    const float cy = h[2] * v[0] - h[0] * v[2];
+    const float cz = h[0] * v[1] - h[1] * v[0];
+    const float len = da_sqrtf(cx * cx + cy * cy + cz * cz);
+    if (len > 0.0f && da_pc_finite(len)) {
+      const float s = ((cx * (px - camX) + cy * (py - camY) + cz * (pz - camZ)) > 0.0f ? -1.0f : 1.0f) / len;
+      nx = cx * s;
+      ny = cy * s;
+      nz = cz * s;
+    }
+  }
+  normals[3 * i] = nx;
+  normals[3 * i + 1] = ny;
+  normals[3 * i + 2] = nz;
+}
+
+/* flags[i] = 1 for a valid point, 0 otherwise; flags[n] = 0, so an exclusive scan of the
+ * n + 1 flags ends with the number of valid points (global size n + 1). */
+DA_KERNEL(da_pc_valid_flags)(long n, DA_BUFFER(const float, xyz), DA_BUFFER(da_u32, flags)) {
+  DA_BUFFER_INIT(const float, xyz);
+  DA_BUFFER_INIT(da_u32, flags);
+  const long i = DA_ID(0);
+  if (i > n) return;
+  flags[i] = i < n ? (da_u32)da_pc_valid(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]) : 0u;
+}
+
+/* Order-preserving compaction: point i is kept when offsets[i + 1] != offsets[i] (the
+ * exclusive scan of the validity flags) and goes to position offsets[i]. */
+DA_KERNEL(da_pc_compact)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32, offsets),
+                         DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn), DA_BUFFER(const float, snrIn),
+                         DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut), DA_BUFFER(float, snrOut)) {
+  DA_BUFFER_INIT(const da_u32, offsets);
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(const da_u8, rgbaIn);
+  DA_BUFFER_INIT(const float, snrIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  DA_BUFFER_INIT(da_u8, rgbaOut);
+  DA_BUFFER_INIT(float, snrOut);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const da_u32 o = offsets[i];
+  if (offsets[i + 1] == o) return;
+  xyzOut[3 * o] = xyzIn[3 * i];
+  xyzOut[3 * o + 1] = xyzIn[3 * i + 1];
+  xyzOut[3 * o + 2] = xyzIn[3 * i + 2];
+  if (hasColor) {
+    rgbaOut[4 * o] = rgbaIn[4 * i];
+    rgbaOut[4 * o + 1] = rgbaIn[4 * i + 1];
+    rgbaOut[4 * o + 2] = rgbaIn[4 * i + 2];
+    rgbaOut[4 * o + 3] = rgbaIn[4 * i + 3];
+  }
+  if (hasSnr) snrOut[o] = snrIn[i];
+}
+
+/* Voxel keys: integer voxel coordinates relative to the cloud's min corner (minXYZ, from
+ * a device reduction), 21 bits per axis packed as (ix << 42) | (iy << 21) | iz, with the
+ * point index as the sort value. Invalid points get DA_VOXEL_INVALID_KEY (sorted last and
+ * dropped). A coordinate that does not fit sets status[0] = 1 (read back by the host,
+ * which then reports the voxel size as too small for the cloud's extent). */
+DA_KERNEL(da_vx_keys)(long n, float voxelSize, DA_BUFFER(const float, minXYZ), DA_BUFFER(const float, xyz),
+                      DA_BUFFER(da_u64, keys), DA_BUFFER(da_u32, indices), DA_BUFFER(da_u32, status)) {
+  DA_BUFFER_INIT(const float, minXYZ);
+  DA_BUFFER_INIT(const float, xyz);
+  DA_BUFFER_INIT(da_u64, keys);
+  DA_BUFFER_INIT(da_u32, indices);
+  DA_BUFFER_INIT(da_u32, status);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+  indices[i] = (da_u32)i;
+  if (!da_pc_valid(x, y, z)) {
+    keys[i] = DA_VOXEL_INVALID_KEY;
+    return;
+  }
+  const float fx = da_floorf((x - minXYZ[0]) / voxelSize);
+  const float fy = da_floorf((y - minXYZ[1]) / voxelSize);
+  const float fz = da_floorf((z - minXYZ[2]) / voxelSize);
+  const float limit = (float)DA_VOXEL_AXIS_LIMIT;
+  if (!(fx < limit && fy < limit && fz < limit)) {
+    status[0] = 1u;
+    keys[i] = DA_VOXEL_INVALID_KEY;
+    return;
+  }
+  /* fx >= 0 since x >= min; the max() guards against -0 rounding. */
+  const da_u64 ix = (da_u64)da_fmaxf(fx, 0.0f), iy = (da_u64)da_fmaxf(fy, 0.0f), iz = (da_u64)da_fmaxf(fz, 0.0f);
+  keys[i] = (ix << 42) | (iy << 21) | iz;
+}
+
+/* heads[i] = 1 where a run of equal sorted keys starts (i < n), heads[n] = 0; the
+ * exclusive scan of heads gives each sorted point its segment (voxel) number and ends
+ * with the segment count (global size n + 1). */
+DA_KERNEL(da_vx_heads)(long n, DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, heads)) {
+  DA_BUFFER_INIT(const da_u64, keys);
+  DA_BUFFER_INIT(da_u32, heads);
+  const long i = DA_ID(0);
+  if (i > n) return;
+  heads[i] = (i < n && (i == 0 || keys[i] != keys[i - 1])) ? 1u : 0u;
+}
+
+/* starts[s] = first sorted index of segment s, starts[segments] = n (global size n + 1). */
+DA_KERNEL(da_vx_starts)(long n, DA_BUFFER(const da_u32, segmentOf), DA_BUFFER(da_u32, starts)) {
+  DA_BUFFER_INIT(const da_u32, segmentOf);
+  DA_BUFFER_INIT(da_u32, starts);
+  const long i = DA_ID(0);
+  if (i > n) return;
+  if (i == n || segmentOf[i + 1] != segmentOf[i]) starts[segmentOf[i]] = (da_u32)i;
+}
+
+/* keep[s] = 1 for segments of valid points with at least minPoints points; keep[s] = 0
+ * for s >= segments (global size n + 1, the segment count is only known on the device). */
+DA_KERNEL(da_vx_keep)(long n, int minPoints, DA_BUFFER(const da_u32, segmentOf), DA_BUFFER(const da_u32, starts),
+                      DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, keep)) {
+  DA_BUFFER_INIT(const da_u32, segmentOf);
+  DA_BUFFER_INIT(const da_u32, starts);
+  DA_BUFFER_INIT(const da_u64, keys);
+  DA_BUFFER_INIT(da_u32, keep);
+  const long s = DA_ID(0);
+  if (s > n) return;
+  const da_u32 segments = segmentOf[n];
+  if (s >= (long)segments) {
+    keep[s] = 0u;
+    return;
+  }
+  const da_u32 begin = starts[s], end = starts[s + 1];
+  keep[s] = (keys[begin] != DA_VOXEL_INVALID_KEY && (long)(end - begin) >= (long)minPoints) ? 1u : 0u;
+}
+
+/* One work item per kept segment reduces its points in sorted (stable, hence original)
+ * order, so results are deterministic: SNR^2-weighted mean position (plain mean when the
+ * weights are all 0 or there is no SNR), mean colour rounded half up, sqrt(sum SNR^2). */
+DA_KERNEL(da_vx_reduce)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32, segmentOf),
+                        DA_BUFFER(const da_u32, starts), DA_BUFFER(const da_u32, keepOffsets),
+                        DA_BUFFER(const da_u32, order), DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn),
+                        DA_BUFFER(const float, snrIn), DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut),
+                        DA_BUFFER(float, snrOut)) {
+  DA_BUFFER_INIT(const da_u32, segmentOf);
+  DA_BUFFER_INIT(const da_u32, starts);
+  DA_BUFFER_INIT(const da_u32, keepOffsets);
+  DA_BUFFER_INIT(const da_u32, order);
+  DA_BUFFER_INIT(const float, xyzIn);
+  DA_BUFFER_INIT(const da_u8, rgbaIn);
+  DA_BUFFER_INIT(const float, snrIn);
+  DA_BUFFER_INIT(float, xyzOut);
+  DA_BUFFER_INIT(da_u8, rgbaOut);
+  DA_BUFFER_INIT(float, snrOut);
+  const long s = DA_ID(0);
+  if (s >= n || s >= (long)segmentOf[n]) return;
+  const da_u32 o = keepOffsets[s];
+  if (keepOffsets[s + 1] == o) return;
+  const da_u32 begin = starts[s], end = starts[s + 1];
+  float wx = 0.0f, wy = 0.0f, wz = 0.0f, wsum = 0.0f, ux = 0.0f, uy = 0.0f, uz = 0.0f;
+  da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */
+  for (da_u32 j = begin; j < end; ++j) {
+    const long i = (long)order[j];
+    const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
+    const float w = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
+    wx += w * x;
+    wy += w * y;
+    wz += w * z;
+    wsum += w;
+    ux += x;
+    uy += y;
+    uz += z;
+    if (hasColor) {
+      cr += rgbaIn[4 * i];
+      cg += rgbaIn[4 * i + 1];
+      cb += rgbaIn[4 * i + 2];
+      ca += rgbaIn[4 * i + 3];
+    }
+  }
+  const da_u32 count = end - begin;
+  const da_u64 roundUp = count / 2; /* not "half": a type name in OpenCL C */
+  if (wsum > 0.0f) {
+    xyzOut[3 * o] = wx / wsum;
+    xyzOut[3 * o + 1] = wy / wsum;
+    xyzOut[3 * o + 2] = wz / wsum;
+  } else {
+    xyzOut[3 * o] = ux / (float)count;
+    xyzOut[3 * o + 1] = uy / (float)count;
+    xyzOut[3 * o + 2] = uz / (float)count;
+  }
+  if (hasSnr) snrOut[o] = da_sqrtf(wsum);
+  if (hasColor) {
+    rgbaOut[4 * o] = (da_u8)((cr + roundUp) / count);
+    rgbaOut[4 * o + 1] = (da_u8)((cg + roundUp) / count);
+    rgbaOut[4 * o + 2] = (da_u8)((cb + roundUp) / count);
+    rgbaOut[4 * o + 3] = (da_u8)((ca + roundUp) / count);
+  }
+}
+
+#endif /* DEVICEARRAY_KERNELS_POINTCLOUD_H */

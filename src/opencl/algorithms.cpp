@@ -1,0 +1,141 @@
+// OpenCL side of backend/algorithms.hpp: host code that sequences the kernels of
+// src/opencl/pointcloud_algorithms.cl (see there for the chunk-per-work-item design)
+// through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
+// queue and are released in stream order after the work recorded on them.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "backend/algorithms.hpp"
+
+namespace devicearray::detail::algo::opencl {
+namespace {
+
+/// Elements one work item processes sequentially. Large enough that the per-chunk
+/// levels shrink fast (2^21 points: 8192 chunks, then 32, then 1), small enough to keep
+/// thousands of work items busy.
+constexpr std::size_t kChunk = 256;
+
+std::size_t chunksOf(std::size_t n) { return std::max<std::size_t>(1, (n + kChunk - 1) / kChunk); }
+
+/// Temporaries of one primitive call: allocated on `q`, kept alive and recorded as
+/// used by the enqueued work (commit), then released in stream order.
+class Temporaries {
+ public:
+  explicit Temporaries(QueueImpl& q) : q_(q), use_(q, {}) {}
+  Temporaries(const Temporaries&) = delete;
+  Temporaries& operator=(const Temporaries&) = delete;
+  ~Temporaries() {
+    // The work is enqueued; recording it lets the allocations go in stream order.
+    try {
+      use_.commit();
+    } catch (...) {
+      // Recording can only fail when the queue is already broken; the allocations
+      // then wait for all queue work (their pending list) before being released.
+    }
+  }
+  DeviceBuffer allocate(std::size_t bytes) {
+    std::shared_ptr<Allocation> a = q_.device()->allocate(std::max<std::size_t>(bytes, 16), q_);
+    use_.add(a.get());
+    keep_.push_back(a);
+    return DeviceBuffer{a.get(), 0};
+  }
+
+ private:
+  QueueImpl& q_;
+  OrderedUse use_;
+  std::vector<std::shared_ptr<Allocation>> keep_;
+};
+
+KernelArg buf(DeviceBuffer b) { return KernelArg::buf(b.allocation, b.offset); }
+KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
+
+void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args) {
+  KernelLaunch l;
+  l.name = name;
+  l.workDims = 1;
+  l.globalSize = {items, 1, 1};
+  l.args = std::move(args);
+  q.device()->launch(l, q);
+}
+
+void scanLevel(QueueImpl& q, Temporaries& temps, DeviceBuffer in, DeviceBuffer out, std::size_t n) {
+  const std::size_t chunks = chunksOf(n);
+  if (chunks == 1) {
+    launch1d(q, "da_alg_scan_apply", 1, {i64(n), i64(kChunk), i64(1), KernelArg::i32(0), buf(in), buf(in), buf(out)});
+    return;
+  }
+  const DeviceBuffer partial = temps.allocate(chunks * sizeof(std::uint32_t));
+  launch1d(q, "da_alg_scan_reduce", chunks, {i64(n), i64(kChunk), i64(chunks), buf(in), buf(partial)});
+  scanLevel(q, temps, partial, partial, chunks);
+  launch1d(q, "da_alg_scan_apply", chunks,
+           {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
+}
+
+/// Reduces `n` items with `first` (from the points) and then `combine` (tuples of
+/// `tupleBytes`) until one tuple is left, written to `out`.
+void reduceLevels(QueueImpl& q, DeviceBuffer points, std::size_t n, DeviceBuffer out, const char* first,
+                  const char* combine, std::size_t tupleBytes) {
+  Temporaries temps(q);
+  DeviceBuffer src = points;
+  const char* kernel = first;
+  std::size_t m = n;
+  while (true) {
+    const std::size_t chunks = chunksOf(m);
+    const DeviceBuffer dst = chunks == 1 ? out : temps.allocate(chunks * tupleBytes);
+    launch1d(q, kernel, chunks, {i64(m), i64(kChunk), i64(chunks), buf(src), buf(dst)});
+    if (chunks == 1) return;
+    src = dst;
+    m = chunks;
+    kernel = combine;
+  }
+}
+
+}  // namespace
+
+void exclusiveScanU32(QueueImpl& q, DeviceBuffer in, DeviceBuffer out, std::size_t count) {
+  if (count == 0) return;
+  Temporaries temps(q);
+  scanLevel(q, temps, in, out, count);
+}
+
+void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, DeviceBuffer keysOut,
+                     DeviceBuffer valuesOut, std::size_t count, int endBit) {
+  if (count == 0) return;
+  const int passes = (std::clamp(endBit, 1, 64) + 3) / 4;
+  const std::size_t chunks = chunksOf(count);
+  Temporaries temps(q);
+  const DeviceBuffer hist = temps.allocate(16 * chunks * sizeof(std::uint32_t));
+  DeviceBuffer tmpKeys, tmpValues;
+  if (passes > 1) {
+    tmpKeys = temps.allocate(count * sizeof(std::uint64_t));
+    tmpValues = temps.allocate(count * sizeof(std::uint32_t));
+  }
+  // Ping-pong between the outputs and the temporaries, arranged so that the last pass
+  // writes the outputs and the inputs are only read.
+  DeviceBuffer srcK = keysIn, srcV = valuesIn;
+  for (int pass = 0; pass < passes; ++pass) {
+    const bool toOutput = ((passes - 1 - pass) % 2) == 0;
+    const DeviceBuffer dstK = toOutput ? keysOut : tmpKeys;
+    const DeviceBuffer dstV = toOutput ? valuesOut : tmpValues;
+    const int shift = 4 * pass;
+    launch1d(q, "da_alg_radix_count", chunks,
+             {i64(count), i64(kChunk), i64(chunks), KernelArg::i32(shift), buf(srcK), buf(hist)});
+    scanLevel(q, temps, hist, hist, 16 * chunks);
+    launch1d(q, "da_alg_radix_scatter", chunks,
+             {i64(count), i64(kChunk), i64(chunks), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV),
+              buf(dstK), buf(dstV)});
+    srcK = dstK;
+    srcV = dstV;
+  }
+}
+
+void sumValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
+  reduceLevels(q, xyz, count, out, "da_alg_sum_xyz", "da_alg_sum4", 4 * sizeof(double));
+}
+
+void minValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
+  reduceLevels(q, xyz, count, out, "da_alg_min_xyz", "da_alg_min3", 3 * sizeof(float));
+}
+
+}  // namespace devicearray::detail::algo::opencl

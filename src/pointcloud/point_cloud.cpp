@@ -1,0 +1,459 @@
+// PointCloud (API.md §7): organized clouds on one device. Kernels: src/kernels/pointcloud.h.
+#include <cmath>
+#include <cstring>
+
+#include "pointcloud/pointcloud_internal.hpp"
+
+namespace devicearray {
+
+using detail::Allocation;
+using detail::KernelArg;
+using detail::OrderedUse;
+using detail::QueueImpl;
+namespace pc = detail::pc;
+
+namespace {
+
+int blockSize(Downsampling d, const char* fn) {
+  switch (d) {
+    case Downsampling::by2x2: return 2;
+    case Downsampling::by3x3: return 3;
+    case Downsampling::by4x4: return 4;
+  }
+  pc::raise(ErrorCode::InvalidArgument, fn,
+            "Downsampling value " + std::to_string(static_cast<int>(d)) + " is not by2x2, by3x3 or by4x4");
+}
+
+template <class F>
+void checkCompanion(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, const char* what, const char* fn) {
+  if (a.isEmpty()) return;
+  if (!a.isOrganized() || a.height() != xyz.height() || a.width() != xyz.width())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              std::string(what) + " array is " + std::to_string(a.height()) + "x" + std::to_string(a.width()) +
+                  (a.isOrganized() ? "" : " (unorganized)") + " but the XYZ array is organized " +
+                  std::to_string(xyz.height()) + "x" + std::to_string(xyz.width()));
+  if (a.device() != xyz.device())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              std::string(what) + " array lives on " + a.device().toString() + " but XYZ on " +
+                  xyz.device().toString());
+}
+
+/// Mask on the device: storage, offset and row step of a U8 {H, W} GpuMatND.
+struct DeviceMask {
+  Allocation* storage;
+  std::size_t offset;
+  std::size_t rowStep;
+};
+
+DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* fn) {
+  if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the mask is empty");
+  if (mask.type() != makeType(Depth::U8, 1))
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the mask has type " + std::to_string(mask.type()) + "; it must be makeType(Depth::U8, 1) (" +
+                  std::to_string(makeType(Depth::U8, 1)) + ")");
+  if (mask.dims != 2 || mask.size[0] != cloud.height() || mask.size[1] != cloud.width())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the mask must be 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
+                  " like the cloud, but has " + std::to_string(mask.dims) + " dims" +
+                  (mask.dims == 2 ? " of " + std::to_string(mask.size[0]) + "x" + std::to_string(mask.size[1]) : ""));
+  if (mask.device() != cloud.device())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the mask lives on " + mask.device().toString() + " but the cloud on " + cloud.device().toString());
+  if (mask.step.back() != 1)
+    pc::raise(ErrorCode::InvalidArgument, fn, "mask pixels must be contiguous within a row (step[1] == 1)");
+  return DeviceMask{mask.allocation().get(), mask.offset(), mask.step[0]};
+}
+
+GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn) {
+  if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the host mask is empty");
+  if (mask.type() != makeType(Depth::U8, 1) || mask.size.size() != 2 || mask.size[0] != cloud.height() ||
+      mask.size[1] != cloud.width())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the host mask must be a 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
+                  " array of makeType(Depth::U8, 1) (type " + std::to_string(mask.type()) + ", " +
+                  std::to_string(mask.size.size()) + " dims given)");
+  GpuMatND d({cloud.height(), cloud.width()}, makeType(Depth::U8, 1), cloud.device());
+  d.upload(mask);
+  return d;
+}
+
+struct RoiParams {
+  float o[3], u[3], v[3], n[3];
+  float lenU, lenV, lo, hi;
+};
+
+RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
+  const PointXYZ* pts[3] = {&b.origin, &b.pointA, &b.pointB};
+  for (const PointXYZ* p : pts)
+    if (!std::isfinite(p->x) || !std::isfinite(p->y) || !std::isfinite(p->z))
+      pc::raise(ErrorCode::InvalidArgument, fn, "the box points must be finite");
+  if (!std::isfinite(b.minExtent) || !std::isfinite(b.maxExtent) || b.minExtent > b.maxExtent)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the extent [" + std::to_string(b.minExtent) + ", " + std::to_string(b.maxExtent) +
+                  "] must be finite with min <= max");
+  const double u[3] = {double(b.pointA.x) - b.origin.x, double(b.pointA.y) - b.origin.y,
+                       double(b.pointA.z) - b.origin.z};
+  const double v[3] = {double(b.pointB.x) - b.origin.x, double(b.pointB.y) - b.origin.y,
+                       double(b.pointB.z) - b.origin.z};
+  const double lu = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+  const double lv = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (lu == 0.0 || lv == 0.0)
+    pc::raise(ErrorCode::InvalidArgument, fn, "point A or point B coincides with the origin (degenerate box)");
+  const double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+  const double ln = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  if (!(ln > 1e-9 * lu * lv))
+    pc::raise(ErrorCode::InvalidArgument, fn, "O, A and B are collinear, so they span no base (degenerate box)");
+  RoiParams r{};
+  r.o[0] = b.origin.x;
+  r.o[1] = b.origin.y;
+  r.o[2] = b.origin.z;
+  for (int i = 0; i < 3; ++i) {
+    r.u[i] = static_cast<float>(u[i] / lu);
+    r.v[i] = static_cast<float>(v[i] / lv);
+    r.n[i] = static_cast<float>(n[i] / ln);
+  }
+  r.lenU = static_cast<float>(lu);
+  r.lenV = static_cast<float>(lv);
+  r.lo = b.minExtent;
+  r.hi = b.maxExtent;
+  return r;
+}
+
+void enqueueRoi(QueueImpl& q, const RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
+  const std::size_t n = in.size();
+  pc::launch(q, "da_pc_roi", n, 1,
+             {pc::i64(n), KernelArg::f32(r.o[0]), KernelArg::f32(r.o[1]), KernelArg::f32(r.o[2]),
+              KernelArg::f32(r.u[0]), KernelArg::f32(r.u[1]), KernelArg::f32(r.u[2]), KernelArg::f32(r.lenU),
+              KernelArg::f32(r.v[0]), KernelArg::f32(r.v[1]), KernelArg::f32(r.v[2]), KernelArg::f32(r.lenV),
+              KernelArg::f32(r.n[0]), KernelArg::f32(r.n[1]), KernelArg::f32(r.n[2]), KernelArg::f32(r.lo),
+              KernelArg::f32(r.hi), pc::arg(in), pc::arg(out)});
+}
+
+}  // namespace
+
+// ---------------------------------------------------------- construction ----
+
+PointCloud::PointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs) {
+  constexpr const char* fn = "PointCloud::PointCloud";
+  if (xyz.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the XYZ array is empty");
+  if (!xyz.isOrganized())
+    pc::raise(ErrorCode::InvalidArgument, fn, "the XYZ array is unorganized; a PointCloud needs an H x W array");
+  checkCompanion(colors, xyz, "the colour", fn);
+  checkCompanion(snrs, xyz, "the SNR", fn);
+  height_ = xyz.height();
+  width_ = xyz.width();
+  xyz_ = std::move(xyz);
+  colors_ = std::move(colors);
+  snrs_ = std::move(snrs);
+}
+
+PointCloud PointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice& device) {
+  constexpr const char* fn = "PointCloud::fromHost";
+  cloud.validate();
+  if (!cloud.isOrganized())
+    pc::raise(ErrorCode::InvalidArgument, fn, "the host cloud is unorganized (height and width are 0)");
+  static_assert(sizeof(PointXYZ) == 3 * sizeof(float) && sizeof(ColorRGBA_SRGB) == 4 && sizeof(SNR) == sizeof(float));
+  std::vector<PointXYZ> xyz(cloud.size());
+  std::memcpy(xyz.data(), cloud.xyz.data(), cloud.xyz.size() * sizeof(float));
+  DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), cloud.height, cloud.width, device);
+  DeviceArray<ColorRGBA> dcolors;
+  if (cloud.hasColors()) {
+    std::vector<ColorRGBA_SRGB> c(cloud.size());
+    std::memcpy(c.data(), cloud.rgba.data(), cloud.rgba.size());
+    const auto srgb = DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device);
+    dcolors = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
+    pc::finishDeviceQueue(device);
+  }
+  DeviceArray<SNR> dsnr;
+  if (cloud.hasSNR()) {
+    std::vector<SNR> s(cloud.size());
+    std::memcpy(s.data(), cloud.snr.data(), cloud.snr.size() * sizeof(float));
+    dsnr = DeviceArray<SNR>::fromHost(s.data(), cloud.height, cloud.width, device);
+  }
+  return PointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
+}
+
+PointCloud PointCloud::fromHost(int height, int width, const PointXYZ* xyz, const ColorRGBA* colors, const SNR* snrs,
+                                const ComputeDevice& device) {
+  constexpr const char* fn = "PointCloud::fromHost";
+  if (xyz == nullptr) pc::raise(ErrorCode::InvalidArgument, fn, "xyz is null");
+  DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz, height, width, device);
+  DeviceArray<ColorRGBA> dcolors;
+  if (colors != nullptr) dcolors = DeviceArray<ColorRGBA>::fromHost(colors, height, width, device);
+  DeviceArray<SNR> dsnr;
+  if (snrs != nullptr) dsnr = DeviceArray<SNR>::fromHost(snrs, height, width, device);
+  return PointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
+}
+
+HostPointCloud PointCloud::toHost() const {
+  constexpr const char* fn = "PointCloud::toHost";
+  if (isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud is empty");
+  HostPointCloud out;
+  out.height = height_;
+  out.width = width_;
+  const std::vector<PointXYZ> xyz = xyz_.toHost();
+  out.xyz.resize(3 * xyz.size());
+  std::memcpy(out.xyz.data(), xyz.data(), out.xyz.size() * sizeof(float));
+  if (hasColors()) {
+    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors_, device().sdkStreamOrQueue()).toHost();
+    out.rgba.resize(4 * c.size());
+    std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
+  }
+  if (hasSNRs()) {
+    const std::vector<SNR> s = snrs_.toHost();
+    out.snr.resize(s.size());
+    std::memcpy(out.snr.data(), s.data(), out.snr.size() * sizeof(float));
+  }
+  return out;
+}
+
+ComputeDevice PointCloud::device() const {
+  if (isEmpty()) pc::raise(ErrorCode::InvalidState, "PointCloud::device", "the cloud is empty");
+  return xyz_.device();
+}
+
+const DeviceArray<ColorRGBA>& PointCloud::requireColors(const char* fn) const {
+  if (isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud is empty");
+  if (!hasColors()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no colours");
+  return colors_;
+}
+
+// ---------------------------------------------------------------- access ----
+
+DeviceArray<PointXYZ> PointCloud::devicePointsXYZ(StreamOrQueue sq) const {
+  (void)pc::queueOf(device(), sq, "PointCloud::devicePointsXYZ");
+  return convert<PointXYZ>(xyz_, sq);
+}
+DeviceArray<PointXYZW> PointCloud::devicePointsXYZW(StreamOrQueue sq) const {
+  (void)pc::queueOf(device(), sq, "PointCloud::devicePointsXYZW");
+  return convert<PointXYZW>(xyz_, sq);
+}
+DeviceArray<PointZ> PointCloud::devicePointsZ(StreamOrQueue sq) const {
+  (void)pc::queueOf(device(), sq, "PointCloud::devicePointsZ");
+  return convert<PointZ>(xyz_, sq);
+}
+DeviceArray<SNR> PointCloud::deviceSNRs(StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::deviceSNRs";
+  (void)pc::queueOf(device(), sq, fn);
+  if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
+  return convert<SNR>(snrs_, sq);
+}
+
+DeviceArray<NormalXYZ> PointCloud::deviceNormalsXYZ(StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::deviceNormalsXYZ";
+  const auto q = pc::queueOf(device(), sq, fn);
+  DeviceArray<NormalXYZ> normals = pc::allocateOrganized<NormalXYZ>(*q, height_, width_, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(normals)});
+  pc::launch(*q, "da_pc_normals", static_cast<std::size_t>(width_), static_cast<std::size_t>(height_),
+             {KernelArg::i32(width_), KernelArg::i32(height_), KernelArg::f32(transform_[3]),
+              KernelArg::f32(transform_[7]), KernelArg::f32(transform_[11]), pc::arg(xyz_), pc::arg(normals)});
+  use.commit();
+  return normals;
+}
+
+// ------------------------------------------------------------ downsample ----
+
+PointCloud PointCloud::downsampled(Downsampling d, StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::downsampled";
+  const int k = blockSize(d, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  const int outH = height_ / k, outW = width_ / k;
+  if (outH == 0 || outW == 0)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "a " + std::to_string(height_) + "x" + std::to_string(width_) + " cloud has no complete " +
+                  std::to_string(k) + "x" + std::to_string(k) + " block");
+  DeviceArray<PointXYZ> xyz = pc::allocateOrganized<PointXYZ>(*q, outH, outW, fn);
+  DeviceArray<ColorRGBA> colors;
+  DeviceArray<SNR> snrs;
+  if (hasColors()) colors = pc::allocateOrganized<ColorRGBA>(*q, outH, outW, fn);
+  if (hasSNRs()) snrs = pc::allocateOrganized<SNR>(*q, outH, outW, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(xyz),
+                      pc::storageOf(colors), pc::storageOf(snrs)});
+  // Absent attributes are passed as the XYZ buffers with a has-flag of 0.
+  pc::launch(*q, "da_pc_downsample", static_cast<std::size_t>(outW), static_cast<std::size_t>(outH),
+             {KernelArg::i32(width_), KernelArg::i32(outW), KernelArg::i32(outH), KernelArg::i32(k),
+              KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(xyz_),
+              hasColors() ? pc::arg(colors_) : pc::arg(xyz_), hasSNRs() ? pc::arg(snrs_) : pc::arg(xyz_),
+              pc::arg(xyz), hasColors() ? pc::arg(colors) : pc::arg(xyz), hasSNRs() ? pc::arg(snrs) : pc::arg(xyz)});
+  use.commit();
+  PointCloud out(std::move(xyz), std::move(colors), std::move(snrs));
+  out.transform_ = transform_;
+  return out;
+}
+
+PointCloud PointCloud::downsampled(Downsampling d) const {
+  PointCloud out = downsampled(d, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+void PointCloud::downsample(Downsampling d, StreamOrQueue sq) { *this = downsampled(d, sq); }
+void PointCloud::downsample(Downsampling d) { *this = downsampled(d); }
+
+// ------------------------------------------------------------- transform ----
+
+PointCloud PointCloud::transformed(const Matrix4x4& m, StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::transformed";
+  pc::checkAffine(m, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  PointCloud out = *this;
+  out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
+  pc::enqueueTransform(*q, m, xyz_, out.xyz_);
+  use.commit();
+  out.transform_ = pc::multiply(m, transform_);
+  return out;
+}
+PointCloud PointCloud::transformed(const Matrix4x4& m) const {
+  PointCloud out = transformed(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+void PointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
+  constexpr const char* fn = "PointCloud::transform";
+  pc::checkAffine(m, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_)});
+  pc::enqueueTransform(*q, m, xyz_, xyz_);
+  use.commit();
+  transform_ = pc::multiply(m, transform_);
+}
+void PointCloud::transform(const Matrix4x4& m) {
+  transform(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+
+// ------------------------------------------------------------------ mask ----
+
+namespace {
+void enqueueMask(QueueImpl& q, const DeviceMask& m, int height, int width, const DeviceArray<PointXYZ>& in,
+                 const DeviceArray<PointXYZ>& out) {
+  OrderedUse use(q, {m.storage, pc::storageOf(in), pc::storageOf(out)});
+  pc::launch(q, "da_pc_mask", static_cast<std::size_t>(width), static_cast<std::size_t>(height),
+             {KernelArg::i32(width), KernelArg::i32(height), KernelArg::i64(static_cast<std::int64_t>(m.rowStep)),
+              KernelArg::buf(m.storage, m.offset), pc::arg(in), pc::arg(out)});
+  use.commit();
+}
+}  // namespace
+
+void PointCloud::mask(const GpuMatND& mask, StreamOrQueue sq) {
+  constexpr const char* fn = "PointCloud::mask";
+  const auto q = pc::queueOf(device(), sq, fn);
+  enqueueMask(*q, checkMask(mask, *this, fn), height_, width_, xyz_, xyz_);
+}
+void PointCloud::mask(const GpuMatND& m) {
+  mask(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+void PointCloud::mask(const HostMat& m) {
+  const GpuMatND d = uploadMask(m, *this, "PointCloud::mask");
+  mask(d);
+}
+void PointCloud::mask(const std::uint8_t* m, int height, int width) {
+  constexpr const char* fn = "PointCloud::mask";
+  if (isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud is empty");
+  if (m == nullptr) pc::raise(ErrorCode::InvalidArgument, fn, "the mask pointer is null");
+  if (height != height_ || width != width_)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the mask is " + std::to_string(height) + "x" + std::to_string(width) + " but the cloud is " +
+                  std::to_string(height_) + "x" + std::to_string(width_));
+  mask(HostMat({height, width}, makeType(Depth::U8, 1), const_cast<std::uint8_t*>(m)));
+}
+void PointCloud::mask(const std::vector<bool>& m, int height, int width) {
+  constexpr const char* fn = "PointCloud::mask";
+  if (static_cast<std::size_t>(height < 0 ? 0 : height) * static_cast<std::size_t>(width < 0 ? 0 : width) !=
+      m.size())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the mask has " + std::to_string(m.size()) + " values, not height * width = " + std::to_string(height) +
+                  " * " + std::to_string(width));
+  std::vector<std::uint8_t> bytes(m.size());
+  for (std::size_t i = 0; i < m.size(); ++i) bytes[i] = m[i] ? 1 : 0;
+  mask(bytes.data(), height, width);
+}
+PointCloud PointCloud::masked(const GpuMatND& mask, StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::masked";
+  const auto q = pc::queueOf(device(), sq, fn);
+  const DeviceMask m = checkMask(mask, *this, fn);
+  PointCloud out = *this;
+  out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
+  enqueueMask(*q, m, height_, width_, xyz_, out.xyz_);
+  return out;
+}
+PointCloud PointCloud::masked(const GpuMatND& m) const {
+  PointCloud out = masked(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+PointCloud PointCloud::masked(const HostMat& m) const {
+  const GpuMatND d = uploadMask(m, *this, "PointCloud::masked");
+  return masked(d);
+}
+
+// ------------------------------------------------------------------- ROI ----
+
+void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) {
+  constexpr const char* fn = "PointCloud::maskByRegionOfInterest";
+  const RoiParams r = checkBox(box, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_)});
+  enqueueRoi(*q, r, xyz_, xyz_);
+  use.commit();
+}
+void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box) {
+  maskByRegionOfInterest(box, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::maskedByRegionOfInterest";
+  const RoiParams r = checkBox(box, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  PointCloud out = *this;
+  out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
+  enqueueRoi(*q, r, xyz_, out.xyz_);
+  use.commit();
+  return out;
+}
+PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) const {
+  PointCloud out = maskedByRegionOfInterest(box, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+
+// ------------------------------------------------------------- unorganize ----
+
+UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
+  const auto q = pc::queueOf(device(), sq, fn);
+  const std::size_t n = size();
+  const auto flags = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  const auto offsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  pc::CompactResult cap;
+  cap.xyz = pc::allocateUnorganized<PointXYZ>(*q, n, fn);
+  if (hasColors()) cap.colors = pc::allocateUnorganized<ColorRGBA>(*q, n, fn);
+  if (hasSNRs()) cap.snrs = pc::allocateUnorganized<SNR>(*q, n, fn);
+  std::uint32_t count = 0;
+  {
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), flags.get(),
+                        offsets.get(), pc::storageOf(cap.xyz), pc::storageOf(cap.colors), pc::storageOf(cap.snrs)});
+    pc::launch(*q, "da_pc_valid_flags", n + 1, 1, {pc::i64(n), pc::arg(xyz_), pc::arg(flags)});
+    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {offsets.get(), 0}, n + 1);
+    pc::launch(*q, "da_pc_compact", n, 1,
+               {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(offsets),
+                pc::arg(xyz_), hasColors() ? pc::arg(colors_) : pc::arg(xyz_),
+                hasSNRs() ? pc::arg(snrs_) : pc::arg(xyz_), pc::arg(cap.xyz),
+                hasColors() ? pc::arg(cap.colors) : pc::arg(cap.xyz), hasSNRs() ? pc::arg(cap.snrs) : pc::arg(cap.xyz)});
+    use.commit();
+  }
+  // The one host sync of this operation: the output size.
+  pc::readBack(*q, offsets.get(), n * sizeof(std::uint32_t), &count, sizeof(count));
+  const pc::CompactResult r = pc::trimmed(*q, cap, n, count, fn);
+  return UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_);
+}
+
+UnorganizedPointCloud PointCloud::toUnorganizedPointCloud() const {
+  UnorganizedPointCloud out = toUnorganizedPointCloud(device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+
+}  // namespace devicearray

@@ -1,0 +1,122 @@
+#include <cmath>
+#include <limits>
+
+#include "pointcloud/pointcloud_internal.hpp"
+
+namespace devicearray::detail::pc {
+
+std::shared_ptr<QueueImpl> queueOf(const ComputeDevice& device, const StreamOrQueue& sq, const char* fn) {
+  if (!device.isValid()) raise(ErrorCode::InvalidState, fn, "the cloud is empty (it has no device)");
+  if (sq.backend() != device.backend())
+    raise(ErrorCode::InvalidArgument, fn,
+          std::string("the stream/queue is a ") + toString(sq.backend()) + " handle but the data lives on " +
+              device.toString());
+  const std::shared_ptr<DeviceImpl>& impl = device.impl();
+  const std::shared_ptr<QueueImpl>& sdk = impl->sdkQueue();
+  void* native = sq.native();
+  if (native == sdk->native() || (device.backend() == ComputeBackend::opencl && native == nullptr)) return sdk;
+  return impl->wrapQueue(native);
+}
+
+std::size_t checkedBytes(std::size_t count, std::size_t elemBytes, const char* fn) {
+  if (elemBytes != 0 && count > std::numeric_limits<std::size_t>::max() / elemBytes)
+    raise(ErrorCode::OutOfRange, fn,
+          std::to_string(count) + " x " + std::to_string(elemBytes) + " bytes overflows std::size_t");
+  return count * elemBytes;
+}
+
+std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t elemBytes, const char* fn) {
+  const std::size_t bytes = checkedBytes(count, elemBytes, fn);
+  return q.device()->allocate(bytes > 0 ? bytes : 1, q);
+}
+
+void launch(QueueImpl& q, const char* name, std::size_t gx, std::size_t gy, std::vector<KernelArg> args) {
+  KernelLaunch l;
+  l.name = name;
+  l.workDims = gy > 1 ? 2 : 1;
+  l.globalSize = {gx, gy, 1};
+  l.args = std::move(args);
+  q.device()->launch(l, q);
+}
+
+void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,
+               std::size_t bytes) {
+  CopyDesc d;
+  d.dims = 0;
+  d.elemSize = bytes;
+  d.dst = MemRef::dev(dst, dstOffset);
+  d.src = MemRef::dev(src, srcOffset);
+  q.device()->copy(d, q);
+}
+
+void readBack(QueueImpl& q, Allocation* src, std::size_t srcOffset, void* dst, std::size_t bytes) {
+  OrderedUse use(q, {src});
+  CopyDesc d;
+  d.dims = 0;
+  d.elemSize = bytes;
+  d.dst = MemRef::hostPtr(dst);
+  d.src = MemRef::dev(src, srcOffset);
+  q.device()->copy(d, q);
+  use.commit()->synchronize();
+}
+
+void checkAffine(const Matrix4x4& m, const char* fn) {
+  for (std::size_t i = 0; i < 16; ++i)
+    if (!std::isfinite(m[i]))
+      raise(ErrorCode::InvalidArgument, fn,
+            "matrix element " + std::to_string(i) + " is " + std::to_string(m[i]) + "; all elements must be finite");
+  if (m[12] != 0.0f || m[13] != 0.0f || m[14] != 0.0f || m[15] != 1.0f)
+    raise(ErrorCode::InvalidArgument, fn,
+          "the last row is (" + std::to_string(m[12]) + ", " + std::to_string(m[13]) + ", " + std::to_string(m[14]) +
+              ", " + std::to_string(m[15]) + "); point transforms must be affine (last row 0 0 0 1)");
+}
+
+Matrix4x4 multiply(const Matrix4x4& a, const Matrix4x4& b) {
+  Matrix4x4 r{};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int k = 0; k < 4; ++k) s += static_cast<double>(a[4 * i + k]) * static_cast<double>(b[4 * k + j]);
+      r[static_cast<std::size_t>(4 * i + j)] = static_cast<float>(s);
+    }
+  return r;
+}
+
+void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointXYZ>& in,
+                      const DeviceArray<PointXYZ>& out) {
+  const std::size_t n = in.size();
+  launch(q, "da_pc_transform", n, 1,
+         {i64(n), KernelArg::f32(m[0]), KernelArg::f32(m[1]), KernelArg::f32(m[2]), KernelArg::f32(m[3]),
+          KernelArg::f32(m[4]), KernelArg::f32(m[5]), KernelArg::f32(m[6]), KernelArg::f32(m[7]),
+          KernelArg::f32(m[8]), KernelArg::f32(m[9]), KernelArg::f32(m[10]), KernelArg::f32(m[11]), arg(in),
+          arg(out)});
+}
+
+CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capacityCount, std::size_t count,
+                      const char* fn) {
+  CompactResult r;
+  if (count == 0) return r;
+  if (count * 4 >= capacityCount) {
+    // Mostly full: share the capacity allocation.
+    r.xyz = prefixOf(cap.xyz, count);
+    if (cap.colors.isValid()) r.colors = prefixOf(cap.colors, count);
+    if (cap.snrs.isValid()) r.snrs = prefixOf(cap.snrs, count);
+    return r;
+  }
+  r.xyz = allocateUnorganized<PointXYZ>(q, count, fn);
+  if (cap.colors.isValid()) r.colors = allocateUnorganized<ColorRGBA>(q, count, fn);
+  if (cap.snrs.isValid()) r.snrs = allocateUnorganized<SNR>(q, count, fn);
+  OrderedUse use(q, {storageOf(r.xyz), storageOf(r.colors), storageOf(r.snrs), storageOf(cap.xyz),
+                     storageOf(cap.colors), storageOf(cap.snrs)});
+  copyBytes(q, storageOf(r.xyz), 0, storageOf(cap.xyz), cap.xyz.span().offset, count * sizeof(PointXYZ));
+  if (r.colors.isValid())
+    copyBytes(q, storageOf(r.colors), 0, storageOf(cap.colors), cap.colors.span().offset, count * sizeof(ColorRGBA));
+  if (r.snrs.isValid())
+    copyBytes(q, storageOf(r.snrs), 0, storageOf(cap.snrs), cap.snrs.span().offset, count * sizeof(SNR));
+  use.commit();
+  return r;
+}
+
+void finishDeviceQueue(const ComputeDevice& device) { device.impl()->sdkQueue()->synchronize(); }
+
+}  // namespace devicearray::detail::pc

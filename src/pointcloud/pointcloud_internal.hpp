@@ -1,0 +1,112 @@
+// Helpers shared by the point-cloud sources: queue resolution, stream-ordered
+// allocation of DeviceArrays, kernel launches and small read-backs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/algorithms.hpp"
+#include "backend/backend.hpp"
+#include "devicearray/point_cloud.hpp"
+
+namespace devicearray::detail::pc {
+
+[[noreturn]] inline void raise(ErrorCode code, const char* fn, const std::string& message) {
+  fail(code, std::string(fn) + ": " + message);
+}
+
+/// The queue behind `sq` on `device` (the device's own queue for its native handle or a
+/// null OpenCL queue). Throws InvalidArgument on a backend mismatch.
+std::shared_ptr<QueueImpl> queueOf(const ComputeDevice& device, const StreamOrQueue& sq, const char* fn);
+
+/// count * elemBytes, OutOfRange when it overflows.
+std::size_t checkedBytes(std::size_t count, std::size_t elemBytes, const char* fn);
+
+/// A DeviceArray over `bytes`-sized stream-ordered storage allocated on `q`.
+template <class F>
+DeviceArray<F> wrapStorage(std::shared_ptr<Allocation> storage, bool organized, int height, int width) {
+  const int type = makeType(F::depth, F::channels);
+  if (organized)
+    return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(
+        std::move(storage), 0, {height, width}, type, {static_cast<std::size_t>(width) * sizeof(F), sizeof(F)}));
+  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(std::move(storage), 0, {width}, type, {sizeof(F)}));
+}
+
+template <class F>
+DeviceArray<F> allocateOrganized(QueueImpl& q, int height, int width, const char* fn) {
+  const std::size_t n = checkedBytes(static_cast<std::size_t>(height), static_cast<std::size_t>(width), fn);
+  return wrapStorage<F>(q.device()->allocate(checkedBytes(n, sizeof(F), fn), q), true, height, width);
+}
+
+template <class F>
+DeviceArray<F> allocateUnorganized(QueueImpl& q, std::size_t count, const char* fn) {
+  if (count > static_cast<std::size_t>(INT32_MAX))
+    raise(ErrorCode::OutOfRange, fn, std::to_string(count) + " points exceed the INT_MAX limit of a DeviceArray");
+  return wrapStorage<F>(q.device()->allocate(checkedBytes(count, sizeof(F), fn), q), false, 1,
+                        static_cast<int>(count));
+}
+
+/// The first `count` elements of an unorganized array (shares its storage).
+template <class F>
+DeviceArray<F> prefixOf(const DeviceArray<F>& a, std::size_t count) {
+  const ArraySpan s = a.span();
+  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(s.storage, s.offset, {static_cast<int>(count)},
+                                                               makeType(F::depth, F::channels), {sizeof(F)}));
+}
+
+/// Raw stream-ordered scratch memory.
+std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t elemBytes, const char* fn);
+
+template <class F>
+KernelArg arg(const DeviceArray<F>& a) {
+  const ArraySpan s = a.span();
+  return KernelArg::buf(s.storage.get(), s.offset);
+}
+template <class F>
+Allocation* storageOf(const DeviceArray<F>& a) {
+  return a.isEmpty() ? nullptr : a.span().storage.get();
+}
+template <class F>
+algo::DeviceBuffer bufferOf(const DeviceArray<F>& a) {
+  const ArraySpan s = a.span();
+  return algo::DeviceBuffer{s.storage.get(), s.offset};
+}
+inline KernelArg arg(const std::shared_ptr<Allocation>& a, std::size_t offset = 0) {
+  return KernelArg::buf(a.get(), offset);
+}
+inline KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
+
+void launch(QueueImpl& q, const char* name, std::size_t gx, std::size_t gy, std::vector<KernelArg> args);
+
+/// Enqueues a copy of `bytes` bytes between two device regions (callers order them).
+void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,
+               std::size_t bytes);
+/// Enqueues a read of `bytes` bytes into host memory after the queue's earlier work and
+/// blocks until it has arrived.
+void readBack(QueueImpl& q, Allocation* src, std::size_t srcOffset, void* dst, std::size_t bytes);
+
+/// Validates an affine, finite matrix (InvalidArgument naming `fn`).
+void checkAffine(const Matrix4x4& m, const char* fn);
+/// a * b (row-major), accumulated in double.
+Matrix4x4 multiply(const Matrix4x4& a, const Matrix4x4& b);
+/// Enqueues p' = m p on the valid points of `in` into `out` (may be the same array).
+void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointXYZ>& in,
+                      const DeviceArray<PointXYZ>& out);
+
+/// Compacted (or voxel) output arrays with capacity >= count, trimmed to `count`.
+/// Small results are copied into exact-size arrays so a large capacity is not held.
+struct CompactResult {
+  DeviceArray<PointXYZ> xyz;
+  DeviceArray<ColorRGBA> colors;
+  DeviceArray<SNR> snrs;
+};
+CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
+                      const char* fn);
+
+/// Blocks until all work enqueued on the device's own queue is done.
+void finishDeviceQueue(const ComputeDevice& device);
+
+}  // namespace devicearray::detail::pc

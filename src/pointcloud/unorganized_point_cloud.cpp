@@ -1,0 +1,362 @@
+// UnorganizedPointCloud (API.md §7): compact lists of valid points on one device.
+#include <cmath>
+#include <cstring>
+
+#include "pointcloud/pointcloud_internal.hpp"
+
+namespace devicearray {
+
+using detail::KernelArg;
+using detail::OrderedUse;
+namespace pc = detail::pc;
+
+namespace {
+
+template <class F>
+DeviceArray<F> flattened(const DeviceArray<F>& a) {
+  if (a.isEmpty() || !a.isOrganized()) return a;
+  const detail::ArraySpan s = a.span();
+  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(s.storage, s.offset, {static_cast<int>(a.size())},
+                                                               makeType(F::depth, F::channels), {sizeof(F)}));
+}
+
+template <class F>
+void checkCompanion(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, const char* what, const char* fn) {
+  if (a.isEmpty()) return;
+  if (a.size() != xyz.size())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              std::string(what) + " array has " + std::to_string(a.size()) + " elements but XYZ has " +
+                  std::to_string(xyz.size()));
+  if (a.device() != xyz.device())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              std::string(what) + " array lives on " + a.device().toString() + " but XYZ on " +
+                  xyz.device().toString());
+}
+
+}  // namespace
+
+UnorganizedPointCloud::UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
+                                             DeviceArray<SNR> snrs) {
+  constexpr const char* fn = "UnorganizedPointCloud::UnorganizedPointCloud";
+  if (xyz.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the XYZ array is empty");
+  checkCompanion(colors, xyz, "the colour", fn);
+  checkCompanion(snrs, xyz, "the SNR", fn);
+  device_ = xyz.device();
+  xyz_ = flattened(xyz);
+  colors_ = flattened(colors);
+  snrs_ = flattened(snrs);
+}
+
+UnorganizedPointCloud UnorganizedPointCloud::fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz,
+                                                       DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
+                                                       const Matrix4x4& transform) {
+  UnorganizedPointCloud c;
+  c.device_ = std::move(device);
+  c.xyz_ = std::move(xyz);
+  c.colors_ = std::move(colors);
+  c.snrs_ = std::move(snrs);
+  c.transform_ = transform;
+  return c;
+}
+
+UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice& device) {
+  constexpr const char* fn = "UnorganizedPointCloud::fromHost";
+  cloud.validate();
+  if (!device.isValid()) pc::raise(ErrorCode::InvalidArgument, fn, "the device handle is invalid");
+  std::vector<PointXYZ> xyz;
+  std::vector<ColorRGBA_SRGB> colors;
+  std::vector<SNR> snrs;
+  for (std::size_t i = 0; i < cloud.size(); ++i) {
+    if (!cloud.isValid(i)) continue;
+    xyz.push_back(PointXYZ{cloud.xyz[3 * i], cloud.xyz[3 * i + 1], cloud.xyz[3 * i + 2]});
+    if (cloud.hasColors())
+      colors.push_back(ColorRGBA_SRGB{cloud.rgba[4 * i], cloud.rgba[4 * i + 1], cloud.rgba[4 * i + 2],
+                                      cloud.rgba[4 * i + 3]});
+    if (cloud.hasSNR()) snrs.push_back(SNR{cloud.snr[i]});
+  }
+  if (xyz.empty()) return fromParts(device, {}, {}, {}, identityMatrix4x4());
+  DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), xyz.size(), device);
+  DeviceArray<ColorRGBA> dcolors;
+  if (!colors.empty()) {
+    const auto srgb = DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device);
+    dcolors = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
+    pc::finishDeviceQueue(device);
+  }
+  DeviceArray<SNR> dsnr;
+  if (!snrs.empty()) dsnr = DeviceArray<SNR>::fromHost(snrs.data(), snrs.size(), device);
+  return UnorganizedPointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
+}
+
+HostPointCloud UnorganizedPointCloud::toHost() const {
+  HostPointCloud out;
+  if (isEmpty()) return out;
+  const std::vector<PointXYZ> xyz = xyz_.toHost();
+  out.xyz.resize(3 * xyz.size());
+  std::memcpy(out.xyz.data(), xyz.data(), out.xyz.size() * sizeof(float));
+  if (hasColors()) {
+    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors_, device_.sdkStreamOrQueue()).toHost();
+    out.rgba.resize(4 * c.size());
+    std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
+  }
+  if (hasSNRs()) {
+    const std::vector<SNR> s = snrs_.toHost();
+    out.snr.resize(s.size());
+    std::memcpy(out.snr.data(), s.data(), out.snr.size() * sizeof(float));
+  }
+  return out;
+}
+
+ComputeDevice UnorganizedPointCloud::device() const {
+  if (!device_.isValid())
+    pc::raise(ErrorCode::InvalidState, "UnorganizedPointCloud::device", "the cloud has never been on a device");
+  return device_;
+}
+
+const DeviceArray<ColorRGBA>& UnorganizedPointCloud::requireColors(const char* fn) const {
+  if (!hasColors()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no colours");
+  return colors_;
+}
+
+DeviceArray<PointXYZ> UnorganizedPointCloud::devicePointsXYZ(StreamOrQueue sq) const {
+  (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZ");
+  return isEmpty() ? DeviceArray<PointXYZ>() : convert<PointXYZ>(xyz_, sq);
+}
+DeviceArray<PointXYZW> UnorganizedPointCloud::devicePointsXYZW(StreamOrQueue sq) const {
+  (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZW");
+  return isEmpty() ? DeviceArray<PointXYZW>() : convert<PointXYZW>(xyz_, sq);
+}
+DeviceArray<SNR> UnorganizedPointCloud::deviceSNRs(StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::deviceSNRs";
+  (void)pc::queueOf(device(), sq, fn);
+  if (isEmpty()) return {};
+  if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
+  return convert<SNR>(snrs_, sq);
+}
+
+// ----------------------------------------------------------------- voxels ----
+
+UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel,
+                                                              StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
+  if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "voxelSize is " + std::to_string(voxelSize) + "; it must be finite and > 0");
+  if (minPointsPerVoxel < 1)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
+  const auto q = pc::queueOf(device(), sq, fn);
+  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
+  const std::size_t n = size();
+  const bool color = hasColors(), snr = hasSNRs();
+  // Scalars: [0] status (u32), [1] output count (u32), [4..6] min corner (floats).
+  const auto scalars = pc::scratch(*q, 8, sizeof(std::uint32_t), fn);
+  const auto keys = pc::scratch(*q, n, sizeof(std::uint64_t), fn);
+  const auto sortedKeys = pc::scratch(*q, n, sizeof(std::uint64_t), fn);
+  const auto indices = pc::scratch(*q, n, sizeof(std::uint32_t), fn);
+  const auto order = pc::scratch(*q, n, sizeof(std::uint32_t), fn);
+  const auto flags = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);      // heads, then keep flags
+  const auto segmentOf = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  const auto starts = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  const auto keepOffsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  pc::CompactResult cap;
+  cap.xyz = pc::allocateUnorganized<PointXYZ>(*q, n, fn);
+  if (color) cap.colors = pc::allocateUnorganized<ColorRGBA>(*q, n, fn);
+  if (snr) cap.snrs = pc::allocateUnorganized<SNR>(*q, n, fn);
+  {
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scalars.get(), keys.get(),
+                        sortedKeys.get(), indices.get(), order.get(), flags.get(), segmentOf.get(), starts.get(),
+                        keepOffsets.get(), pc::storageOf(cap.xyz), pc::storageOf(cap.colors),
+                        pc::storageOf(cap.snrs)});
+    detail::FillDesc zero;
+    zero.dims = 1;
+    zero.size[0] = 1;
+    zero.step[0] = 4;
+    zero.elemSize = 4;
+    zero.dst = detail::MemRef::dev(scalars.get(), 0);
+    q->device()->fill(zero, *q);
+    detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {scalars.get(), 16});
+    pc::launch(*q, "da_vx_keys", n, 1,
+               {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scalars, 16), pc::arg(xyz_), pc::arg(keys),
+                pc::arg(indices), pc::arg(scalars, 0)});
+    detail::algo::sortPairsU64U32(*q, {keys.get(), 0}, {indices.get(), 0}, {sortedKeys.get(), 0}, {order.get(), 0},
+                                  n, 63);
+    pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(sortedKeys), pc::arg(flags)});
+    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {segmentOf.get(), 0}, n + 1);
+    pc::launch(*q, "da_vx_starts", n + 1, 1, {pc::i64(n), pc::arg(segmentOf), pc::arg(starts)});
+    pc::launch(*q, "da_vx_keep", n + 1, 1,
+               {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(segmentOf), pc::arg(starts),
+                pc::arg(sortedKeys), pc::arg(flags)});
+    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
+    pc::launch(*q, "da_vx_reduce", n, 1,
+               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(segmentOf),
+                pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_),
+                color ? pc::arg(colors_) : pc::arg(xyz_), snr ? pc::arg(snrs_) : pc::arg(xyz_), pc::arg(cap.xyz),
+                color ? pc::arg(cap.colors) : pc::arg(cap.xyz), snr ? pc::arg(cap.snrs) : pc::arg(cap.xyz)});
+    pc::copyBytes(*q, scalars.get(), 4, keepOffsets.get(), n * sizeof(std::uint32_t), sizeof(std::uint32_t));
+    use.commit();
+  }
+  // The one host sync: status and voxel count together.
+  std::uint32_t result[2] = {0, 0};
+  pc::readBack(*q, scalars.get(), 0, result, sizeof(result));
+  if (result[0] != 0)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "voxelSize " + std::to_string(voxelSize) + " is too small for the cloud's extent: an axis would need " +
+                  "2^21 - 1 or more voxels");
+  const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
+  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_);
+}
+
+UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
+  UnorganizedPointCloud out = voxelDownsampled(voxelSize, minPointsPerVoxel, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+
+// -------------------------------------------------------------- transform ----
+
+UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::transformed";
+  pc::checkAffine(m, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  UnorganizedPointCloud out = *this;
+  out.transform_ = pc::multiply(m, transform_);
+  if (isEmpty()) return out;
+  out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, size(), fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
+  pc::enqueueTransform(*q, m, xyz_, out.xyz_);
+  use.commit();
+  return out;
+}
+UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m) const {
+  UnorganizedPointCloud out = transformed(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+  return out;
+}
+void UnorganizedPointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
+  constexpr const char* fn = "UnorganizedPointCloud::transform";
+  pc::checkAffine(m, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  if (!isEmpty()) {
+    OrderedUse use(*q, {pc::storageOf(xyz_)});
+    pc::enqueueTransform(*q, m, xyz_, xyz_);
+    use.commit();
+  }
+  transform_ = pc::multiply(m, transform_);
+}
+void UnorganizedPointCloud::transform(const Matrix4x4& m) {
+  transform(m, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+
+// ----------------------------------------------------------------- extend ----
+
+void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQueue sq) {
+  constexpr const char* fn = "UnorganizedPointCloud::extend";
+  if (other.isEmpty()) return;
+  if (!device_.isValid()) {
+    const Matrix4x4 keep = transform_;
+    *this = other;
+    transform_ = keep;
+    return;
+  }
+  if (other.device() != device_)
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the other cloud lives on " + other.device().toString() + " but this one on " + device_.toString());
+  const auto q = pc::queueOf(device_, sq, fn);
+  if (isEmpty()) {
+    const Matrix4x4 keep = transform_;
+    *this = other;
+    transform_ = keep;
+    return;
+  }
+  if (hasColors() != other.hasColors() || hasSNRs() != other.hasSNRs())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              std::string("the clouds have different attributes (colours: ") + (hasColors() ? "yes" : "no") + "/" +
+                  (other.hasColors() ? "yes" : "no") + ", SNR: " + (hasSNRs() ? "yes" : "no") + "/" +
+                  (other.hasSNRs() ? "yes" : "no") + ")");
+  const std::size_t a = size(), b = other.size();
+  if (a + b > static_cast<std::size_t>(INT32_MAX))
+    pc::raise(ErrorCode::OutOfRange, fn, std::to_string(a + b) + " points exceed the INT_MAX limit of a DeviceArray");
+  UnorganizedPointCloud out = *this;
+  out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, a + b, fn);
+  if (hasColors()) out.colors_ = pc::allocateUnorganized<ColorRGBA>(*q, a + b, fn);
+  if (hasSNRs()) out.snrs_ = pc::allocateUnorganized<SNR>(*q, a + b, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(other.xyz_),
+                      pc::storageOf(other.colors_), pc::storageOf(other.snrs_), pc::storageOf(out.xyz_),
+                      pc::storageOf(out.colors_), pc::storageOf(out.snrs_)});
+  auto append = [&](const auto& dst, const auto& first, const auto& second, std::size_t elem) {
+    if (dst.isEmpty()) return;
+    pc::copyBytes(*q, pc::storageOf(dst), 0, pc::storageOf(first), first.span().offset, a * elem);
+    pc::copyBytes(*q, pc::storageOf(dst), a * elem, pc::storageOf(second), second.span().offset, b * elem);
+  };
+  append(out.xyz_, xyz_, other.xyz_, sizeof(PointXYZ));
+  append(out.colors_, colors_, other.colors_, sizeof(ColorRGBA));
+  append(out.snrs_, snrs_, other.snrs_, sizeof(SNR));
+  use.commit();
+  *this = std::move(out);
+}
+void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other) {
+  if (!device_.isValid() && !other.device_.isValid()) return;
+  const ComputeDevice d = device_.isValid() ? device_ : other.device_;
+  extend(other, d.sdkStreamOrQueue());
+  pc::finishDeviceQueue(d);
+}
+
+// ----------------------------------------------------------------- colour ----
+
+void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq) {
+  constexpr const char* fn = "UnorganizedPointCloud::paintUniformColor";
+  const auto q = pc::queueOf(device(), sq, fn);
+  if (isEmpty()) return;
+  DeviceArray<ColorRGBA> painted = pc::allocateUnorganized<ColorRGBA>(*q, size(), fn);
+  OrderedUse use(*q, {pc::storageOf(painted)});
+  detail::FillDesc f;
+  f.dims = 1;
+  f.size[0] = static_cast<std::int64_t>(size());
+  f.step[0] = sizeof(ColorRGBA);
+  f.elemSize = sizeof(ColorRGBA);
+  f.dst = detail::MemRef::dev(pc::storageOf(painted), painted.span().offset);
+  std::memcpy(f.pattern.data(), &color, sizeof(ColorRGBA));
+  q->device()->fill(f, *q);
+  use.commit();
+  colors_ = std::move(painted);
+}
+void UnorganizedPointCloud::paintUniformColor(ColorRGBA color) {
+  paintUniformColor(color, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+
+// --------------------------------------------------------------- centroid ----
+
+std::array<float, 3> UnorganizedPointCloud::centroid(StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::centroid";
+  const auto q = pc::queueOf(device(), sq, fn);
+  if (isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no points");
+  const auto sums = pc::scratch(*q, 4, sizeof(double), fn);
+  {
+    OrderedUse use(*q, {pc::storageOf(xyz_), sums.get()});
+    detail::algo::sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
+    use.commit();
+  }
+  double s[4] = {0, 0, 0, 0};
+  pc::readBack(*q, sums.get(), 0, s, sizeof(s));
+  if (s[3] <= 0.0) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no valid (finite) point");
+  return {static_cast<float>(s[0] / s[3]), static_cast<float>(s[1] / s[3]), static_cast<float>(s[2] / s[3])};
+}
+std::array<float, 3> UnorganizedPointCloud::centroid() const {
+  return centroid(device().sdkStreamOrQueue());
+}
+void UnorganizedPointCloud::center(StreamOrQueue sq) {
+  const std::array<float, 3> c = centroid(sq);
+  Matrix4x4 t = identityMatrix4x4();
+  t[3] = -c[0];
+  t[7] = -c[1];
+  t[11] = -c[2];
+  transform(t, sq);
+}
+void UnorganizedPointCloud::center() {
+  center(device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
+
+}  // namespace devicearray

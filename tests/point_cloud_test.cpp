@@ -1,0 +1,442 @@
+// PointCloud / UnorganizedPointCloud / Frame2D (API.md §7) against the host reference
+// of point_cloud_reference.hpp, on every device.
+//
+// Tolerances: XYZ results 1e-5 relative (+1e-4 mm absolute) — the device accumulates
+// in float, the reference in double; normals 1e-4 per component; colours exact (integer
+// means); SNR 1e-5 relative. ROI decisions may differ from the double reference only
+// for points within 1e-3 mm of a face (float vs double projections).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "devicearray/devicearray.hpp"
+#include "point_cloud_reference.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace devicearray;
+
+pcref::Cloud randomCloud(int h, int w, std::uint32_t seed, double holes = 0.15, bool colors = true, bool snr = true) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> xy(-500.f, 500.f), z(300.f, 1500.f), s(0.5f, 10.f), u(0.f, 1.f);
+  pcref::Cloud c;
+  c.height = h;
+  c.width = w;
+  for (int i = 0; i < h * w; ++i) {
+    PointXYZ p{xy(rng), xy(rng), z(rng)};
+    if (u(rng) < holes) p = pcref::nanPoint();
+    c.xyz.push_back(p);
+    if (colors) c.rgba.push_back({std::uint8_t(rng()), std::uint8_t(rng()), std::uint8_t(rng()), std::uint8_t(rng())});
+    if (snr) c.snr.push_back({s(rng)});
+  }
+  return c;
+}
+
+PointCloud upload(const pcref::Cloud& c, const ComputeDevice& d) {
+  return PointCloud::fromHost(c.height, c.width, c.xyz.data(), c.rgba.empty() ? nullptr : c.rgba.data(),
+                              c.snr.empty() ? nullptr : c.snr.data(), d);
+}
+
+void expectPointsNear(const std::vector<PointXYZ>& got, const std::vector<PointXYZ>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool gv = pcref::valid(got[i]), wv = pcref::valid(want[i]);
+    ASSERT_EQ(gv, wv) << what << " validity at " << i;
+    if (!wv) {
+      EXPECT_TRUE(std::isnan(got[i].x) && std::isnan(got[i].y) && std::isnan(got[i].z)) << what << " at " << i;
+      continue;
+    }
+    const float* g = &got[i].x;
+    const float* e = &want[i].x;
+    for (int k = 0; k < 3; ++k)
+      ASSERT_NEAR(g[k], e[k], 1e-5 * std::fabs(e[k]) + 1e-4) << what << " point " << i << " axis " << k;
+  }
+}
+
+void expectColorsEqual(const std::vector<ColorRGBA>& got, const std::vector<ColorRGBA>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].r, want[i].r) << i;
+    ASSERT_EQ(got[i].g, want[i].g) << i;
+    ASSERT_EQ(got[i].b, want[i].b) << i;
+    ASSERT_EQ(got[i].a, want[i].a) << i;
+  }
+}
+
+void expectSnrNear(const std::vector<SNR>& got, const std::vector<SNR>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i].value, want[i].value, 1e-5 * std::fabs(want[i].value) + 1e-6) << i;
+}
+
+class PointCloudTest : public testing::TestWithParam<ComputeDevice> {
+ protected:
+  ComputeDevice dev() const { return GetParam(); }
+  StreamOrQueue sq() const { return GetParam().sdkStreamOrQueue(); }
+};
+
+TEST_P(PointCloudTest, UploadDownloadRoundTripsAndAccessorsMatch) {
+  const pcref::Cloud c = randomCloud(37, 53, 1);
+  const PointCloud cloud = upload(c, dev());
+  EXPECT_EQ(cloud.height(), 37);
+  EXPECT_EQ(cloud.width(), 53);
+  EXPECT_EQ(cloud.size(), 37u * 53u);
+  expectPointsNear(cloud.devicePointsXYZ(sq()).toHost(), c.xyz, "xyz");
+  expectSnrNear(cloud.deviceSNRs(sq()).toHost(), c.snr);
+  expectColorsEqual(cloud.imageDeviceArray<ColorRGBA>(sq()).toHost(), c.rgba);
+  const auto bgra = cloud.imageDeviceArray<ColorBGRA>(sq()).toHost();
+  EXPECT_EQ(bgra[5].b, c.rgba[5].b);
+  EXPECT_EQ(bgra[5].r, c.rgba[5].r);
+  const auto xyzw = cloud.devicePointsXYZW(sq()).toHost();
+  const auto z = cloud.devicePointsZ(sq()).toHost();
+  for (std::size_t i = 0; i < c.xyz.size(); ++i) {
+    if (!pcref::valid(c.xyz[i])) continue;
+    EXPECT_EQ(xyzw[i].y, c.xyz[i].y);
+    EXPECT_EQ(xyzw[i].w, 1.0f);
+    EXPECT_EQ(z[i].z, c.xyz[i].z);
+  }
+}
+
+TEST_P(PointCloudTest, ZeroCopyConstructionSharesTheArrays) {
+  const pcref::Cloud c = randomCloud(5, 7, 2, 0.0);
+  auto xyz = DeviceArray<PointXYZ>::fromHost(c.xyz.data(), 5, 7, dev());
+  PointCloud cloud(xyz);
+  EXPECT_FALSE(cloud.hasColors());
+  EXPECT_FALSE(cloud.hasSNRs());
+  cloud.transform({1, 0, 0, 10, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  EXPECT_FLOAT_EQ(xyz.toHost()[3].x, c.xyz[3].x + 10.0f);  // in place on the user's array
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)cloud.deviceSNRs(sq()); });
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)cloud.imageDeviceArray<ColorRGBA>(sq()); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { PointCloud bad(DeviceArray<PointXYZ>{}); });
+  auto snr = DeviceArray<SNR>::fromHost(c.snr.data(), 7, 5, dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { PointCloud bad(xyz, {}, snr); });
+  auto flat = DeviceArray<PointXYZ>::fromHost(c.xyz.data(), std::size_t(35), dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { PointCloud bad(flat); });
+}
+
+TEST_P(PointCloudTest, DownsampleMatchesReferenceForEveryBlockSize) {
+  for (auto [d, k] : {std::pair{Downsampling::by2x2, 2}, {Downsampling::by3x3, 3}, {Downsampling::by4x4, 4}}) {
+    for (bool attrs : {true, false}) {
+      const pcref::Cloud c = randomCloud(37, 53, 10 + k, 0.3, attrs, attrs);  // 37, 53 not divisible by k
+      const pcref::Cloud want = pcref::downsample(c, k);
+      PointCloud cloud = upload(c, dev());
+      const PointCloud out = cloud.downsampled(d);
+      ASSERT_EQ(out.height(), 37 / k);
+      ASSERT_EQ(out.width(), 53 / k);
+      expectPointsNear(out.storedXYZ().toHost(), want.xyz, "downsampled xyz");
+      if (attrs) {
+        expectColorsEqual(out.storedColors().toHost(), want.rgba);
+        expectSnrNear(out.storedSNRs().toHost(), want.snr);
+      }
+      cloud.downsample(d);
+      EXPECT_EQ(cloud.height(), 37 / k);
+      expectPointsNear(cloud.storedXYZ().toHost(), want.xyz, "in place");
+    }
+  }
+}
+
+TEST_P(PointCloudTest, DownsampleEdgeCases) {
+  const pcref::Cloud one = randomCloud(1, 1, 3, 0.0);
+  PointCloud tiny = upload(one, dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { tiny.downsample(Downsampling::by2x2); });
+  EXPECT_EQ(tiny.height(), 1);  // unchanged after the failed call
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)tiny.downsampled(static_cast<Downsampling>(7)); });
+  // All-NaN: every output point missing, SNR 0.
+  pcref::Cloud nan = randomCloud(8, 8, 4, 1.0);
+  const PointCloud out = upload(nan, dev()).downsampled(Downsampling::by4x4);
+  for (const PointXYZ& p : out.storedXYZ().toHost()) EXPECT_TRUE(std::isnan(p.x));
+  for (const SNR& s : out.storedSNRs().toHost()) EXPECT_EQ(s.value, 0.0f);
+  // Hand-worked 2x2 block: weights 1 and 4 (SNR 1, 2), one hole, one zero-SNR point.
+  std::vector<PointXYZ> xyz = {{0, 0, 1}, {10, 0, 1}, pcref::nanPoint(), {100, 100, 100}};
+  std::vector<SNR> snr = {{1}, {2}, {5}, {0}};
+  const PointCloud hand = PointCloud::fromHost(2, 2, xyz.data(), nullptr, snr.data(), dev()).downsampled(Downsampling::by2x2);
+  const PointXYZ p = hand.storedXYZ().toHost()[0];
+  EXPECT_NEAR(p.x, 8.0f, 1e-5);  // (1*0 + 4*10 + 0*100) / 5
+  EXPECT_NEAR(p.y, 0.0f, 1e-5);
+  EXPECT_NEAR(hand.storedSNRs().toHost()[0].value, std::sqrt(5.0f), 1e-6);
+}
+
+TEST_P(PointCloudTest, TransformAppliesToValidPointsAndAccumulates) {
+  const pcref::Cloud c = randomCloud(37, 53, 5);
+  const float a = 0.3f;
+  const Matrix4x4 r = {std::cos(a), -std::sin(a), 0, 5, std::sin(a), std::cos(a), 0, -7, 0, 0, 1, 100, 0, 0, 0, 1};
+  const Matrix4x4 s = {2, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1};
+  PointCloud cloud = upload(c, dev());
+  cloud.transform(r);
+  cloud.transform(s, sq());
+  expectPointsNear(cloud.storedXYZ().toHost(), pcref::transform(pcref::transform(c.xyz, r), s), "transformed");
+  const Matrix4x4 total = pcref::multiply(s, r);
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(cloud.transformationMatrix()[i], total[i], 1e-6);
+  const PointCloud copy = upload(c, dev()).transformed(r);
+  expectPointsNear(copy.storedXYZ().toHost(), pcref::transform(c.xyz, r), "transformed copy");
+  Matrix4x4 projective = identityMatrix4x4();
+  projective[14] = 1;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.transform(projective); });
+  Matrix4x4 nanM = identityMatrix4x4();
+  nanM[1] = NAN;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.transformed(nanM); });
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(cloud.transformationMatrix()[i], total[i], 1e-6);  // unchanged
+}
+
+TEST_P(PointCloudTest, MaskRemovesPixelsWhereMaskIsZero) {
+  const pcref::Cloud c = randomCloud(37, 53, 6);
+  std::vector<std::uint8_t> m(c.xyz.size());
+  std::mt19937 rng(9);
+  for (auto& v : m) v = (rng() % 3 == 0) ? 0 : std::uint8_t(1 + rng() % 200);
+  std::vector<PointXYZ> want = c.xyz;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i] == 0) want[i] = pcref::nanPoint();
+  PointCloud cloud = upload(c, dev());
+  const PointCloud copy = cloud.masked(HostMat({37, 53}, makeType(Depth::U8, 1), m.data()));
+  expectPointsNear(copy.storedXYZ().toHost(), want, "masked (HostMat)");
+  expectPointsNear(cloud.storedXYZ().toHost(), c.xyz, "source untouched");
+  GpuMatND dm({37, 53}, makeType(Depth::U8, 1), dev());
+  dm.upload(HostMat({37, 53}, makeType(Depth::U8, 1), m.data()));
+  cloud.mask(dm, sq());
+  expectPointsNear(cloud.storedXYZ().toHost(), want, "mask (GpuMatND)");
+  // A mask that removes everything.
+  std::vector<bool> none(c.xyz.size(), false);
+  PointCloud all = upload(c, dev());
+  all.mask(none, 37, 53);
+  for (const PointXYZ& p : all.storedXYZ().toHost()) EXPECT_TRUE(std::isnan(p.z));
+  EXPECT_EQ(all.toUnorganizedPointCloud().size(), 0u);
+  // Bad masks.
+  datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.mask(m.data(), 53, 37); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.mask(none, 37, 52); });
+  GpuMatND wrongType({37, 53}, makeType(Depth::F32, 1), dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.mask(wrongType); });
+  GpuMatND wrongSize({36, 53}, makeType(Depth::U8, 1), dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.masked(wrongSize); });
+}
+
+TEST_P(PointCloudTest, RegionOfInterestKeepsPointsInsideTheOrientedBox) {
+  const pcref::Cloud c = randomCloud(37, 53, 7, 0.1);
+  // A tilted box: base spanned by non-orthogonal edges.
+  const RegionOfInterestBox box{{-200, -100, 500}, {250, -50, 600}, {-150, 300, 550}, -200, 400};
+  PointCloud cloud = upload(c, dev());
+  const auto got = cloud.maskedByRegionOfInterest(box).storedXYZ().toHost();
+  int kept = 0;
+  for (std::size_t i = 0; i < c.xyz.size(); ++i) {
+    const auto d = pcref::roi(c.xyz[i], box.origin, box.pointA, box.pointB, box.minExtent, box.maxExtent);
+    if (d.margin < 1e-3) continue;
+    ASSERT_EQ(pcref::valid(got[i]), d.inside) << i;
+    if (d.inside) {
+      EXPECT_EQ(got[i].x, c.xyz[i].x);
+      ++kept;
+    }
+  }
+  EXPECT_GT(kept, 10);
+  // Nothing / everything.
+  const RegionOfInterestBox far{{1e5f, 1e5f, 1e5f}, {1e5f + 1, 1e5f, 1e5f}, {1e5f, 1e5f + 1, 1e5f}, 0, 1};
+  PointCloud empty = upload(c, dev());
+  empty.maskByRegionOfInterest(far, sq());
+  EXPECT_EQ(empty.toUnorganizedPointCloud().size(), 0u);
+  const RegionOfInterestBox huge{{-1e4f, -1e4f, 0}, {1e4f, -1e4f, 0}, {-1e4f, 1e4f, 0}, -1e4f, 1e4f};
+  expectPointsNear(cloud.maskedByRegionOfInterest(huge).storedXYZ().toHost(), c.xyz, "everything kept");
+  // Degenerate boxes.
+  datest::expectError(ErrorCode::InvalidArgument, [&] {
+    cloud.maskByRegionOfInterest({{0, 0, 0}, {0, 0, 0}, {0, 1, 0}, 0, 1});
+  });
+  datest::expectError(ErrorCode::InvalidArgument, [&] {
+    cloud.maskByRegionOfInterest({{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, 0, 1});
+  });
+  datest::expectError(ErrorCode::InvalidArgument, [&] {
+    cloud.maskByRegionOfInterest({{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, 2, 1});
+  });
+}
+
+TEST_P(PointCloudTest, NormalsMatchReferenceAndFaceTheCamera) {
+  // A tilted plane z = 1000 + 0.5 x, with holes.
+  const int h = 37, w = 53;
+  std::vector<PointXYZ> plane(std::size_t(h * w));
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) {
+      const float x = (c - 26) * 4.0f, y = (r - 18) * 4.0f;
+      plane[std::size_t(r * w + c)] = ((r * 7 + c * 3) % 11 == 0) ? pcref::nanPoint() : PointXYZ{x, y, 1000 + 0.5f * x};
+    }
+  PointCloud cloud = PointCloud::fromHost(h, w, plane.data(), nullptr, nullptr, dev());
+  const auto n = cloud.deviceNormalsXYZ(sq()).toHost();
+  const auto want = pcref::normals(h, w, plane, {0, 0, 0});
+  const float len = std::sqrt(1.25f);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    ASSERT_EQ(std::isnan(n[i].x), std::isnan(want[i].x)) << i;
+    if (std::isnan(want[i].x)) continue;
+    EXPECT_NEAR(n[i].x, want[i].x, 1e-4);
+    EXPECT_NEAR(n[i].y, want[i].y, 1e-4);
+    EXPECT_NEAR(n[i].z, want[i].z, 1e-4);
+    EXPECT_NEAR(n[i].x, 0.5f / len, 1e-4);  // analytic plane normal, towards the camera
+    EXPECT_NEAR(n[i].z, -1.0f / len, 1e-4);
+  }
+  // A sphere of radius 300 around (0, 0, 1000): camera-facing normals point outwards.
+  std::vector<PointXYZ> sphere(std::size_t(h * w), pcref::nanPoint());
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) {
+      const float x = (c - 26) * 8.0f, y = (r - 18) * 8.0f, rr = 300 * 300 - x * x - y * y;
+      if (rr > 0) sphere[std::size_t(r * w + c)] = {x, y, 1000 - std::sqrt(rr)};
+    }
+  const auto sn = PointCloud::fromHost(h, w, sphere.data(), nullptr, nullptr, dev()).deviceNormalsXYZ(sq()).toHost();
+  const auto sw = pcref::normals(h, w, sphere, {0, 0, 0});
+  int checked = 0;
+  for (std::size_t i = 0; i < sn.size(); ++i) {
+    ASSERT_EQ(std::isnan(sn[i].x), std::isnan(sw[i].x)) << i;
+    if (std::isnan(sw[i].x)) continue;
+    EXPECT_NEAR(sn[i].x, sw[i].x, 1e-4);
+    EXPECT_NEAR(sn[i].z, sw[i].z, 1e-4);
+    const PointXYZ& p = sphere[i];
+    EXPECT_LT(sn[i].x * p.x + sn[i].y * p.y + sn[i].z * p.z, 0.0f);
+    ++checked;
+  }
+  EXPECT_GT(checked, 500);
+  // Transforming the cloud rotates its normals (orientation follows the camera).
+  const float a = 2.5f;  // large rotation: points end up behind the original origin
+  const Matrix4x4 rot = {std::cos(a), 0, std::sin(a), 50, 0, 1, 0, 0, -std::sin(a), 0, std::cos(a), 20, 0, 0, 0, 1};
+  cloud.transform(rot);
+  const auto nr = cloud.deviceNormalsXYZ(sq()).toHost();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (std::isnan(n[i].x)) continue;
+    EXPECT_NEAR(nr[i].x, rot[0] * n[i].x + rot[2] * n[i].z, 1e-4);
+    EXPECT_NEAR(nr[i].z, rot[8] * n[i].x + rot[10] * n[i].z, 1e-4);
+  }
+  // All-NaN and 1x1 clouds: NaN normals.
+  const pcref::Cloud one = randomCloud(1, 1, 8, 0.0);
+  EXPECT_TRUE(std::isnan(upload(one, dev()).deviceNormalsXYZ(sq()).toHost()[0].x));
+}
+
+TEST_P(PointCloudTest, ToUnorganizedPreservesOrderAcrossWorkGroups) {
+  for (auto [h, w] : {std::pair{37, 53}, {256, 320}, {1, 1}}) {
+    const pcref::Cloud c = randomCloud(h, w, 20 + std::uint32_t(h), 0.4);
+    PointCloud cloud = upload(c, dev());
+    cloud.transform({1, 0, 0, 1, 0, 1, 0, 2, 0, 0, 1, 3, 0, 0, 0, 1});
+    const UnorganizedPointCloud u = cloud.toUnorganizedPointCloud(sq());
+    pcref::Cloud moved = c;
+    moved.xyz = pcref::transform(c.xyz, cloud.transformationMatrix());
+    const pcref::Cloud want = pcref::compact(moved);
+    ASSERT_EQ(u.size(), want.xyz.size());
+    EXPECT_EQ(u.transformationMatrix(), cloud.transformationMatrix());
+    if (want.xyz.empty()) continue;
+    expectPointsNear(u.devicePointsXYZ(sq()).toHost(), want.xyz, "compacted");
+    expectColorsEqual(u.deviceColors<ColorRGBA>(sq()).toHost(), want.rgba);
+    expectSnrNear(u.deviceSNRs(sq()).toHost(), want.snr);
+  }
+}
+
+TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
+  for (auto [h, w, voxelSize, minPts] : {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2},
+                                         {37, 53, 1e5f, 1}}) {
+    const pcref::Cloud c = randomCloud(h, w, 30 + std::uint32_t(w), 0.2);
+    const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
+    const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);
+    const UnorganizedPointCloud v = u.voxelDownsampled(voxelSize, minPts);
+    ASSERT_EQ(v.size(), want.xyz.size()) << voxelSize << " " << minPts;
+    if (want.xyz.empty()) continue;
+    expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
+    expectColorsEqual(v.storedColors().toHost(), want.rgba);
+    expectSnrNear(v.storedSNRs().toHost(), want.snr);
+  }
+  const pcref::Cloud c = randomCloud(37, 53, 40);
+  const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
+  EXPECT_EQ(u.voxelDownsampled(1e6f, 1).size(), 1u);  // voxel larger than the scene
+  EXPECT_EQ(u.voxelDownsampled(1.0f, 1000000).size(), 0u);
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(0.0f, 1); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(NAN, 1); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1.0f, 0); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1e-6f, 1); });  // too many voxels
+}
+
+TEST_P(PointCloudTest, UnorganizedExtendPaintCentroidCenter) {
+  const pcref::Cloud a = randomCloud(9, 11, 50, 0.2), b = randomCloud(7, 5, 51, 0.2);
+  UnorganizedPointCloud ua = upload(a, dev()).toUnorganizedPointCloud();
+  const UnorganizedPointCloud ub = upload(b, dev()).toUnorganizedPointCloud();
+  const pcref::Cloud ca = pcref::compact(a), cb = pcref::compact(b);
+  ua.extend(ub);
+  std::vector<PointXYZ> both = ca.xyz;
+  both.insert(both.end(), cb.xyz.begin(), cb.xyz.end());
+  expectPointsNear(ua.devicePointsXYZ(sq()).toHost(), both, "extended");
+  double s[3] = {0, 0, 0};
+  for (const auto& p : both) {
+    s[0] += p.x;
+    s[1] += p.y;
+    s[2] += p.z;
+  }
+  const auto cen = ua.centroid();
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(cen[std::size_t(k)], s[k] / double(both.size()), 1e-3);
+  ua.center();
+  const auto after = ua.centroid(sq());
+  for (float v : after) EXPECT_NEAR(v, 0.0f, 1e-3);
+  EXPECT_NEAR(ua.transformationMatrix()[3], -cen[0], 1e-4);
+  ua.paintUniformColor(ColorRGBA{1, 2, 3, 4});
+  for (const auto& col : ua.deviceColors<ColorRGBA>(sq()).toHost()) EXPECT_EQ(col.b, 3);
+  // Transform accumulation on unorganized clouds.
+  const Matrix4x4 t = {1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  const auto moved = ua.transformed(t);
+  EXPECT_NEAR(moved.centroid()[0], 1.0f, 1e-3);
+  // Attribute mismatch, empty clouds.
+  UnorganizedPointCloud plain(DeviceArray<PointXYZ>::fromHost(ca.xyz.data(), ca.xyz.size(), dev()));
+  datest::expectError(ErrorCode::InvalidArgument, [&] { plain.extend(ub); });
+  UnorganizedPointCloud empty = upload(randomCloud(3, 3, 52, 1.0), dev()).toUnorganizedPointCloud();
+  EXPECT_EQ(empty.size(), 0u);
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)empty.centroid(); });
+  EXPECT_EQ(empty.voxelDownsampled(1.0f, 1).size(), 0u);
+  empty.extend(ub);
+  EXPECT_EQ(empty.size(), ub.size());
+}
+
+TEST_P(PointCloudTest, FrameGivesEveryColourFormat) {
+  std::vector<ColorRGBA> px(6 * 4);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = {std::uint8_t(i * 10), std::uint8_t(255 - i), 7, 200};
+  const Frame2D frame(DeviceArray<ColorRGBA>::fromHost(px.data(), 4, 6, dev()));
+  EXPECT_EQ(frame.height(), 4);
+  EXPECT_EQ(frame.width(), 6);
+  const auto bgr = frame.imageDeviceArray<ColorBGR>(sq()).toHost();
+  const auto f = frame.imageDeviceArray<ColorRGBAf>(sq()).toHost();
+  const auto srgb = frame.imageDeviceArray<ColorRGBA_SRGB>(sq());
+  for (std::size_t i = 0; i < px.size(); ++i) {
+    EXPECT_EQ(bgr[i].r, px[i].r);
+    EXPECT_EQ(bgr[i].b, px[i].b);
+    EXPECT_NEAR(f[i].r, px[i].r / 255.0f, 1e-6);
+  }
+  EXPECT_EQ(srgb.height(), 4);
+  auto dst = DeviceArray<ColorBGRA>::allocate(4, 6, dev());
+  frame.imageDeviceArray<ColorBGRA>(dst.view(), sq());
+  EXPECT_EQ(dst.toHost()[3].r, px[3].r);
+  auto wrong = DeviceArray<ColorBGRA>::allocate(6, 4, dev());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { frame.imageDeviceArray<ColorBGRA>(wrong.view(), sq()); });
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)Frame2D().imageDeviceArray<ColorRGB>(sq()); });
+}
+
+TEST_P(PointCloudTest, HostCloudRoundTripAndSRGBColours) {
+  HostPointCloud h = HostPointCloud::organized(4, 5, true, true);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    h.xyz[3 * i] = float(i);
+    h.xyz[3 * i + 1] = 1;
+    h.xyz[3 * i + 2] = 500;
+    h.rgba[4 * i] = 255;
+    h.rgba[4 * i + 1] = 128;
+    h.rgba[4 * i + 3] = 255;
+    h.snr[i] = 3;
+  }
+  const PointCloud cloud = PointCloud::fromHost(h, dev());
+  const HostPointCloud back = cloud.toHost();
+  EXPECT_EQ(back.xyz, h.xyz);
+  EXPECT_EQ(back.snr, h.snr);
+  EXPECT_EQ(back.rgba[0], 255);
+  EXPECT_NEAR(back.rgba[1], 128, 2);  // sRGB 128 -> linear u8 -> sRGB
+  // Linear storage: sRGB 128 is linear ~0.216 -> 55.
+  EXPECT_NEAR(cloud.imageDeviceArray<ColorRGBA>(sq()).toHost()[0].g, 55, 1);
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)PointCloud::fromHost(HostPointCloud{}, dev()); });
+}
+
+TEST_P(PointCloudTest, StreamMismatchIsRejected) {
+  const PointCloud cloud = upload(randomCloud(3, 3, 60), dev());
+  const StreamOrQueue other = dev().backend() == ComputeBackend::cuda ? StreamOrQueue(OpenCLCommandQueuePtr{})
+                                                                      : StreamOrQueue(CUDAStreamPtr{});
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.devicePointsXYZ(other); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(other); });
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)PointCloud().devicePointsXYZ(other); });
+}
+
+DATEST_INSTANTIATE_OVER_DEVICES(PointCloudTest);
+
+}  // namespace
