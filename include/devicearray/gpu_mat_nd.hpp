@@ -47,7 +47,7 @@ class GpuMatND {
   GpuMatND(SizeArray size, int type, OpenCLBufferPtr data, const ComputeDevice& device,
            StepArray step = StepArray());
 
-  /// Continuous deep copy. Blocking.
+  /// Continuous deep copy. Blocking. Throws InvalidState when empty.
   GpuMatND clone() const;
   /// Continuous deep copy enqueued on `stream`; returns without waiting.
   GpuMatND clone(Stream& stream) const;
@@ -62,7 +62,7 @@ class GpuMatND {
   /// Non-owning header of the 2-D plane at `idx` (the leading dims-2 indices).
   GpuMat createGpuMatHeader(IndexArray idx, Range rowRange, Range colRange) const;
 
-  /// Blocking download. Writes in place when `dst` has this size and type (also into
+  /// Blocking download (InvalidState when empty). Writes in place when `dst` has this size and type (also into
   /// a non-continuous host view), otherwise recreates `dst`.
   void download(HostMat& dst) const;
   /// Enqueued download: returns without waiting; `dst` must stay alive until `stream` completes.

@@ -242,11 +242,15 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     return;
   }
 
+  // Each work item converts kItemsPerWorkItem elements `workItems` apart (convert_formats.h).
+  constexpr std::size_t kItemsPerWorkItem = 4;
+  const std::size_t workItems = (n + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
   detail::KernelLaunch launch;
   launch.workDims = 1;
-  launch.globalSize = {n, 1, 1};
+  launch.globalSize = {workItems, 1, 1};
   auto& args = launch.args;
   args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
+  args.push_back(KernelArg::i64(static_cast<std::int64_t>(workItems)));
 
   if (!to.isColor) {
     // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
@@ -284,6 +288,7 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     args.push_back(bufferArg(src));
     args.push_back(KernelArg::i32(from.channels));
     pushLayout(args, from);
+    args.push_back(KernelArg::i32(wordAccess(from, src)));
     args.push_back(bufferArg(dst));
     pushLayout(args, to);
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)

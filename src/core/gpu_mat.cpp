@@ -121,23 +121,17 @@ void GpuMat::upload(const HostMat& src, Stream& stream) {
 }
 
 void GpuMat::download(HostMat& dst) const {
-  if (empty()) {
-    dst.release();
-    return;
-  }
+  requireNonEmpty(*this, "GpuMat::download");
   asGpuMatND().download(dst);
 }
 
 void GpuMat::download(HostMat& dst, Stream& stream) const {
-  if (empty()) {
-    dst.release();
-    return;
-  }
+  requireNonEmpty(*this, "GpuMat::download");
   asGpuMatND().download(dst, stream);
 }
 
 GpuMat GpuMat::clone() const {
-  if (empty()) return GpuMat();
+  requireNonEmpty(*this, "GpuMat::clone");
   GpuMat out(rows, cols, type(), device());
   copyInto("GpuMat::clone", sdkQueueOf(*this), *this, out)->synchronize();
   return out;
@@ -145,7 +139,7 @@ GpuMat GpuMat::clone() const {
 
 GpuMat GpuMat::clone(Stream& stream) const {
   constexpr const char* fn = "GpuMat::clone";
-  if (empty()) return GpuMat();
+  requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, storage_->device());
   GpuMatND nd({rows, cols}, type(), device());
   GpuMat out = fromAllocation(nd.allocation(), 0, rows, cols, type(), nd.step[0]);
@@ -208,7 +202,14 @@ namespace {
 std::shared_ptr<detail::EventImpl> convertOn(const char* fn, detail::QueueImpl& q, const GpuMat& src, GpuMat& dst,
                                              int rtype, double alpha, double beta, const ComputeDevice& fresh) {
   if (src.empty()) fail(ErrorCode::InvalidState, std::string(fn) + ": the matrix is empty");
-  if (rtype >= 0) detail::validateType(fn, rtype);
+  if (rtype >= 0) {
+    detail::validateType(fn, rtype);
+    // rtype names a depth (one channel, like CV_32F) or the full type of the result.
+    if (channelsOf(rtype) != 1 && channelsOf(rtype) != src.channels())
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": rtype " + std::to_string(rtype) + " has " +
+                                           std::to_string(channelsOf(rtype)) + " channels but the source has " +
+                                           std::to_string(src.channels()));
+  }
   const int dstType = makeType(rtype < 0 ? depthOf(src.type()) : depthOf(rtype), src.channels());
   // Writing into the source's own memory with another element size would read
   // values already overwritten: convert into fresh memory then.

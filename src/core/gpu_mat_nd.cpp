@@ -98,7 +98,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type, OpenCLBufferPtr data, const ComputeDe
   const std::size_t need = detail::checkedAdd(data.offset, detail::spanBytes(sz, fullStep, es), fn);
   auto alloc = dev->adopt(data.buffer, 0);
   if (alloc->bytes() != 0 && need > alloc->bytes())
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": the layout needs " + std::to_string(need) +
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the layout needs " + std::to_string(need) +
                                     " bytes from the buffer start but the cl_mem holds " + std::to_string(alloc->bytes()));
   data_ = std::move(alloc);
   offset_ = data.offset;
@@ -139,7 +139,7 @@ void GpuMatND::updateFlags() {
 }
 
 GpuMatND GpuMatND::clone() const {
-  if (empty()) return GpuMatND();
+  requireNonEmpty(*this, "GpuMatND::clone");
   Stream s(data_->device()->sdkQueue());
   GpuMatND out = clone(s);
   out.data_->waitIdle();
@@ -148,7 +148,7 @@ GpuMatND GpuMatND::clone() const {
 
 GpuMatND GpuMatND::clone(Stream& stream) const {
   constexpr const char* fn = "GpuMatND::clone";
-  if (empty()) return GpuMatND();
+  requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
   GpuMatND out;
   out.data_ = data_->device()->allocate(total() * elemSize(), q);
@@ -211,22 +211,16 @@ GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRan
 }
 
 void GpuMatND::download(HostMat& dst) const {
-  if (empty()) {
-    dst.release();
-    return;
-  }
-  Stream s(data_->device()->sdkQueue());
   constexpr const char* fn = "GpuMatND::download";
+  requireNonEmpty(*this, fn);
+  Stream s(data_->device()->sdkQueue());
   if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
   detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this))->synchronize();
 }
 
 void GpuMatND::download(HostMat& dst, Stream& stream) const {
   constexpr const char* fn = "GpuMatND::download";
-  if (empty()) {
-    dst.release();
-    return;
-  }
+  requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
   if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
   detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst), regionOf(*this));
