@@ -138,15 +138,16 @@ float boundary(int k, bool srgb) {
   return x;
 }
 
-/// Inputs for an 8-bit source: 256 elements whose channels each run through all 256
-/// codes (in different orders, so channel mix-ups show).
+/// Inputs for an 8-bit source: 259 elements whose channels each run through all 256
+/// codes (in different orders, so channel mix-ups show); 259 is not a multiple of the
+/// elements each work item converts, so the ragged end is covered too.
 template <class F>
-std::vector<F> byteInputs() {
-  std::vector<F> v(256);
-  for (int i = 0; i < 256; ++i) {
-    v[i].r = static_cast<std::uint8_t>(i);
+std::vector<F> byteInputs(int count = 259) {
+  std::vector<F> v(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    v[i].r = static_cast<std::uint8_t>(i & 255);
     v[i].g = static_cast<std::uint8_t>((i * 7 + 3) & 255);
-    v[i].b = static_cast<std::uint8_t>(255 - i);
+    v[i].b = static_cast<std::uint8_t>(255 - (i & 255));
     if constexpr (hasAlpha<F>) v[i].a = static_cast<std::uint8_t>((i * 13 + 5) & 255);
   }
   return v;
@@ -344,7 +345,7 @@ TEST_P(ConvertTest, IdentityConversionIsAnIndependentCopy) {
 
 TEST_P(ConvertTest, ConvertIntoWritesAnExistingArrayInPlaceOfItsData) {
   const ComputeDevice device = GetParam();
-  const auto in = byteInputs<da::ColorBGRA_SRGB>();
+  const auto in = byteInputs<da::ColorBGRA_SRGB>(256);
   const auto src = DeviceArray<da::ColorBGRA_SRGB>::fromHost(in.data(), 16, 16, device);
   const auto dst = DeviceArray<da::ColorRGB>::allocate(16, 16, device);
   const void* before = dst.devicePointer();
@@ -400,7 +401,7 @@ TEST_P(ConvertTest, ChainedConversionsOnOneStreamNeedNoHostSync) {
   // Several conversions enqueued back to back on a user stream; only the final blocking
   // toHost() waits. u8 linear -> float -> u8 linear is the identity.
   const ComputeDevice device = GetParam();
-  const auto in = byteInputs<da::ColorBGR>();
+  const auto in = byteInputs<da::ColorBGR>(256);
   const da::Stream stream(device);
   const auto src = DeviceArray<da::ColorBGR>::fromHost(in.data(), 8, 32, device);
   const auto f = da::convert<da::ColorRGBAf>(src, stream);
