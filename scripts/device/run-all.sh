@@ -36,8 +36,8 @@ fi
 
 if run_step sanitize; then
   : > "$OUT/sanitizer.log"
-  for tool in memcheck racecheck synccheck initcheck; do
-    for t in "$BUILD"/tests/*_test; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    for t in ${SANITIZE_TESTS:-"$BUILD"/tests/*_test}; do
       [ -x "$t" ] || continue
       # Only the CUDA instances: OpenCL drivers are outside compute-sanitizer's scope.
       compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$t" --gtest_brief=1 \
@@ -52,7 +52,7 @@ fi
 if run_step bench; then
   for b in "$BUILD"/bench/*_bench; do
     [ -x "$b" ] || continue
-    "$b" --benchmark_min_time=0.2s --benchmark_format=json --benchmark_out="$OUT/$(basename "$b").json" \
+    "$b" --benchmark_min_time=${BENCH_MIN_TIME:-0.2s} --benchmark_filter="${BENCH_FILTER:-.}" --benchmark_format=json --benchmark_out="$OUT/$(basename "$b").json" \
         > "$OUT/$(basename "$b").txt" 2>&1 || status=1
   done
 fi
