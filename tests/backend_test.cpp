@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -679,6 +680,51 @@ TEST_P(Backend, LaunchRunsASharedKernelWithBufferOffsets) {
   KernelLaunch missing = l;
   missing.args.pop_back();
   expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(missing, q()); }, "missing argument");
+}
+
+TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
+  // One kernel object's arguments are shared state on OpenCL: threads launching
+  // the same kernel with different buffers and scalars must not mix them up.
+  const int n = 4096, threads = 4, rounds = 25;
+  std::vector<std::shared_ptr<Allocation>> xs, ys;
+  std::vector<std::shared_ptr<QueueImpl>> queues;
+  for (int t = 0; t < threads; ++t) {
+    queues.push_back(dev().createQueue());
+    std::vector<float> x(n, static_cast<float>(t + 1)), y(n, 0.0f);
+    Bytes xb(n * sizeof(float)), yb(n * sizeof(float));
+    std::memcpy(xb.data(), x.data(), xb.size());
+    std::memcpy(yb.data(), y.data(), yb.size());
+    xs.push_back(dev().allocate(xb.size(), *queues.back()));
+    ys.push_back(dev().allocate(yb.size(), *queues.back()));
+    write(*xs.back(), 0, xb, queues.back().get());
+    write(*ys.back(), 0, yb, queues.back().get());
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::string> errors(threads);
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < rounds; ++r) {
+          KernelLaunch l;
+          l.name = "da_selftest_axpy";
+          l.globalSize = {static_cast<std::size_t>(n), 1, 1};
+          l.args = {KernelArg::i32(n), KernelArg::f32(static_cast<float>(t + 1)), KernelArg::buf(xs[t].get()),
+                    KernelArg::buf(ys[t].get())};
+          dev().launch(l, *queues[t]);
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    const Bytes got = read(*ys[t], 0, n * sizeof(float), queues[t].get());
+    std::vector<float> y(n);
+    std::memcpy(y.data(), got.data(), got.size());
+    const float expected = static_cast<float>(rounds * (t + 1) * (t + 1));  // small integers: exact
+    for (int i = 0; i < n; ++i) ASSERT_EQ(y[static_cast<std::size_t>(i)], expected) << "thread " << t << " index " << i;
+  }
 }
 
 // ------------------------------------------------------ events, queues ----

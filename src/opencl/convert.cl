@@ -46,6 +46,9 @@ inline da_real da_load_real(global const uchar* p, int depth) {
 }
 
 inline void da_store_real(global uchar* p, int depth, da_real v) {
+  /* The spec makes _sat conversions map NaN to 0, but some drivers (NVIDIA's, from
+   * double) return the type's minimum: zero it explicitly for integer targets. */
+  if (depth <= 4 && isnan(v)) v = (da_real)0;
   switch (depth) {
     case 0: *p = convert_uchar_sat_rte(v); break;
     case 1: *(global char*)p = convert_char_sat_rte(v); break;

@@ -184,6 +184,15 @@ bool rectOf(const CopyDesc& d, Rect& r) {
   return true;
 }
 
+/// True when a rect region at `offset` also fits whole: some drivers (NVIDIA's)
+/// check region[2] full slices against the buffer size rather than the bytes the
+/// copy touches, and refuse a region whose last slice's padding lies past the end.
+bool rectFitsWhole(cl_mem mem, std::size_t offset, std::size_t slicePitch, std::size_t slices) {
+  std::size_t size = 0;
+  if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, nullptr) != CL_SUCCESS) return false;
+  return slices <= (size - std::min(size, offset)) / slicePitch;
+}
+
 /// A byte offset as a Rect origin {x bytes, row, slice} under the given pitches.
 void originOf(std::size_t offset, std::size_t row, std::size_t slice, std::size_t out[3]) {
   out[2] = offset / slice;
@@ -320,7 +329,9 @@ void OpenCLDevice::copy(const CopyDesc& d, QueueImpl& qi) {
   const auto dstOff = static_cast<std::int64_t>(d.dst.offset);
   const auto srcOff = static_cast<std::int64_t>(d.src.offset);
   Rect rect;
-  const bool isRect = rectOf(d, rect);
+  bool isRect = rectOf(d, rect);
+  if (isRect && dstMem != nullptr) isRect = rectFitsWhole(dstMem, d.dst.offset, rect.dstSlice, rect.region[2]);
+  if (isRect && srcMem != nullptr) isRect = rectFitsWhole(srcMem, d.src.offset, rect.srcSlice, rect.region[2]);
 
   // ---- device -> device
   if (dstMem != nullptr && srcMem != nullptr) {
