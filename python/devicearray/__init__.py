@@ -1,0 +1,65 @@
+"""devicearray: safe, fast handles to GPU-resident arrays on CUDA and OpenCL.
+
+Everything is implemented in C++ (the ``_devicearray`` extension); this package
+re-exports it. See API.md §9 for the contract.
+"""
+
+import sys as _sys
+
+from ._devicearray import (
+    ComputeBackend,
+    ComputeDevice,
+    DeviceArray,
+    Downsampling,
+    Event,
+    Format,
+    Frame2D,
+    GpuMatND,
+    PointCloud,
+    RegionOfInterestBox,
+    Stream,
+    UnorganizedPointCloud,
+    convert,
+    convert_into,
+    format_channels,
+    format_dtype,
+    format_itemsize,
+    from_dlpack,
+    from_numpy,
+    kDLCPU,
+    kDLCUDA,
+    kDLOpenCL,
+    synchronize_stream,
+)
+from ._devicearray import _testing
+
+# The test helpers live in the extension; make `import devicearray._testing` work.
+_sys.modules[__name__ + "._testing"] = _testing
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ComputeBackend",
+    "ComputeDevice",
+    "DeviceArray",
+    "Downsampling",
+    "Event",
+    "Format",
+    "Frame2D",
+    "GpuMatND",
+    "PointCloud",
+    "RegionOfInterestBox",
+    "Stream",
+    "UnorganizedPointCloud",
+    "convert",
+    "convert_into",
+    "format_channels",
+    "format_dtype",
+    "format_itemsize",
+    "from_dlpack",
+    "from_numpy",
+    "kDLCPU",
+    "kDLCUDA",
+    "kDLOpenCL",
+    "synchronize_stream",
+]

@@ -1,0 +1,179 @@
+// Shared pieces of the Python bindings: the type-erased DeviceArray, dtype
+// mapping between numpy and the library's depths, and the binding entry points
+// of each source file.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "devicearray/devicearray.hpp"
+#include "devicearray/dlpack.hpp"
+
+namespace devicearray::python {
+
+namespace nb = nanobind;
+
+// ------------------------------------------------------------ DeviceArray ----
+
+/// Calls fn.template operator()<Format>() for the format `id` names and returns its result.
+template <class Fn>
+auto withFormat(FormatId id, Fn&& fn) -> decltype(fn.template operator()<PointXYZ>());
+
+/// One Python class for DeviceArray<Format> of all 14 formats: the format plus the
+/// array's memory as a GpuMatND (DeviceArray<F>::toGpuMatND / fromGpuMatND are O(1)
+/// and exact inverses, so the typed array is rebuilt on demand).
+class AnyDeviceArray {
+ public:
+  explicit AnyDeviceArray(FormatId format) : format_(format) {}
+  template <class F>
+  AnyDeviceArray(const DeviceArray<F>& array) : format_(F::id), mat_(array.toGpuMatND()) {}  // NOLINT
+
+  FormatId format() const { return format_; }
+  const GpuMatND& mat() const { return mat_; }
+
+  /// fn(DeviceArray<Format>) for this array's format.
+  template <class Fn>
+  auto visit(Fn&& fn) const {
+    return withFormat(format_, [&]<class F>() { return fn(DeviceArray<F>::fromGpuMatND(mat_)); });
+  }
+
+ private:
+  FormatId format_;
+  GpuMatND mat_;
+};
+
+template <class Fn>
+auto withFormat(FormatId id, Fn&& fn) -> decltype(fn.template operator()<PointXYZ>()) {
+  using Result = decltype(fn.template operator()<PointXYZ>());
+  if constexpr (std::is_void_v<Result>) {
+    bool done = false;
+    AllFormats::forEach([&]<class F>() {
+      if (!done && F::id == id) {
+        fn.template operator()<F>();
+        done = true;
+      }
+    });
+    if (!done) throw Error(ErrorCode::InvalidArgument, "unknown format id " + std::to_string(static_cast<int>(id)));
+  } else {
+    std::optional<Result> out;
+    AllFormats::forEach([&]<class F>() {
+      if (!out && F::id == id) out.emplace(fn.template operator()<F>());
+    });
+    if (!out) throw Error(ErrorCode::InvalidArgument, "unknown format id " + std::to_string(static_cast<int>(id)));
+    return std::move(*out);
+  }
+}
+
+inline ComputeDevice deviceOrDefault(const std::optional<ComputeDevice>& device) {
+  return device ? *device : ComputeDevice::defaultDevice();
+}
+
+/// Runs fn(sq) with the GIL released on `stream`, or, when `stream` is null, on the
+/// device's own queue followed by a wait (the no-stream overloads block, like the
+/// C++ API).
+template <class Fn>
+auto onStreamOrBlocking(const ComputeDevice& device, const Stream* stream, Fn&& fn) {
+  nb::gil_scoped_release release;
+  if (stream != nullptr) return fn(stream->handle());
+  const StreamOrQueue sq = device.sdkStreamOrQueue();
+  auto result = fn(sq);
+  synchronizeStream(sq);
+  return result;
+}
+
+/// An empty DeviceArray of `format`.
+AnyDeviceArray emptyArray(FormatId format);
+
+// ----------------------------------------------------------------- dtypes ----
+
+/// numpy dtype (anything numpy.dtype() accepts) -> Depth; ValueError naming `fn`
+/// for dtypes without a Depth.
+Depth depthFromDtype(nb::handle dtype, const char* fn);
+/// Depth -> numpy.dtype.
+nb::object dtypeOf(Depth depth);
+/// Array-interface type string ("<f4", "|u1", ...).
+const char* typestrOf(Depth depth);
+
+/// `type` may be an int (an OpenCV type code) or a numpy dtype-like (one channel).
+int typeFromPython(nb::handle type, const char* fn);
+
+// ------------------------------------------------------ layout of arrays ----
+
+/// DLPack/array-API shape of an array with OpenCV conventions: every axis, plus a
+/// channel axis when channels > 1.
+std::vector<std::int64_t> shapeOf(const GpuMatND& mat);
+/// Strides in elements (channel values) matching shapeOf(); ValueError when a step
+/// is not a multiple of the channel size.
+std::vector<std::int64_t> stridesOf(const GpuMatND& mat);
+std::vector<std::int64_t> stridesInBytesOf(const GpuMatND& mat);
+nb::tuple toTuple(const std::vector<std::int64_t>& v);
+
+/// Blocking download of `mat` into a new, writable, C-contiguous numpy array of
+/// shape shapeOf(mat). Releases the GIL while copying.
+nb::object toNumpy(const GpuMatND& mat);
+
+/// Fails with InvalidState when `mat` is empty (naming `fn`).
+void requireNonEmpty(const GpuMatND& mat, const char* fn);
+
+// ------------------------------------------------------- binding entries ----
+
+void bindDevices(nb::module_& m);
+void bindArrays(nb::module_& m);
+void bindProtocols(nb::module_& m);
+void bindPointClouds(nb::module_& m);
+void bindTesting(nb::module_& m);
+
+// ------------------------------------------------ array-API protocols ----
+
+/// array.__dlpack__(stream=, max_version=, dl_device=, copy=): a capsule owning a
+/// DLPack tensor of `mat` (see protocols.cpp for the exact rules).
+nb::object dlpackCapsule(const GpuMatND& mat, nb::handle stream, nb::handle maxVersion, nb::handle dlDevice,
+                         nb::handle copy);
+/// array.__dlpack_device__(): (kDLCUDA, ordinal) or (kDLOpenCL, index).
+nb::tuple dlpackDevice(const GpuMatND& mat);
+/// array.__cuda_array_interface__ (v3); AttributeError unless on CUDA.
+nb::dict cudaArrayInterface(const GpuMatND& mat);
+/// array.__array__(dtype=None, copy=None): a host copy (copy=False is refused).
+nb::object arrayForNumpy(const GpuMatND& mat, nb::handle dtype, nb::handle copy);
+
+/// Adds the array-API attributes and protocols to a class whose instances yield a
+/// GpuMatND through `get` (GpuMatND itself, DeviceArray via toGpuMatND()).
+template <class Class, class Get>
+void addArrayProtocols(Class& cls, Get get) {
+  using T = typename Class::Type;
+  cls.def_prop_ro("shape", [get](const T& self) { return toTuple(shapeOf(get(self))); },
+                  "Array-API shape: every axis, plus the channel axis when there is more than one channel.")
+      .def_prop_ro("strides", [get](const T& self) { return toTuple(stridesOf(get(self))); },
+                   "Strides in elements (channel values), matching shape.")
+      .def_prop_ro("strides_in_bytes", [get](const T& self) { return toTuple(stridesInBytesOf(get(self))); },
+                   "Strides in bytes, matching shape.")
+      .def_prop_ro("ndim", [get](const T& self) { return shapeOf(get(self)).size(); })
+      .def_prop_ro("dtype", [get](const T& self) {
+        const GpuMatND m = get(self);
+        requireNonEmpty(m, "dtype");
+        return dtypeOf(depthOf(m.type()));
+      }, "numpy dtype of one channel value.")
+      .def("to_numpy", [get](const T& self) { return toNumpy(get(self)); },
+           "Blocking: an independent, writable, C-contiguous numpy copy of shape `shape`.")
+      .def("__array__", [get](const T& self, nb::handle dtype, nb::handle copy) {
+        return arrayForNumpy(get(self), dtype, copy);
+      }, nb::arg("dtype") = nb::none(), nb::kw_only(), nb::arg("copy") = nb::none(),
+         "numpy.asarray() support: a blocking host copy.")
+      .def("__dlpack__", [get](const T& self, nb::handle stream, nb::handle maxVersion, nb::handle dlDevice,
+                               nb::handle copy) { return dlpackCapsule(get(self), stream, maxVersion, dlDevice, copy); },
+           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
+           "DLPack export per the Python array-API standard (zero-copy unless a copy is requested).")
+      .def("__dlpack_device__", [get](const T& self) { return dlpackDevice(get(self)); })
+      .def_prop_ro("__cuda_array_interface__", [get](const T& self) { return cudaArrayInterface(get(self)); },
+                   "CUDA Array Interface v3 (CUDA arrays only; AttributeError otherwise).");
+}
+
+}  // namespace devicearray::python

@@ -1,0 +1,403 @@
+// PointCloud, UnorganizedPointCloud, Frame2D, Downsampling and RegionOfInterestBox
+// (API.md §7). Methods that take `stream` enqueue there and return without
+// blocking; with stream=None they run on the device's own queue and block.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common.hpp"
+
+namespace devicearray::python {
+
+namespace {
+
+template <class F>
+DeviceArray<F> asFormat(const AnyDeviceArray& a, const char* fn, const char* what) {
+  if (a.format() == F::id) return DeviceArray<F>::fromGpuMatND(a.mat());
+  throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": " + what + " must be a DeviceArray of format " +
+                                              std::string(formatInfo<F>().name) + ", not " +
+                                              std::string(formatInfo(a.format()).name));
+}
+
+template <class F>
+DeviceArray<F> optionalFormat(const std::optional<AnyDeviceArray>& a, const char* fn, const char* what) {
+  return a ? asFormat<F>(*a, fn, what) : DeviceArray<F>();
+}
+
+/// A 4x4 row-major matrix from a numpy array / nested sequence (4x4) or 16 numbers.
+Matrix4x4 matrixFrom(nb::handle obj) {
+  nb::object flat = nb::module_::import_("numpy").attr("asarray")(obj, nb::arg("dtype") = "float32");
+  nb::tuple shape = nb::cast<nb::tuple>(flat.attr("shape"));
+  const bool square = shape.size() == 2 && nb::cast<int>(shape[0]) == 4 && nb::cast<int>(shape[1]) == 4;
+  const bool linear = shape.size() == 1 && nb::cast<int>(shape[0]) == 16;
+  if (!square && !linear)
+    throw Error(ErrorCode::InvalidArgument, "transform: the matrix must be 4x4 (or 16 values, row-major), got shape " +
+                                                nb::cast<std::string>(nb::str(flat.attr("shape"))));
+  flat = flat.attr("reshape")(16);
+  Matrix4x4 m{};
+  for (int i = 0; i < 16; ++i) m[static_cast<std::size_t>(i)] = nb::cast<float>(flat[nb::int_(i)]);
+  return m;
+}
+
+nb::object matrixTo(const Matrix4x4& m) {
+  nb::list values;
+  for (float v : m) values.append(v);
+  return nb::module_::import_("numpy").attr("array")(values, nb::arg("dtype") = "float32").attr("reshape")(4, 4);
+}
+
+ColorRGBA colorFrom(const std::array<int, 4>& c) {
+  for (int v : c)
+    if (v < 0 || v > 255)
+      throw Error(ErrorCode::InvalidArgument,
+                  "paint_uniform_color: colour value " + std::to_string(v) + " is outside [0, 255]");
+  return ColorRGBA{static_cast<std::uint8_t>(c[0]), static_cast<std::uint8_t>(c[1]), static_cast<std::uint8_t>(c[2]),
+                   static_cast<std::uint8_t>(c[3])};
+}
+
+PointXYZ pointFrom(const std::array<float, 3>& p) { return PointXYZ{p[0], p[1], p[2]}; }
+std::array<float, 3> pointTo(const PointXYZ& p) { return {p.x, p.y, p.z}; }
+
+/// An (H, W) uint8 or bool numpy mask, packed, as bytes (non-zero keeps the point).
+struct HostMask {
+  nb::object keep;
+  const std::uint8_t* data = nullptr;
+  int height = 0;
+  int width = 0;
+};
+
+HostMask hostMask(nb::handle obj) {
+  nb::object np = nb::module_::import_("numpy");
+  nb::object arr = np.attr("asarray")(obj);
+  const std::string kind = nb::cast<std::string>(nb::str(arr.attr("dtype")));
+  if (kind != "uint8" && kind != "bool")
+    throw Error(ErrorCode::InvalidArgument, "mask: a host mask must be uint8 or bool, not " + kind);
+  HostMask m;
+  m.keep = np.attr("ascontiguousarray")(arr, nb::arg("dtype") = "uint8");
+  auto view = nb::cast<nb::ndarray<nb::device::cpu, nb::c_contig, nb::ro>>(m.keep);
+  if (view.ndim() != 2)
+    throw Error(ErrorCode::InvalidArgument, "mask: a host mask must have shape (H, W), got " +
+                                                std::to_string(view.ndim()) + " axes");
+  m.data = static_cast<const std::uint8_t*>(view.data());
+  m.height = static_cast<int>(view.shape(0));
+  m.width = static_cast<int>(view.shape(1));
+  return m;
+}
+
+template <class Fn>
+AnyDeviceArray colorArray(FormatId format, Fn&& fn) {
+  if (!formatInfo(format).isColor)
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("format ") + std::string(formatInfo(format).name) + " is not a colour format");
+  return withFormat(format, [&]<class F>() -> AnyDeviceArray {
+    if constexpr (isColorFormat<F>) return AnyDeviceArray{fn.template operator()<F>()};
+    else throw Error(ErrorCode::InvalidArgument, "not a colour format");
+  });
+}
+
+constexpr const char* kStreamDoc =
+    " With `stream`: enqueued there, non-blocking; without: on the device's own queue, blocking.";
+
+}  // namespace
+
+void bindPointClouds(nb::module_& m) {
+  nb::enum_<Downsampling>(m, "Downsampling")
+      .value("by2x2", Downsampling::by2x2)
+      .value("by3x3", Downsampling::by3x3)
+      .value("by4x4", Downsampling::by4x4);
+
+  nb::class_<RegionOfInterestBox>(m, "RegionOfInterestBox",
+                                  "Oriented box: origin O, points A and B spanning its base, and the extent "
+                                  "[min_extent, max_extent] along the base normal.")
+      .def("__init__",
+           [](RegionOfInterestBox* self, std::array<float, 3> origin, std::array<float, 3> a,
+              std::array<float, 3> b, float minExtent, float maxExtent) {
+             new (self) RegionOfInterestBox{pointFrom(origin), pointFrom(a), pointFrom(b), minExtent, maxExtent};
+           },
+           nb::arg("origin"), nb::arg("point_a"), nb::arg("point_b"), nb::arg("min_extent"), nb::arg("max_extent"))
+      .def_prop_rw("origin", [](const RegionOfInterestBox& b) { return pointTo(b.origin); },
+                   [](RegionOfInterestBox& b, std::array<float, 3> p) { b.origin = pointFrom(p); })
+      .def_prop_rw("point_a", [](const RegionOfInterestBox& b) { return pointTo(b.pointA); },
+                   [](RegionOfInterestBox& b, std::array<float, 3> p) { b.pointA = pointFrom(p); })
+      .def_prop_rw("point_b", [](const RegionOfInterestBox& b) { return pointTo(b.pointB); },
+                   [](RegionOfInterestBox& b, std::array<float, 3> p) { b.pointB = pointFrom(p); })
+      .def_rw("min_extent", &RegionOfInterestBox::minExtent)
+      .def_rw("max_extent", &RegionOfInterestBox::maxExtent);
+
+  // ---------------------------------------------------------- PointCloud --
+  nb::class_<PointCloud>(m, "PointCloud",
+                         "Organized H x W point cloud on one device: XYZ (NaN = missing), optional linear RGBA "
+                         "colour and SNR.")
+      .def(nb::init<>())
+      .def("__init__",
+           [](PointCloud* self, const AnyDeviceArray& xyz, std::optional<AnyDeviceArray> colors,
+              std::optional<AnyDeviceArray> snrs) {
+             constexpr const char* fn = "PointCloud";
+             auto x = asFormat<PointXYZ>(xyz, fn, "xyz");
+             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
+             auto s = optionalFormat<SNR>(snrs, fn, "snrs");
+             nb::gil_scoped_release release;
+             new (self) PointCloud(std::move(x), std::move(c), std::move(s));
+           },
+           nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none(),
+           "Zero-copy from organized DeviceArrays (PointXYZ, ColorRGBA, SNR) of one size and device.")
+      .def("height", &PointCloud::height)
+      .def("width", &PointCloud::width)
+      .def("size", &PointCloud::size)
+      .def("is_empty", &PointCloud::isEmpty)
+      .def("has_colors", &PointCloud::hasColors)
+      .def("has_snrs", &PointCloud::hasSNRs)
+      .def("device", &PointCloud::device)
+      .def("device_points_xyz",
+           [](const PointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};
+           },
+           nb::arg("stream") = nb::none(), (std::string("A new PointXYZ array.") + kStreamDoc).c_str())
+      .def("device_points_xyzw",
+           [](const PointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZW(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_points_z",
+           [](const PointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsZ(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_snrs",
+           [](const PointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceSNRs(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_normals_xyz",
+           [](const PointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceNormalsXYZ(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("image_device_array",
+           [](const PointCloud& pc, FormatId format, const Stream* s) {
+             return colorArray(format, [&]<class C>() {
+               return onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.imageDeviceArray<C>(sq); });
+             });
+           },
+           nb::arg("format"), nb::arg("stream") = nb::none(), "The colours as a new array of colour format `format`.")
+      .def("downsample",
+           [](PointCloud& pc, Downsampling d, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.downsample(d, s->handle());
+             else pc.downsample(d);
+           },
+           nb::arg("downsampling"), nb::arg("stream") = nb::none())
+      .def("downsampled",
+           [](const PointCloud& pc, Downsampling d, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.downsampled(d, s->handle()) : pc.downsampled(d);
+           },
+           nb::arg("downsampling"), nb::arg("stream") = nb::none())
+      .def("transform",
+           [](PointCloud& pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix);
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.transform(mat, s->handle());
+             else pc.transform(mat);
+           },
+           nb::arg("matrix"), nb::arg("stream") = nb::none(), "Applies a 4x4 row-major rigid transform in place.")
+      .def("transformed",
+           [](const PointCloud& pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix);
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.transformed(mat, s->handle()) : pc.transformed(mat);
+           },
+           nb::arg("matrix"), nb::arg("stream") = nb::none())
+      .def("transformation_matrix", [](const PointCloud& pc) { return matrixTo(pc.transformationMatrix()); },
+           "The accumulated 4x4 transform (numpy float32).")
+      .def("mask",
+           [](PointCloud& pc, const GpuMatND& mask, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.mask(mask, s->handle());
+             else pc.mask(mask);
+           },
+           nb::arg("mask"), nb::arg("stream") = nb::none(), "Points where the (H, W) uint8 mask is 0 become NaN.")
+      .def("mask",
+           [](PointCloud& pc, nb::handle mask) {
+             const HostMask hm = hostMask(mask);
+             nb::gil_scoped_release release;
+             pc.mask(hm.data, hm.height, hm.width);
+           },
+           nb::arg("mask"), "Host mask: an (H, W) uint8 or bool numpy array.")
+      .def("masked",
+           [](const PointCloud& pc, const GpuMatND& mask, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.masked(mask, s->handle()) : pc.masked(mask);
+           },
+           nb::arg("mask"), nb::arg("stream") = nb::none())
+      .def("masked",
+           [](const PointCloud& pc, nb::handle mask) {
+             const HostMask hm = hostMask(mask);
+             HostMat host({hm.height, hm.width}, makeType(Depth::U8, 1), const_cast<std::uint8_t*>(hm.data));
+             nb::gil_scoped_release release;
+             return pc.masked(host);
+           },
+           nb::arg("mask"))
+      .def("mask_by_region_of_interest",
+           [](PointCloud& pc, const RegionOfInterestBox& box, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.maskByRegionOfInterest(box, s->handle());
+             else pc.maskByRegionOfInterest(box);
+           },
+           nb::arg("box"), nb::arg("stream") = nb::none())
+      .def("masked_by_region_of_interest",
+           [](const PointCloud& pc, const RegionOfInterestBox& box, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.maskedByRegionOfInterest(box, s->handle()) : pc.maskedByRegionOfInterest(box);
+           },
+           nb::arg("box"), nb::arg("stream") = nb::none())
+      .def("to_unorganized_point_cloud",
+           [](const PointCloud& pc, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.toUnorganizedPointCloud(s->handle()) : pc.toUnorganizedPointCloud();
+           },
+           nb::arg("stream") = nb::none(), "Order-preserving compaction of the valid points.");
+
+  // ----------------------------------------------- UnorganizedPointCloud --
+  nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud", "N valid points: XYZ, optional colour and SNR.")
+      .def(nb::init<>())
+      .def("__init__",
+           [](UnorganizedPointCloud* self, const AnyDeviceArray& xyz, std::optional<AnyDeviceArray> colors,
+              std::optional<AnyDeviceArray> snrs) {
+             constexpr const char* fn = "UnorganizedPointCloud";
+             auto x = asFormat<PointXYZ>(xyz, fn, "xyz");
+             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
+             auto s = optionalFormat<SNR>(snrs, fn, "snrs");
+             nb::gil_scoped_release release;
+             new (self) UnorganizedPointCloud(std::move(x), std::move(c), std::move(s));
+           },
+           nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none())
+      .def("size", &UnorganizedPointCloud::size)
+      .def("is_empty", &UnorganizedPointCloud::isEmpty)
+      .def("has_colors", &UnorganizedPointCloud::hasColors)
+      .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
+      .def("device", &UnorganizedPointCloud::device)
+      .def("device_points_xyz",
+           [](const UnorganizedPointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_points_xyzw",
+           [](const UnorganizedPointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZW(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_snrs",
+           [](const UnorganizedPointCloud& pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceSNRs(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("device_colors",
+           [](const UnorganizedPointCloud& pc, FormatId format, const Stream* s) {
+             return colorArray(format, [&]<class C>() {
+               return onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceColors<C>(sq); });
+             });
+           },
+           nb::arg("format"), nb::arg("stream") = nb::none())
+      .def("voxel_downsampled",
+           [](const UnorganizedPointCloud& pc, float voxelSize, int minPoints, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.voxelDownsampled(voxelSize, minPoints, s->handle())
+                                 : pc.voxelDownsampled(voxelSize, minPoints);
+           },
+           nb::arg("voxel_size"), nb::arg("min_points_per_voxel"), nb::arg("stream") = nb::none())
+      .def("transform",
+           [](UnorganizedPointCloud& pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix);
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.transform(mat, s->handle());
+             else pc.transform(mat);
+           },
+           nb::arg("matrix"), nb::arg("stream") = nb::none())
+      .def("transformed",
+           [](const UnorganizedPointCloud& pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix);
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.transformed(mat, s->handle()) : pc.transformed(mat);
+           },
+           nb::arg("matrix"), nb::arg("stream") = nb::none())
+      .def("transformation_matrix",
+           [](const UnorganizedPointCloud& pc) { return matrixTo(pc.transformationMatrix()); })
+      .def("extend",
+           [](UnorganizedPointCloud& pc, const UnorganizedPointCloud& other, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.extend(other, s->handle());
+             else pc.extend(other);
+           },
+           nb::arg("other"), nb::arg("stream") = nb::none())
+      .def("paint_uniform_color",
+           [](UnorganizedPointCloud& pc, std::array<int, 4> rgba, const Stream* s) {
+             const ColorRGBA c = colorFrom(rgba);
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.paintUniformColor(c, s->handle());
+             else pc.paintUniformColor(c);
+           },
+           nb::arg("rgba"), nb::arg("stream") = nb::none(), "Sets every colour to linear (r, g, b, a) in [0, 255].")
+      .def("centroid",
+           [](const UnorganizedPointCloud& pc, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.centroid(s->handle()) : pc.centroid();
+           },
+           nb::arg("stream") = nb::none(), "Mean of the points (x, y, z).")
+      .def("center",
+           [](UnorganizedPointCloud& pc, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr) pc.center(s->handle());
+             else pc.center();
+           },
+           nb::arg("stream") = nb::none(), "Translates the cloud so that its centroid is the origin.");
+
+  // ------------------------------------------------------------- Frame2D --
+  nb::class_<Frame2D>(m, "Frame2D", "An H x W colour image on one device (stored as linear ColorRGBA).")
+      .def(nb::init<>())
+      .def("__init__",
+           [](Frame2D* self, const AnyDeviceArray& image) {
+             auto img = asFormat<ColorRGBA>(image, "Frame2D", "image");
+             nb::gil_scoped_release release;
+             new (self) Frame2D(std::move(img));
+           },
+           nb::arg("image"), "Zero-copy from an organized ColorRGBA DeviceArray.")
+      .def("height", &Frame2D::height)
+      .def("width", &Frame2D::width)
+      .def("size", &Frame2D::size)
+      .def("is_empty", &Frame2D::isEmpty)
+      .def("device", &Frame2D::device)
+      .def("image_device_array",
+           [](const Frame2D& f, FormatId format, const Stream* s) {
+             return colorArray(format, [&]<class C>() {
+               return onStreamOrBlocking(f.device(), s, [&](StreamOrQueue sq) { return f.imageDeviceArray<C>(sq); });
+             });
+           },
+           nb::arg("format"), nb::arg("stream") = nb::none(), "The image as a new array of colour format `format`.")
+      .def("image_device_array",
+           [](const Frame2D& f, const AnyDeviceArray& dst, const Stream* s) {
+             dst.visit([&]<class C>(const DeviceArray<C>& d) {
+               if constexpr (isColorFormat<C>) {
+                 if (d.isEmpty()) throw Error(ErrorCode::InvalidArgument, "Frame2D.image_device_array: dst is empty");
+                 onStreamOrBlocking(f.device(), s, [&](StreamOrQueue sq) {
+                   f.imageDeviceArray<C>(d.view(), sq);
+                   return 0;
+                 });
+               } else {
+                 throw Error(ErrorCode::InvalidArgument, "Frame2D.image_device_array: dst has format " +
+                                                             std::string(formatInfo<C>().name) +
+                                                             ", which is not a colour format");
+               }
+             });
+           },
+           nb::arg("dst"), nb::arg("stream") = nb::none(), "Fills `dst` (an organized colour DeviceArray of this size).");
+}
+
+}  // namespace devicearray::python

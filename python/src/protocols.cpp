@@ -1,0 +1,606 @@
+// The array-API / DLPack protocols (API.md §9, §11): __dlpack__ with versioned and
+// legacy capsules and the CUDA stream handshake, __dlpack_device__,
+// __cuda_array_interface__ v3, __array__, and from_dlpack for producers, raw
+// capsules and CUDA-array-interface objects.
+//
+// Capsule rules followed to the letter: the producer's capsule is named
+// "dltensor_versioned" (or "dltensor"); a consumer takes ownership by renaming it
+// to "used_dltensor_versioned" ("used_dltensor") and then owes the deleter call;
+// the capsule's destructor calls the deleter only when no consumer took it, never
+// calls into Python, and so is safe at interpreter shutdown.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "common.hpp"
+
+namespace devicearray::python {
+
+namespace {
+
+constexpr const char* kVersionedName = "dltensor_versioned";
+constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
+constexpr const char* kLegacyName = "dltensor";
+constexpr const char* kUsedLegacyName = "used_dltensor";
+
+// ---------------------------------------------------------------- capsules ----
+
+/// Runs `deleter` on a capsule that no consumer took. Keeps any pending Python
+/// exception intact (destructors may run while one is being raised).
+template <class Tensor>
+void destroyUnconsumed(PyObject* capsule, const char* name) {
+  if (!PyCapsule_IsValid(capsule, name)) return;  // renamed: a consumer owns the tensor
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  auto* tensor = static_cast<Tensor*>(PyCapsule_GetPointer(capsule, name));
+  if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
+  PyErr_Restore(type, value, traceback);
+}
+
+extern "C" void versionedCapsuleDestructor(PyObject* capsule) {
+  destroyUnconsumed<DLManagedTensorVersioned>(capsule, kVersionedName);
+}
+extern "C" void legacyCapsuleDestructor(PyObject* capsule) {
+  destroyUnconsumed<DLManagedTensor>(capsule, kLegacyName);
+}
+
+nb::object capsuleOf(DLManagedTensorVersioned* tensor) {
+  PyObject* capsule = PyCapsule_New(tensor, kVersionedName, &versionedCapsuleDestructor);
+  if (capsule == nullptr) {
+    tensor->deleter(tensor);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
+nb::object capsuleOf(DLManagedTensor* tensor) {
+  PyObject* capsule = PyCapsule_New(tensor, kLegacyName, &legacyCapsuleDestructor);
+  if (capsule == nullptr) {
+    tensor->deleter(tensor);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
+// ------------------------------------------------------------ handshakes ----
+
+/// Storage that aliases another allocation without owning work of its own: an
+/// export made through it does not wait for the library's queues (the consumer's
+/// stream was made to wait instead) and keeps the real storage alive.
+class AliasAllocation final : public detail::Allocation {
+ public:
+  explicit AliasAllocation(std::shared_ptr<detail::Allocation> target)
+      : Allocation(target->device(), target->handle(), target->bytes(), /*owned=*/false),
+        target_(std::move(target)) {}
+
+ private:
+  std::shared_ptr<detail::Allocation> target_;
+};
+
+GpuMatND aliasOf(const GpuMatND& mat) {
+  GpuMatND out = GpuMatND::fromAllocation(std::make_shared<AliasAllocation>(mat.allocation()), mat.offset(),
+                                          mat.size, mat.type(), mat.step);
+  out.flags = mat.flags;
+  return out;
+}
+
+/// How the consumer wants the data ordered (array-API `stream` argument).
+struct ConsumerStream {
+  bool synchronize = true;  ///< false for stream=-1: the consumer orders it itself
+  bool blocking = false;    ///< no stream to wait on: finish the library's work on the host
+  void* native = nullptr;   ///< the consumer's cudaStream_t / cl_command_queue
+};
+
+ConsumerStream parseConsumerStream(const GpuMatND& mat, nb::handle stream) {
+  ConsumerStream out;
+  const bool cuda = mat.backend() == ComputeBackend::cuda;
+  if (stream.is_none()) {
+    // CUDA: None means the legacy default stream; OpenCL has no convention, so the
+    // library's work is finished before the tensor is handed out.
+    if (!cuda) out.blocking = true;
+    return out;
+  }
+  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
+    throw nb::type_error("__dlpack__: stream must be None or an int (a cudaStream_t / cl_command_queue)");
+  const long long value = nb::cast<long long>(stream);
+  if (value == -1) {
+    out.synchronize = false;
+    return out;
+  }
+  if (cuda) {
+    if (value == 0)
+      throw nb::value_error("__dlpack__: stream=0 is ambiguous and not allowed on CUDA (use 1 for the legacy "
+                            "default stream, 2 for the per-thread default stream)");
+    if (value < -1) throw nb::value_error(("__dlpack__: invalid stream " + std::to_string(value)).c_str());
+    out.native = value == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+  } else {
+    if (value <= 0)
+      throw nb::value_error(("__dlpack__: invalid OpenCL command queue " + std::to_string(value)).c_str());
+    out.native = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+  }
+  return out;
+}
+
+/// The array to export: the same memory, with the consumer's stream made to wait
+/// (device-side) for the library's work on it, or the plain array when the export
+/// itself must finish that work on the host.
+GpuMatND orderForConsumer(const GpuMatND& mat, const ConsumerStream& consumer) {
+  if (consumer.blocking) return mat;
+  if (consumer.synchronize) {
+    auto queue = mat.device().impl()->wrapQueue(consumer.native);
+    mat.allocation()->beforeUse(*queue);
+  }
+  return aliasOf(mat);
+}
+
+int dlpackDeviceId(const ComputeDevice& device) { return device.ordinal() < 0 ? 0 : device.ordinal(); }
+
+template <class Fn>
+auto asBufferError(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::InvalidArgument || e.code() == ErrorCode::Unsupported) throw nb::buffer_error(e.what());
+    throw;
+  }
+}
+
+// ---------------------------------------------------------------- import ----
+
+std::optional<Depth> depthOfDLType(const DLDataType& t) {
+  if (t.lanes != 1) return std::nullopt;
+  if (t.code == kDLUInt && t.bits == 8) return Depth::U8;
+  if (t.code == kDLInt && t.bits == 8) return Depth::S8;
+  if (t.code == kDLUInt && t.bits == 16) return Depth::U16;
+  if (t.code == kDLInt && t.bits == 16) return Depth::S16;
+  if (t.code == kDLInt && t.bits == 32) return Depth::S32;
+  if (t.code == kDLFloat && t.bits == 32) return Depth::F32;
+  if (t.code == kDLFloat && t.bits == 64) return Depth::F64;
+  if (t.code == kDLFloat && t.bits == 16) return Depth::F16;
+  return std::nullopt;
+}
+
+/// Runs the deleter of a tensor the consumer owns when it goes out of scope.
+template <class Tensor>
+struct OwnedTensor {
+  Tensor* tensor;
+  ~OwnedTensor() {
+    if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
+  }
+};
+
+/// Copies a host (kDLCPU / kDLCUDAHost) tensor to `device`. Blocking.
+GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
+  constexpr const char* fn = "from_dlpack";
+  const std::optional<Depth> depth = depthOfDLType(t.dtype);
+  if (!depth)
+    throw nb::buffer_error("from_dlpack: the host tensor's dtype has no devicearray depth (supported: uint8, int8, "
+                           "uint16, int16, int32, float32, float64, float16; lanes 1)");
+  if (t.ndim < 1 || t.ndim > detail::kMaxDims || t.shape == nullptr || t.data == nullptr)
+    throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": host tensor with ndim " + std::to_string(t.ndim) +
+                                                " (needs 1.." + std::to_string(detail::kMaxDims) +
+                                                ", non-null shape and data)");
+  const std::size_t elem = depthSize(*depth);
+  std::vector<int> size;
+  std::vector<std::size_t> steps;
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] < 1 || t.shape[i] > INT_MAX)
+      throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": host tensor axis " + std::to_string(i) +
+                                                  " has length " + std::to_string(t.shape[i]));
+    size.push_back(static_cast<int>(t.shape[i]));
+    if (t.strides != nullptr && t.strides[i] < 1)
+      throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": host tensor axis " + std::to_string(i) +
+                                                  " has stride " + std::to_string(t.strides[i]) +
+                                                  " (only positive strides are supported)");
+    if (t.strides != nullptr) steps.push_back(static_cast<std::size_t>(t.strides[i]) * elem);
+  }
+  const int type = makeType(*depth, 1);
+  HostMat host(size, type, static_cast<unsigned char*>(t.data) + t.byte_offset, steps);
+  GpuMatND out(size, type, device);
+  out.upload(host);
+  return out;
+}
+
+bool isHostDevice(int type) { return type == kDLCPU || type == kDLCUDAHost; }
+
+struct Imported {
+  GpuMatND mat;
+  bool copied = false;  ///< a host tensor was copied to the device
+};
+
+/// Takes a DLPack capsule (renaming it "used_...") and imports its tensor:
+/// zero-copy for device tensors, a copy to `device` for host tensors (refused with
+/// copy=False).
+Imported importCapsule(nb::handle capsule, const std::optional<ComputeDevice>& device, std::optional<bool> copy) {
+  const char* name = PyCapsule_GetName(capsule.ptr());
+  if (name == nullptr && PyErr_Occurred()) throw nb::python_error();
+  const std::string n = name == nullptr ? "" : name;
+  if (n == kUsedVersionedName || n == kUsedLegacyName)
+    throw nb::buffer_error("from_dlpack: the capsule was already consumed (its name is \"used_...\"); a DLPack "
+                           "capsule can be imported only once");
+  if (n != kVersionedName && n != kLegacyName)
+    throw nb::value_error(("from_dlpack: not a DLPack capsule (name \"" + n + "\")").c_str());
+  const bool versioned = n == kVersionedName;
+  void* pointer = PyCapsule_GetPointer(capsule.ptr(), name);
+  if (pointer == nullptr) throw nb::python_error();
+  // Renaming first: from here on we own the tensor and run its deleter exactly
+  // once, also when the import fails.
+  if (PyCapsule_SetName(capsule.ptr(), versioned ? kUsedVersionedName : kUsedLegacyName) != 0)
+    throw nb::python_error();
+
+  const DLTensor& t = versioned ? static_cast<DLManagedTensorVersioned*>(pointer)->dl_tensor
+                                : static_cast<DLManagedTensor*>(pointer)->dl_tensor;
+  Imported out;
+  const bool supportedVersion = !versioned || static_cast<DLManagedTensorVersioned*>(pointer)->version.major == 1;
+  if (supportedVersion && isHostDevice(t.device.device_type)) {
+    // Host memory cannot be wrapped: copy it to the device (array-API from_dlpack
+    // may copy when copy is not False).
+    OwnedTensor<DLManagedTensorVersioned> ownV{versioned ? static_cast<DLManagedTensorVersioned*>(pointer) : nullptr};
+    OwnedTensor<DLManagedTensor> ownL{versioned ? nullptr : static_cast<DLManagedTensor*>(pointer)};
+    if (copy && !*copy)
+      throw nb::buffer_error("from_dlpack: the tensor is in host memory; importing it needs a copy but copy=False");
+    const ComputeDevice target = device ? *device : ComputeDevice::defaultDevice();
+    nb::gil_scoped_release release;
+    out.mat = uploadHostTensor(t, target);
+    out.copied = true;
+    return out;
+  }
+  {
+    nb::gil_scoped_release release;
+    try {
+      if (versioned) {
+        auto* v = static_cast<DLManagedTensorVersioned*>(pointer);
+        out.mat = device ? fromDLPack(v, *device) : fromDLPack(v);
+      } else {
+        auto* l = static_cast<DLManagedTensor*>(pointer);
+        out.mat = device ? fromDLPack(l, *device) : fromDLPack(l);
+      }
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unsupported) {
+        nb::gil_scoped_acquire acquire;
+        throw nb::buffer_error(e.what());
+      }
+      throw;
+    }
+  }
+  return out;
+}
+
+/// The library's own stream of CUDA device `ordinal`, as the array-API int (1 for
+/// the legacy default stream).
+std::optional<std::pair<ComputeDevice, long long>> libraryStreamFor(int deviceType, int ordinal) {
+  if (deviceType != kDLCUDA) return std::nullopt;
+  const ComputeDevice device = ComputeDevice::cuda(ordinal);
+  const auto handle = reinterpret_cast<std::uintptr_t>(device.nativeStreamHandle());
+  return std::make_pair(device, handle == 0 ? 1LL : static_cast<long long>(handle));
+}
+
+/// Later library work on any queue waits for the consumer-side handshake that the
+/// producer made on the library's own queue of `device`.
+void recordHandshake(const GpuMatND& mat, const ComputeDevice& device) {
+  const auto& queue = device.impl()->sdkQueue();
+  mat.allocation()->afterUse(*queue, queue->recordEvent());
+}
+
+/// obj.__dlpack__(stream=..., max_version=...), falling back to the forms older
+/// producers accept. Copies are made by the importer, never requested here.
+nb::object callProducer(nb::handle obj, nb::handle stream) {
+  nb::object method = obj.attr("__dlpack__");
+  try {
+    return method(nb::arg("stream") = stream,
+                  nb::arg("max_version") = nb::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;
+  }
+  // Producers from before the max_version / copy keywords (DLPack < 1.0).
+  if (stream.is_none()) return method();
+  try {
+    return method(nb::arg("stream") = stream);
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;
+  }
+  return method(stream);
+}
+
+// ---------------------------------------- __cuda_array_interface__ import ----
+
+/// Keeps the producer object alive for as long as the imported memory is used.
+struct InterfaceOwner {
+  DLManagedTensor tensor{};
+  PyObject* object = nullptr;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+};
+
+bool interpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+extern "C" void interfaceOwnerDeleter(DLManagedTensor* self) {
+  auto* owner = static_cast<InterfaceOwner*>(self->manager_ctx);
+  // The last handle may go on any thread; during interpreter shutdown the object
+  // is left to the interpreter rather than touched.
+  if (owner->object != nullptr && Py_IsInitialized() && !interpreterFinalizing()) {
+    PyGILState_STATE state = PyGILState_Ensure();
+    Py_DECREF(owner->object);
+    PyGILState_Release(state);
+  }
+  delete owner;
+}
+
+std::optional<Depth> depthOfTypestr(const std::string& s) {
+  if (s.size() < 3) return std::nullopt;
+  const char order = s[0];
+  const std::string kind = s.substr(1);
+  const bool little = order == '<' || order == '|' || order == '=';
+  if (!little) return std::nullopt;
+  if (kind == "u1") return Depth::U8;
+  if (kind == "i1") return Depth::S8;
+  if (kind == "u2") return Depth::U16;
+  if (kind == "i2") return Depth::S16;
+  if (kind == "i4") return Depth::S32;
+  if (kind == "f4") return Depth::F32;
+  if (kind == "f8") return Depth::F64;
+  if (kind == "f2") return Depth::F16;
+  return std::nullopt;
+}
+
+GpuMatND importCudaArrayInterface(nb::handle obj) {
+  constexpr const char* fn = "from_dlpack(__cuda_array_interface__)";
+  nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw nb::buffer_error("from_dlpack: masked __cuda_array_interface__ arrays are not supported");
+  const std::string typestr = nb::cast<std::string>(cai["typestr"]);
+  const std::optional<Depth> depth = depthOfTypestr(typestr);
+  if (!depth)
+    throw nb::buffer_error(("from_dlpack: __cuda_array_interface__ typestr '" + typestr +
+                            "' has no devicearray depth (little-endian u1 i1 u2 i2 i4 f2 f4 f8)")
+                               .c_str());
+  nb::tuple data = nb::cast<nb::tuple>(cai["data"]);
+  const auto pointer = nb::cast<std::uintptr_t>(data[0]);
+  if (nb::cast<bool>(data[1]))
+    throw nb::buffer_error("from_dlpack: read-only __cuda_array_interface__ arrays are not supported (GpuMatND "
+                           "has no read-only mode)");
+  auto owner = std::make_unique<InterfaceOwner>();
+  const std::size_t elem = depthSize(*depth);
+  std::vector<int> size;
+  for (nb::handle h : nb::cast<nb::tuple>(cai["shape"])) {
+    const auto len = nb::cast<long long>(h);
+    if (len < 1 || len > INT_MAX)
+      throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": axis length " + std::to_string(len) +
+                                                  " (lengths must be in [1, INT_MAX])");
+    owner->shape.push_back(len);
+    size.push_back(static_cast<int>(len));
+  }
+  if (size.empty()) throw nb::buffer_error("from_dlpack: 0-d __cuda_array_interface__ arrays are not supported");
+  std::vector<std::size_t> steps;
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    for (nb::handle h : nb::cast<nb::tuple>(cai["strides"])) {
+      const auto bytes = nb::cast<long long>(h);
+      if (bytes < 1 || bytes % static_cast<long long>(elem) != 0)
+        throw nb::buffer_error(("from_dlpack: __cuda_array_interface__ stride " + std::to_string(bytes) +
+                                " is not a positive multiple of the element size")
+                                   .c_str());
+      owner->strides.push_back(bytes / static_cast<long long>(elem));
+      steps.push_back(static_cast<std::size_t>(bytes));
+    }
+  }
+  const int type = makeType(*depth, 1);
+  // The pointer's device decides where the array lives (the external-memory
+  // constructor finds and verifies it).
+  const ComputeDevice device = GpuMatND(size, type, reinterpret_cast<void*>(pointer), steps).device();
+
+  // The producer's pending work: the array is ready on "stream" (v3).
+  std::shared_ptr<detail::QueueImpl> producerQueue;
+  if (cai.contains("stream") && !cai["stream"].is_none()) {
+    const auto s = nb::cast<long long>(cai["stream"]);
+    if (s == 0) throw nb::value_error("from_dlpack: __cuda_array_interface__ stream 0 is not allowed");
+    producerQueue = device.impl()->wrapQueue(s == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(s)));
+  }
+
+  DLTensor& t = owner->tensor.dl_tensor;
+  t.data = reinterpret_cast<void*>(pointer);
+  t.device = DLDevice{kDLCUDA, device.ordinal()};
+  t.ndim = static_cast<std::int32_t>(owner->shape.size());
+  t.dtype = DLDataType{static_cast<std::uint8_t>(*depth == Depth::F32 || *depth == Depth::F64 || *depth == Depth::F16
+                                                     ? kDLFloat
+                                                     : (*depth == Depth::U8 || *depth == Depth::U16 ? kDLUInt : kDLInt)),
+                       static_cast<std::uint8_t>(elem * 8), 1};
+  t.shape = owner->shape.data();
+  t.strides = owner->strides.empty() ? nullptr : owner->strides.data();
+  t.byte_offset = 0;
+  owner->tensor.deleter = &interfaceOwnerDeleter;
+  owner->object = obj.ptr();
+  Py_INCREF(owner->object);
+  owner->tensor.manager_ctx = owner.get();
+  DLManagedTensor* tensor = &owner.release()->tensor;
+  GpuMatND out = fromDLPack(tensor, device);  // runs the deleter (drops the reference) on failure
+  if (producerQueue) out.allocation()->afterUse(*producerQueue, producerQueue->recordEvent());
+  return out;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ export ----
+
+nb::object dlpackCapsule(const GpuMatND& mat, nb::handle stream, nb::handle maxVersion, nb::handle dlDevice,
+                         nb::handle copy) {
+  if (mat.empty()) throw nb::buffer_error("__dlpack__: the array is empty; there is nothing to export");
+  bool versioned = false;
+  if (!maxVersion.is_none()) {
+    nb::tuple v;
+    if (!nb::try_cast(maxVersion, v) || v.size() != 2)
+      throw nb::type_error("__dlpack__: max_version must be None or a (major, minor) tuple of ints");
+    versioned = nb::cast<long long>(v[0]) >= 1;
+  }
+  std::optional<bool> copyRequest;
+  if (!copy.is_none()) copyRequest = nb::cast<bool>(copy);
+
+  const ComputeDevice device = mat.device();
+  const int ownType = mat.backend() == ComputeBackend::cuda ? kDLCUDA : kDLOpenCL;
+  const int ownId = dlpackDeviceId(device);
+  bool toHost = false;
+  if (!dlDevice.is_none()) {
+    nb::tuple d;
+    if (!nb::try_cast(dlDevice, d) || d.size() != 2)
+      throw nb::type_error("__dlpack__: dl_device must be None or a (device_type, device_id) tuple");
+    const auto type = nb::cast<long long>(d[0]);
+    const auto id = nb::cast<long long>(d[1]);
+    if (type == kDLCPU && id == 0) {
+      if (copyRequest && !*copyRequest)
+        throw nb::buffer_error("__dlpack__: dl_device=(kDLCPU, 0) needs a copy of the device memory but copy=False");
+      toHost = true;
+    } else if (type != ownType || id != ownId) {
+      throw nb::buffer_error(("__dlpack__: cannot export to dl_device (" + std::to_string(type) + ", " +
+                              std::to_string(id) + "); the array lives on (" + std::to_string(ownType) + ", " +
+                              std::to_string(ownId) + ") and can also be copied to (kDLCPU=1, 0)")
+                                 .c_str());
+    }
+  }
+
+  if (toHost) {
+    if (!stream.is_none())
+      throw nb::value_error("__dlpack__: stream must be None when exporting to the host (dl_device=(kDLCPU, 0))");
+    return asBufferError([&]() -> nb::object {
+      if (versioned) {
+        DLManagedTensorVersioned* t;
+        {
+          nb::gil_scoped_release release;
+          t = toDLPackVersionedHostCopy(mat);
+        }
+        return capsuleOf(t);
+      }
+      DLManagedTensor* t;
+      {
+        nb::gil_scoped_release release;
+        t = toDLPackHostCopy(mat);
+      }
+      return capsuleOf(t);
+    });
+  }
+
+  const ConsumerStream consumer = parseConsumerStream(mat, stream);
+  return asBufferError([&]() -> nb::object {
+    DLManagedTensorVersioned* v = nullptr;
+    DLManagedTensor* l = nullptr;
+    {
+      nb::gil_scoped_release release;
+      GpuMatND source = mat;
+      if (copyRequest && *copyRequest) {
+        // A device copy made on the library's own queue, then handed over like any array.
+        Stream own = Stream::wrap(device, device.sdkStreamOrQueue());
+        source = mat.clone(own);
+      }
+      const GpuMatND ordered = orderForConsumer(source, consumer);
+      if (versioned) {
+        v = toDLPackVersioned(ordered);
+        if (copyRequest && *copyRequest) v->flags |= DLPACK_FLAG_BITMASK_IS_COPIED;
+      } else {
+        l = toDLPack(ordered);
+      }
+    }
+    return versioned ? capsuleOf(v) : capsuleOf(l);
+  });
+}
+
+nb::tuple dlpackDevice(const GpuMatND& mat) {
+  if (mat.empty()) throw nb::buffer_error("__dlpack_device__: the array is empty");
+  const ComputeDevice device = mat.device();
+  return nb::make_tuple(mat.backend() == ComputeBackend::cuda ? static_cast<int>(kDLCUDA) : static_cast<int>(kDLOpenCL),
+                        dlpackDeviceId(device));
+}
+
+nb::dict cudaArrayInterface(const GpuMatND& mat) {
+  if (mat.empty()) throw nb::attribute_error("__cuda_array_interface__: the array is empty");
+  if (mat.backend() != ComputeBackend::cuda)
+    throw nb::attribute_error("__cuda_array_interface__ is only available for CUDA arrays (this one is on OpenCL)");
+  const ComputeDevice device = mat.device();
+  // The data is ready on the library's own stream: it waits (device-side) for the
+  // library's work on the memory from every other queue.
+  const auto& queue = device.impl()->sdkQueue();
+  {
+    nb::gil_scoped_release release;
+    mat.allocation()->beforeUse(*queue);
+  }
+  const auto handle = reinterpret_cast<std::uintptr_t>(queue->native());
+  nb::dict d;
+  d["shape"] = toTuple(shapeOf(mat));
+  d["typestr"] = typestrOf(depthOf(mat.type()));
+  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(mat.getDevicePtr()), false);
+  d["version"] = 3;
+  d["strides"] = mat.isContinuous() ? nb::none() : nb::object(toTuple(stridesInBytesOf(mat)));
+  nb::list descr;
+  descr.append(nb::make_tuple("", typestrOf(depthOf(mat.type()))));
+  d["descr"] = descr;
+  d["stream"] = handle == 0 ? std::uintptr_t{1} : handle;
+  return d;
+}
+
+nb::object arrayForNumpy(const GpuMatND& mat, nb::handle dtype, nb::handle copy) {
+  if (!copy.is_none() && !nb::cast<bool>(copy))
+    throw nb::value_error("__array__: device memory cannot be viewed by numpy without a copy (copy=False)");
+  nb::object out = toNumpy(mat);
+  if (!dtype.is_none()) out = out.attr("astype")(dtype, nb::arg("copy") = false);
+  return out;
+}
+
+void bindProtocols(nb::module_& m) {
+  m.attr("kDLCPU") = static_cast<int>(kDLCPU);
+  m.attr("kDLCUDA") = static_cast<int>(kDLCUDA);
+  m.attr("kDLOpenCL") = static_cast<int>(kDLOpenCL);
+
+  m.def(
+      "from_dlpack",
+      [](nb::handle obj, std::optional<ComputeDevice> device, std::optional<bool> copy) -> nb::object {
+        const bool wantCopy = copy && *copy;
+        auto finish = [&](Imported imported) {
+          if (wantCopy && !imported.copied) {
+            nb::gil_scoped_release release;
+            imported.mat = imported.mat.clone();
+          }
+          return nb::cast(std::move(imported.mat));
+        };
+        if (PyCapsule_CheckExact(obj.ptr())) return finish(importCapsule(obj, device, copy));
+        if (nb::hasattr(obj, "__dlpack__")) {
+          int deviceType = kDLCPU;
+          int deviceId = 0;
+          if (nb::hasattr(obj, "__dlpack_device__")) {
+            nb::tuple d = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+            deviceType = nb::cast<int>(d[0]);
+            deviceId = nb::cast<int>(d[1]);
+          }
+          // On CUDA the producer makes its data ready on the library's own stream.
+          const auto own = libraryStreamFor(deviceType, deviceId);
+          nb::object stream = own ? nb::cast(own->second) : nb::none();
+          Imported imported = importCapsule(callProducer(obj, stream), device, copy);
+          if (own && !imported.copied && imported.mat.backend() == ComputeBackend::cuda &&
+              imported.mat.device() == own->first)
+            recordHandshake(imported.mat, own->first);
+          return finish(std::move(imported));
+        }
+        if (nb::hasattr(obj, "__cuda_array_interface__")) {
+          return finish(Imported{importCudaArrayInterface(obj), false});
+        }
+        throw nb::type_error("from_dlpack: expected an object with __dlpack__, a DLPack capsule, or an object with "
+                             "__cuda_array_interface__");
+      },
+      nb::arg("obj"), nb::kw_only(), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
+      "Imports any DLPack producer (called with keyword arguments and, on CUDA, the library's own stream), a raw "
+      "DLPack capsule, or a __cuda_array_interface__ object, zero-copy (the producer stays alive as long as the "
+      "memory is used). Host tensors are copied to `device` (default device). Returns a GpuMatND with every axis "
+      "as a dimension.");
+}
+
+}  // namespace devicearray::python
