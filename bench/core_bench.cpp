@@ -22,7 +22,7 @@ void allocate(benchmark::State& state, da::ComputeDevice device) {
     da::GpuMatND m({bytes}, kU8, device);
     benchmark::DoNotOptimize(m.allocation().get());
   }
-  device.impl()->sdkQueue()->synchronize();
+  da::synchronizeStream(device.sdkStreamOrQueue());
 }
 
 void cloneContinuous(benchmark::State& state, da::ComputeDevice device) {
