@@ -30,8 +30,10 @@ template <class Work, class T> __device__ __forceinline__ Work load(const T& v) 
   else return static_cast<Work>(v);
 }
 
-__device__ __forceinline__ int roundToInt(float v) { return __float2int_rn(v); }   // saturating, NaN -> 0
-__device__ __forceinline__ int roundToInt(double v) { return __double2int_rn(v); }  // saturating, NaN -> 0
+// Saturating round-half-to-even; NaN is mapped to 0 explicitly because the
+// hardware conversion gives INT_MIN for a double NaN.
+__device__ __forceinline__ int roundToInt(float v) { return isnan(v) ? 0 : __float2int_rn(v); }
+__device__ __forceinline__ int roundToInt(double v) { return isnan(v) ? 0 : __double2int_rn(v); }
 
 template <class D> struct Saturate {
   template <class Work> __device__ static D apply(Work v) {
@@ -52,13 +54,16 @@ template <> struct Saturate<double> {
 };
 template <> struct Saturate<__half> {
   __device__ static __half apply(float v) { return __float2half_rn(v); }
-  __device__ static __half apply(double v) { return __double2half(v); }
+  // Through float, as OpenCV does (a direct double rounding differs for values
+  // just above a half-way point between two halves).
+  __device__ static __half apply(double v) { return __float2half_rn(static_cast<float>(v)); }
 };
 
 template <class S, class D, class Work>
 __global__ void __launch_bounds__(256) convertKernel(const char* src, std::int64_t srcStep, char* dst,
                                                      std::int64_t dstStep, std::int64_t rows, std::int64_t values,
-                                                     FastDivmod valuesDiv, bool small, Work alpha, Work beta) {
+                                                     FastDivmod valuesDiv, bool small, bool scale, Work alpha,
+                                                     Work beta) {
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(values)) return;
   std::int64_t r, c;
@@ -71,7 +76,8 @@ __global__ void __launch_bounds__(256) convertKernel(const char* src, std::int64
     c = static_cast<std::int64_t>(i - static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(values));
   }
   const S s = reinterpret_cast<const S*>(src + r * srcStep)[c];
-  const Work v = load<Work>(s) * alpha + beta;
+  // Without scaling the value converts directly (keeps -0.0, as OpenCV's convertTo).
+  const Work v = scale ? load<Work>(s) * alpha + beta : load<Work>(s);
   reinterpret_cast<D*>(dst + r * dstStep)[c] = Saturate<D>::apply(v);
 }
 
@@ -90,7 +96,8 @@ void launchConvert(const char* src, std::int64_t srcStep, char* dst, std::int64_
   const bool small = total < (std::uint64_t{1} << 31);
   const FastDivmod div(small ? static_cast<std::uint32_t>(values) : 1u);
   convertKernel<S, D, Work><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      src, srcStep, dst, dstStep, rows, values, div, small, static_cast<Work>(alpha), static_cast<Work>(beta));
+      src, srcStep, dst, dstStep, rows, values, div, small, !(alpha == 1.0 && beta == 0.0), static_cast<Work>(alpha),
+      static_cast<Work>(beta));
 }
 
 // Indexed by OpenCV depth code: U8, S8, U16, S16, S32, F32, F64, F16.
