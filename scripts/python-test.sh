@@ -4,11 +4,11 @@
 #
 #   scripts/python-test.sh [BUILD_DIR] [pytest args...]     (BUILD_DIR defaults to ./build)
 #
-# The venv (<BUILD_DIR>/python-venv) sees the system site-packages, so torch /
-# cupy / jax installed for the system python are used by the interop tests; the
-# tools that are missing (nanobind, numpy, pytest) are installed into it once.
-# The staged package (<BUILD_DIR>/python/devicearray) is put on the venv's path
-# with a .pth file: rebuilding updates it in place, no reinstall needed.
+# $PYTHON (default python3) is used as is when it has nanobind, numpy and pytest
+# (so torch / cupy / jax installed for it serve the interop tests); otherwise a
+# venv (<BUILD_DIR>/python-venv, seeing the system site-packages) gets them once.
+# The tests import the package staged in <BUILD_DIR>/python/devicearray, which
+# every rebuild updates in place.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,14 +18,20 @@ case "$build" in /*) ;; *) build="$PWD/$build" ;; esac
 venv="$build/python-venv"
 python="${PYTHON:-python3}"
 
-if [ ! -x "$venv/bin/python" ]; then
-  echo "python-test: creating $venv"
-  "$python" -m venv --system-site-packages "$venv"
-fi
-py="$venv/bin/python"
-if ! "$py" -c "import nanobind, numpy, pytest" 2>/dev/null; then
-  echo "python-test: installing nanobind, numpy, pytest into $venv"
-  "$py" -m pip install -q nanobind numpy pytest
+if "$python" -c "import nanobind, numpy, pytest" 2>/dev/null; then
+  # Everything is already there (e.g. GPU machines without a package registry,
+  # where torch/cupy/jax sit in the user site that a venv would hide): use it.
+  py="$(command -v "$python")"
+else
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "python-test: creating $venv"
+    "$python" -m venv --system-site-packages "$venv"
+  fi
+  py="$venv/bin/python"
+  if ! "$py" -c "import nanobind, numpy, pytest" 2>/dev/null; then
+    echo "python-test: installing nanobind, numpy, pytest into $venv"
+    "$py" -m pip install -q nanobind numpy pytest
+  fi
 fi
 
 generator=()
@@ -33,8 +39,6 @@ if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null; then generat
 cmake -S "$root" -B "$build" "${generator[@]}" -DDEVICEARRAY_BUILD_PYTHON=ON -DPython_EXECUTABLE="$py" >/dev/null
 cmake --build "$build" --target devicearray_python -j"${JOBS:-$(nproc)}"
 
-site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$build/python" > "$site/devicearray-build-tree.pth"
-
 cd "$root"
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 exec "$py" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@"
