@@ -261,6 +261,9 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     args.push_back(KernelArg::i32(from.channels));
     args.push_back(bufferArg(dst));
     args.push_back(KernelArg::i32(to.channels));
+    const bool vector = to.channels == 4 &&
+                        alignmentAddress(dst.device.backend(), dst.storage->handle(), dst.offset) % 16 == 0;
+    args.push_back(KernelArg::i32(vector ? 1 : 0));
     for (int m : map) args.push_back(KernelArg::i32(m));
     device->launch(launch, q);
     use.commit();

@@ -61,8 +61,18 @@ DA_FN da_u8 da_cvt_quantize(float x, int srgb, DA_GLOBAL const float* thresholds
 
 /* Points: dst channel j = src channel map_j, or 1 where map_j < 0 (the w of
  * PointXYZW). Values are copied bit for bit, so NaN coordinates stay NaN. */
+/* Full 16-byte stores of 4-channel points: storing one float of each point per
+ * instruction leaves every sector partly written, which halved the throughput of
+ * PointXYZ -> PointXYZW on H200. */
+#if defined(__OPENCL_VERSION__)
+#define DA_CVT_STORE_FLOAT4(p, a, b, c, d) (*(DA_GLOBAL float4*)(p) = (float4)((a), (b), (c), (d)))
+#elif defined(__CUDACC__)
+#define DA_CVT_STORE_FLOAT4(p, a, b, c, d) (*(float4*)(p) = make_float4((a), (b), (c), (d)))
+#endif
+
 DA_KERNEL(da_convert_points)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src), int srcChannels,
-                             DA_BUFFER(float, dst), int dstChannels, int map0, int map1, int map2, int map3) {
+                             DA_BUFFER(float, dst), int dstChannels, int dstVector, int map0, int map1, int map2,
+                             int map3) {
   DA_BUFFER_INIT(const float, src);
   DA_BUFFER_INIT(float, dst);
   const da_i64 first = DA_ID(0);
@@ -82,6 +92,10 @@ DA_KERNEL(da_convert_points)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src
     const da_i64 i = first + k * stride;
     if (i < n) {
       DA_GLOBAL float* d = dst + i * dstChannels;
+      if (dstVector) {
+        DA_CVT_STORE_FLOAT4(d, v[k][0], v[k][1], v[k][2], v[k][3]);
+        continue;
+      }
       d[0] = v[k][0];
       if (dstChannels > 1) d[1] = v[k][1];
       if (dstChannels > 2) d[2] = v[k][2];
