@@ -273,6 +273,16 @@ class DeviceTemp {
   char* data_;
 };
 
+/// True for host memory the CUDA driver knows as page-locked (cudaHostAlloc'd or registered).
+bool isPageLocked(const void* host) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
 bool fitsMemcpy2D(std::int64_t dstPitch, std::int64_t srcPitch, std::size_t width, std::size_t maxPitch) {
   const auto w = static_cast<std::int64_t>(width);
   return dstPitch >= w && srcPitch >= w && static_cast<std::uint64_t>(dstPitch) <= maxPitch &&
@@ -315,7 +325,11 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   // copies always use the kernel: on an H200, cudaMemcpy2DAsync moved pitched
   // 16 KB rows at ~40% of contiguous bandwidth where the kernel reaches ~94%.
   const bool hostInvolved = kind != cudaMemcpyDeviceToDevice;
-  if (dims == 1 && hostInvolved &&
+  // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
+  // driver stages it synchronously (blocking the host) and, on the H200 driver
+  // tested, an odd-offset pitched upload from pageable memory was not applied.
+  // Pageable memory takes the pinned staging path below instead.
+  if (dims == 1 && hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst) &&
       fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_)) {
     check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
                             static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
