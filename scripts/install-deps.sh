@@ -11,6 +11,7 @@ packages=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev libdlpack-dev
   python3-venv python3-dev
+  libopencv-dev
 )
 
 missing=()
