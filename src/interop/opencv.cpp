@@ -196,6 +196,10 @@ cv::UMat toUMat(const GpuMatND& mat) {
       opencvFail(ErrorCode::InvalidArgument, fn,
                  "the view's offset " + std::to_string(buffer.offset) + " and row step " + std::to_string(step) +
                      " cannot be expressed as a cv::UMat ROI (its rows would wrap)");
+    if (buffer.offset / step > static_cast<std::size_t>(INT_MAX - plane.rows))
+      opencvFail(ErrorCode::OutOfRange, fn,
+                 "the view starts " + std::to_string(buffer.offset / step) +
+                     " rows into its buffer; OpenCV's row count would exceed INT_MAX");
     rowOffset = static_cast<int>(buffer.offset / step);
     colOffset = static_cast<int>(rem / es);
   }
