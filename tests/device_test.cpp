@@ -290,7 +290,9 @@ TEST_P(StreamTest, WrappingAnotherStreamDoesNotOwnIt) {
     Stream w = Stream::wrap(device(), owner.handle());
     EXPECT_EQ(w.handle().native(), owner.handle().native());
     GpuMatND g({5, 5}, makeType(Depth::S16, 1), device());
-    g.upload(datest::randomHostMat({5, 5}, makeType(Depth::S16, 1), 4), w);
+    // The source of an enqueued upload must outlive the copy (found by ASan).
+    const HostMat src = datest::randomHostMat({5, 5}, makeType(Depth::S16, 1), 4);
+    g.upload(src, w);
     w.waitForCompletion();
   }
   owner.waitForCompletion();  // still valid after the wrapper is gone

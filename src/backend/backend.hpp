@@ -26,6 +26,7 @@
 #include "devicearray/device.hpp"
 #include "devicearray/error.hpp"
 #include "devicearray/types.hpp"
+#include "core/fault_injection.hpp"
 
 namespace devicearray::detail {
 
@@ -68,10 +69,12 @@ class QueueImpl {
 class Allocation {
  public:
   Allocation(std::shared_ptr<DeviceImpl> device, void* handle, std::size_t bytes, bool owned)
-      : device_(std::move(device)), handle_(handle), bytes_(bytes), owned_(owned) {}
+      : device_(std::move(device)), handle_(handle), bytes_(bytes), owned_(owned) {
+    noteAllocationCreated();
+  }
   Allocation(const Allocation&) = delete;
   Allocation& operator=(const Allocation&) = delete;
-  virtual ~Allocation() = default;
+  virtual ~Allocation() { noteAllocationDestroyed(); }
 
   /// CUDA: device base address. OpenCL: the cl_mem.
   void* handle() const { return handle_; }
@@ -89,6 +92,11 @@ class Allocation {
   void waitIdle();
   /// Recorded work, for stream-ordered release by backends.
   std::vector<std::shared_ptr<EventImpl>> takePending();
+  /// Makes this non-owning alias (a createGpuMatHeader header) share the ordering
+  /// of `parent` while the parent lives: work through either handle waits for the
+  /// other's recorded work, including a recycled buffer's hand-over. The alias
+  /// does not keep the parent alive.
+  void shareOrderingWith(const std::shared_ptr<Allocation>& parent);
 
  protected:
   std::shared_ptr<DeviceImpl> device_;
@@ -99,6 +107,7 @@ class Allocation {
  private:
   std::mutex mutex_;
   std::vector<std::shared_ptr<EventImpl>> pending_;  // at most one per queue
+  std::weak_ptr<Allocation> orderingParent_;         // set once, before the alias is shared
 };
 
 /// One side of a transfer: host memory, or device storage + byte offset.

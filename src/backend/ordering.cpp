@@ -7,7 +7,10 @@
 
 namespace devicearray::detail {
 
+void Allocation::shareOrderingWith(const std::shared_ptr<Allocation>& parent) { orderingParent_ = parent; }
+
 void Allocation::beforeUse(QueueImpl& q) {
+  if (auto parent = orderingParent_.lock()) parent->beforeUse(q);
   std::vector<std::shared_ptr<EventImpl>> waits;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -20,6 +23,7 @@ void Allocation::beforeUse(QueueImpl& q) {
 }
 
 void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event) {
+  if (auto parent = orderingParent_.lock()) parent->afterUse(q, event);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : pending_) {
     if (e->queueKey() == q.key()) {
@@ -35,6 +39,7 @@ void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event)
 }
 
 void Allocation::waitIdle() {
+  if (auto parent = orderingParent_.lock()) parent->waitIdle();
   std::vector<std::shared_ptr<EventImpl>> events;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -184,6 +184,7 @@ GpuMat GpuMatND::createGpuMatHeader() const {
   const std::size_t rowStep = dims == 1 ? static_cast<std::size_t>(cols) * elemSize() : step[dims - 2];
   // A non-owning alias: the header neither frees nor keeps the memory alive.
   auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
+  alias->shareOrderingWith(data_);
   return GpuMat::fromAllocation(std::move(alias), offset_, rows, cols, type(), rowStep);
 }
 
@@ -207,6 +208,7 @@ GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRan
   const Range cr = detail::resolveRange(fn, dims - 1, size[dims - 1], colRange);
   off += static_cast<std::size_t>(rr.start) * step[dims - 2] + static_cast<std::size_t>(cr.start) * step[dims - 1];
   auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
+  alias->shareOrderingWith(data_);
   return GpuMat::fromAllocation(std::move(alias), off, rr.size(), cr.size(), type(), step[dims - 2]);
 }
 

@@ -24,6 +24,7 @@ std::size_t roundUp(std::size_t v, std::size_t a, const char* fn) {
 
 std::shared_ptr<void> allocateHost(std::size_t bytes, bool pinned, bool& lockedOut, const char* fn) {
   lockedOut = false;
+  detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   if (pinned) {
     if (void* p = detail::allocatePinnedHost(bytes)) {
       lockedOut = true;

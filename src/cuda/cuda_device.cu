@@ -466,6 +466,7 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
 }
 
 std::shared_ptr<Allocation> CudaDevice::allocate(std::size_t bytes, QueueImpl& q) {
+  faultPoint(FaultKind::deviceAllocation, "CUDA allocate");
   cudaStream_t stream = streamOf(q, "allocate");
   DeviceGuard guard(ordinal_);
   void* p = mallocAsync(bytes, stream, "allocate");

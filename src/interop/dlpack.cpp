@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -174,6 +175,7 @@ DLTensor tensorOf(ExportContext& ctx, int depth) {
 std::unique_ptr<ExportContext> exportDevice(const GpuMatND& array, const char* fn) {
   if (array.empty() || !array.allocation())
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty; there is nothing to export");
+  detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto ctx = std::make_unique<ExportContext>();
   ctx->array = array;
   describeLayout(array, *ctx, fn);
@@ -200,6 +202,7 @@ std::unique_ptr<ExportContext> exportDevice(const GpuMatND& array, const char* f
 std::unique_ptr<ExportContext> exportHostCopy(const GpuMatND& array, const char* fn) {
   if (array.empty() || !array.allocation())
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty; there is nothing to export");
+  detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto ctx = std::make_unique<ExportContext>();
   array.download(ctx->host);
   describeLayout(ctx->host, *ctx, fn);
@@ -517,7 +520,12 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
   const ImportLayout layout = planLayout(t, fn);
 
   ResolvedMemory memory;
-  const int type = static_cast<int>(t.device.device_type);
+  // A foreign producer may put any int32 in this C enum (e.g. a device type newer
+  // than these headers); loading it as the C++ enum is undefined for values past
+  // the known enumerators, so its bytes are read instead.
+  std::int32_t type = 0;
+  static_assert(sizeof(t.device.device_type) == sizeof(type), "DLDeviceType is 32 bits");
+  std::memcpy(&type, &t.device.device_type, sizeof(type));
   if (type == kDLCUDA) {
     memory = resolveCuda(t, layout, requested, producer.exportedDevice(), f);
   } else if (type == kDLOpenCL) {
@@ -537,6 +545,7 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
   } catch (const Error& e) {
     raise(e.code(), f + ": the " + memory.device.toString() + " backend refused the tensor's memory: " + e.what());
   }
+  detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto storage = std::make_shared<DLPackAllocation>(std::move(adopted), std::move(producer));
   return GpuMatND::fromAllocation(std::move(storage), memory.offset, layout.size, makeType(layout.depth, 1),
                                   layout.step);

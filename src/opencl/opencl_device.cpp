@@ -633,6 +633,7 @@ void OpenCLDevice::flushCache() noexcept {
 }
 
 std::shared_ptr<Allocation> OpenCLDevice::allocate(std::size_t bytes, QueueImpl& qi) {
+  faultPoint(FaultKind::deviceAllocation, "OpenCL allocate");
   OpenCLQueue& q = queueOf(qi, "allocate");
   const Acquired a = acquire(bytes, q, "allocate");
   std::shared_ptr<OpenCLAllocation> alloc;

@@ -1,0 +1,54 @@
+// Real device out-of-memory (GPU machine only; skips without CUDA): asking for
+// more than the whole device (an H200 has 141 GB) is Error(OutOfMemory) naming
+// the request, nothing is left allocated, and the process keeps working.
+// Kept cheap: the failing requests fail at once in the driver's pool.
+#include <cstring>
+
+#include "core/fault_injection.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace devicearray;
+
+TEST(DeviceOutOfMemory, RequestLargerThanTheDeviceIsOutOfMemoryAndTheDeviceStaysUsable) {
+  DATEST_REQUIRE_CUDA(device);
+  const std::size_t total = device.totalMemory();
+  const std::int64_t live = detail::liveAllocations();
+  const std::size_t freeBefore = device.freeMemory();
+  // 160 GiB as 160 x 1 GiB of bytes: valid shape, no size_t overflow, larger than the device.
+  const std::size_t request = std::size_t{160} << 30;
+  ASSERT_GT(request, total) << "device has more than 160 GiB; raise the request";
+  try {
+    GpuMatND huge({160, 1 << 30}, makeType(Depth::U8, 1), device);
+    FAIL() << "allocating " << request << " bytes on a " << total << "-byte device succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GpuMatND"), std::string::npos) << "message should name the call: " << e.what();
+  }
+  datest::expectError(ErrorCode::OutOfMemory, [&] { (void)DeviceArray<PointXYZW>::allocate(std::size_t{12} << 30, device); },
+                      "DeviceArray of 192 GiB");
+  EXPECT_EQ(detail::liveAllocations(), live);
+
+  // The device keeps working: a round trip of fresh data, and a large (1/4 of the
+  // device) allocation that fits.
+  const HostMat h = datest::randomHostMat({256, 1024}, makeType(Depth::F32, 1), 3);
+  GpuMatND g(h.size, h.type(), device);
+  g.upload(h);
+  EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::downloadPacked(g.clone()), 4));
+  {
+    GpuMatND quarter({static_cast<int>(total / 4 / (1 << 20)), 1 << 20}, makeType(Depth::U8, 1), device);
+    GpuMat row = quarter({Range(0, 1), Range::all()}).createGpuMatHeader();
+    row.setTo(Scalar{5.0});
+  }
+  g.release();
+  synchronizeStream(device.sdkStreamOrQueue());
+  EXPECT_EQ(detail::liveAllocations(), live);
+  // Freed memory may stay in the driver's pool; it must not have grown by more
+  // than the pool's release threshold slack.
+  const std::size_t freeAfter = device.freeMemory();
+  EXPECT_LT(freeBefore > freeAfter ? freeBefore - freeAfter : 0, std::size_t{256} << 20)
+      << "free memory before " << freeBefore << ", after " << freeAfter;
+}
+
+}  // namespace
