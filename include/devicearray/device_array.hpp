@@ -71,8 +71,9 @@ ArraySpan spanOf(const GpuMatND& mat, bool organized);
 void* devicePointerOf(const ArraySpan& span);
 /// CUDA base pointer / cl_mem of an allocation.
 void* handleOf(const Allocation& storage);
+/// `hostMayBlock`: the caller waits for the copy anyway (blocking API).
 void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size_t bytes, const StreamOrQueue& sq,
-                    const char* fn);
+                    const char* fn, bool hostMayBlock = false);
 void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char* fn);
 GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const StreamOrQueue& sq, const char* fn);
 void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const ArraySpan& src,

@@ -133,6 +133,12 @@ struct CopyDesc {
   std::size_t elemSize = 0;
   MemRef dst;
   MemRef src;
+  /// True when the caller blocks until the copy completes anyway (the blocking
+  /// API): a backend may then let the driver block the host on pageable memory.
+  /// False (stream semantics): the call must return without waiting for the
+  /// queue, so pageable host memory is staged through page-locked buffers in
+  /// queue order.
+  bool hostMayBlock = false;
 };
 
 /// A strided region of device memory, for fill / conversions.

@@ -22,7 +22,8 @@ std::shared_ptr<QueueImpl> queueFor(const char* fn, const StreamOrQueue& sq, con
 }
 
 std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
-                                       std::size_t elemSize, const Region& dst, const Region& src) {
+                                       std::size_t elemSize, const Region& dst, const Region& src,
+                                       bool hostMayBlock) {
   const auto& qdev = q.device();
   if (src.alloc && dst.alloc && src.alloc->device() != dst.alloc->device()) {
     // Different devices (or backends): stage through page-locked host memory.
@@ -34,8 +35,8 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
     host.host = buffer.get();
     host.step = packed;
     QueueImpl& srcQueue = *src.alloc->device()->sdkQueue();
-    enqueueCopy(fn, srcQueue, size, elemSize, host, src)->synchronize();
-    auto ev = enqueueCopy(fn, q, size, elemSize, dst, host);
+    enqueueCopy(fn, srcQueue, size, elemSize, host, src, true)->synchronize();
+    auto ev = enqueueCopy(fn, q, size, elemSize, dst, host, true);
     // The staging buffer must outlive the enqueued upload.
     ev->synchronize();
     return ev;
@@ -45,7 +46,9 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
       fail(ErrorCode::InvalidArgument, std::string(fn) + ": memory of " + ComputeDevice(r->alloc->device()).toString() +
                                            " cannot be used on a queue of " + ComputeDevice(qdev).toString());
   OrderedUse use(q, {dst.alloc.get(), src.alloc.get()});
-  qdev->copy(makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step), q);
+  CopyDesc desc = makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step);
+  desc.hostMayBlock = hostMayBlock;
+  qdev->copy(desc, q);
   auto ev = use.commit();
   return ev ? ev : q.recordEvent();
 }

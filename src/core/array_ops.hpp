@@ -30,8 +30,10 @@ struct Region {
 /// ordered after earlier library work on both allocations. A device-to-device copy
 /// between two different devices is staged through pinned host memory (the source
 /// side blocks). Returns the event that completes the copy.
+/// `hostMayBlock`: the caller waits for the copy anyway (see CopyDesc).
 std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
-                                       std::size_t elemSize, const Region& dst, const Region& src);
+                                       std::size_t elemSize, const Region& dst, const Region& src,
+                                       bool hostMayBlock = false);
 
 /// Enqueues a fill of the strided region with one element pattern.
 std::shared_ptr<EventImpl> enqueueFill(QueueImpl& q, const std::vector<int>& size, std::size_t elemSize,

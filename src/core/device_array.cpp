@@ -370,6 +370,7 @@ GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geo
   copy.elemSize = layout.sizeInBytes;
   copy.dst = MemRef::dev(storage.get(), 0);
   copy.src = MemRef::hostPtr(const_cast<void*>(data));
+  copy.hostMayBlock = true;  // blocking upload: waits below
   impl->copy(copy, q);
   use.commit();
   storage->waitIdle();
@@ -403,7 +404,7 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
 }
 
 void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size_t bytes, const StreamOrQueue& sq,
-                    const char* fn) {
+                    const char* fn, bool hostMayBlock) {
   const std::size_t needed = countOf(span) * formatInfo(format).bytes;
   if (dst == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination pointer is null");
   if (bytes < needed)
@@ -415,13 +416,14 @@ void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size
   copy.elemSize = needed;
   copy.dst = MemRef::hostPtr(dst);
   copy.src = MemRef::dev(span.storage.get(), span.offset);
+  copy.hostMayBlock = hostMayBlock;
   span.device.impl()->copy(copy, *q);
   use.commit();
 }
 
 void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char* fn) {
   const std::size_t bytes = countOf(span) * formatInfo(format).bytes;
-  copySpanToHost(format, span, dst, bytes, span.device.sdkStreamOrQueue(), fn);
+  copySpanToHost(format, span, dst, bytes, span.device.sdkStreamOrQueue(), fn, true);
   span.storage->waitIdle();
 }
 

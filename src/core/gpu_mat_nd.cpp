@@ -217,7 +217,7 @@ void GpuMatND::download(HostMat& dst) const {
   requireNonEmpty(*this, fn);
   Stream s(data_->device()->sdkQueue());
   if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
-  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this))->synchronize();
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
 }
 
 void GpuMatND::download(HostMat& dst, Stream& stream) const {
@@ -233,7 +233,7 @@ void GpuMatND::upload(const HostMat& src) {
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
   if (empty() || src.size != size || src.type() != type()) create(src.size, src.type());
   Stream s(data_->device()->sdkQueue());
-  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src))->synchronize();
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();
 }
 
 void GpuMatND::upload(const HostMat& src, Stream& stream) {

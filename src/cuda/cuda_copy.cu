@@ -316,20 +316,26 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
                               : desc.dst.isHost() ? cudaMemcpyDeviceToHost
                                                   : cudaMemcpyDeviceToDevice;
 
+  // Pageable host memory under stream semantics is staged through page-locked
+  // buffers in stream order: the driver would otherwise block the host until the
+  // stream reaches the copy (a device-to-host copy behind a slow kernel).
+  const bool hostInvolved = kind != cudaMemcpyDeviceToDevice;
+  const bool hostPinned = hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst);
+  const bool stageHost = hostInvolved && !hostPinned && !desc.hostMayBlock;
+
   // One contiguous run.
-  if (dstPacked && srcPacked) {
+  if (dstPacked && srcPacked && !stageHost) {
     check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(packedBytes), kind, stream), "cudaMemcpyAsync");
     return;
   }
   // One strided axis with the host involved: the copy engine. Device-to-device
   // copies always use the kernel: on an H200, cudaMemcpy2DAsync moved pitched
   // 16 KB rows at ~40% of contiguous bandwidth where the kernel reaches ~94%.
-  const bool hostInvolved = kind != cudaMemcpyDeviceToDevice;
   // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
   // driver stages it synchronously (blocking the host) and, on the H200 driver
   // tested, an odd-offset pitched upload from pageable memory was not applied.
   // Pageable memory takes the pinned staging path below instead.
-  if (dims == 1 && hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst) &&
+  if (dims == 1 && hostPinned &&
       fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_)) {
     check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
                             static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
@@ -350,7 +356,7 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   if (kind == cudaMemcpyHostToDevice) {
     const char* hostData = src;
     std::unique_ptr<StagingLease> staging;
-    if (!srcPacked) {
+    if (!srcPacked || stageHost) {
       staging = std::make_unique<StagingLease>(stagingPool(), bytes, stream);
       auto* job = new HostCopyJob;
       job->dims = dims;
@@ -383,7 +389,7 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
     stridedDeviceCopy(temp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
     deviceData = temp->data();
   }
-  if (dstPacked) {
+  if (dstPacked && !stageHost) {
     check(cudaMemcpyAsync(dst, deviceData, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
     return;
   }
