@@ -5,8 +5,9 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build demo test clean
+.PHONY: all deps configure build demo test sanitize fuzz clean
 
 all: build
 
@@ -22,8 +23,19 @@ build: configure
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
+# The C++ suite (ctest: every backend present, CUDA tests skip without a GPU),
+# then the Python package built into a venv under the build tree and its pytest suite.
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@./scripts/python-test.sh $(BUILD)
+
+# ASan+UBSan over the whole suite and TSan over the stress test (docs/RELIABILITY.md).
+sanitize: deps
+	@./scripts/sanitize.sh all
+
+# Each libFuzzer target for a bounded time over its seed corpus.
+fuzz: deps
+	@./scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)
