@@ -12,30 +12,51 @@
 
 namespace devicearray {
 
-enum class ComputeBackend { cuda, opencl };
+/// The GPU programming interface a device is driven through.
+enum class ComputeBackend {
+  cuda,    ///< NVIDIA CUDA (runtime API, the device's primary context)
+  opencl,  ///< OpenCL 1.2 or later (any vendor, including PoCL on CPUs)
+};
+/// "cuda" or "opencl".
 const char* toString(ComputeBackend backend) noexcept;
 
-struct CUDAContextPtr { void* context = nullptr; };
+/// A CUcontext, for code that talks to the CUDA driver API.
+struct CUDAContextPtr {
+  void* context = nullptr;  ///< the CUcontext
+};
 /// A cudaStream_t. nullptr is the CUDA legacy default stream; the value
 /// cudaStreamPerThread (0x2) is the per-thread default stream.
-struct CUDAStreamPtr { void* stream = nullptr; };
+struct CUDAStreamPtr {
+  void* stream = nullptr;  ///< the cudaStream_t
+};
 /// A cl_command_queue. nullptr selects the library's own queue of the device.
-struct OpenCLCommandQueuePtr { void* commandQueue = nullptr; };
-struct CUDADevicePointer { void* pointer = nullptr; };
+struct OpenCLCommandQueuePtr {
+  void* commandQueue = nullptr;  ///< the cl_command_queue
+};
+/// An address in CUDA device memory (for createDeviceArrayView).
+struct CUDADevicePointer {
+  void* pointer = nullptr;  ///< device address of element 0
+};
 /// A cl_mem plus a byte offset into it.
-struct OpenCLBufferPtr { void* buffer = nullptr; std::size_t offset = 0; };
+struct OpenCLBufferPtr {
+  void* buffer = nullptr;  ///< the cl_mem
+  std::size_t offset = 0;  ///< bytes from the start of the cl_mem to element 0
+};
 
 /// Either a CUDA stream or an OpenCL command queue; implicit from either handle.
 struct StreamOrQueue {
+  /// A CUDA stream (nullptr: the legacy default stream).
   StreamOrQueue(CUDAStreamPtr s) : stream(s.stream), backend_(ComputeBackend::cuda) {}  // NOLINT
+  /// An OpenCL command queue.
   StreamOrQueue(OpenCLCommandQueuePtr q)  // NOLINT(google-explicit-constructor)
       : commandQueue(q.commandQueue), backend_(ComputeBackend::opencl) {}
+  /// Which of the two handles this is.
   ComputeBackend backend() const { return backend_; }
   /// The raw handle of whichever backend this is.
   void* native() const { return backend_ == ComputeBackend::cuda ? stream : commandQueue; }
 
-  void* stream = nullptr;
-  void* commandQueue = nullptr;
+  void* stream = nullptr;        ///< the cudaStream_t (CUDA only)
+  void* commandQueue = nullptr;  ///< the cl_command_queue (OpenCL only)
 
  private:
   ComputeBackend backend_;
@@ -50,6 +71,10 @@ class Stream;
 
 namespace detail { class DeviceImpl; }
 
+/// A cheap, copyable handle to one device of one backend: a CUDA device (its
+/// primary context) or an OpenCL device with the context and in-order queue the
+/// library uses for it. Arrays, streams and events belong to one ComputeDevice;
+/// see docs/stream-queue-context.md for how work on it is ordered.
 class ComputeDevice {
  public:
   /// Every usable device of every backend this build has: CUDA devices by ordinal,
@@ -72,13 +97,17 @@ class ComputeDevice {
 
   ComputeDevice();  ///< An invalid handle; use the factories above.
 
+  /// CUDA or OpenCL. Throws InvalidState for an invalid handle (as do the getters below).
   ComputeBackend backend() const;
   /// CUDA ordinal, or the index among the OpenCL devices of all() (-1 for adopted ones).
   int ordinal() const;
+  /// The device name, e.g. "NVIDIA H200".
   std::string model() const;
+  /// "NVIDIA" on CUDA; the platform name on OpenCL (e.g. "Portable Computing Language").
   std::string vendor() const;
   /// "cuda:0 (NVIDIA H200)" / "opencl:1 (pthread-... / Portable Computing Language)".
   std::string toString() const;
+  /// False for a default-constructed handle.
   bool isValid() const { return impl_ != nullptr; }
 
   /// CUcontext of the device's primary context, or the cl_context.
@@ -90,7 +119,10 @@ class ComputeDevice {
   /// nativeStreamHandle() as a StreamOrQueue.
   StreamOrQueue sdkStreamOrQueue() const;
 
+  /// Bytes of device memory.
   std::size_t totalMemory() const;
+  /// Bytes of device memory currently free. OpenCL has no such query: there it is the
+  /// global memory minus what this library holds, exact only when nothing else uses it.
   std::size_t freeMemory() const;
 
   /// Wraps user device memory as a non-owning view (CUDA). Non-blocking. Throws
@@ -106,6 +138,7 @@ class ComputeDevice {
 
   /// Internal: the backend object. Not part of the stable API.
   const std::shared_ptr<detail::DeviceImpl>& impl() const;
+  /// Internal: wraps a backend device object.
   explicit ComputeDevice(std::shared_ptr<detail::DeviceImpl> impl);
 
  private:

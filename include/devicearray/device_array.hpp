@@ -123,8 +123,8 @@ class DeviceArray {
   static_assert(isFormat<Format>, "DeviceArray<Format>: Format must be one of the 14 formats of formats.hpp");
 
  public:
-  using FormatType = Format;
-  using ValueType = typename Format::ValueType;
+  using FormatType = Format;                     ///< the element format
+  using ValueType = typename Format::ValueType;  ///< type of one channel value (float or std::uint8_t)
 
   /// An empty array (isEmpty(), no device).
   DeviceArray() = default;
@@ -160,11 +160,13 @@ class DeviceArray {
   std::vector<int> shape() const { return detail::LayoutOf<Format>::shape(isEmpty(), organized_, height(), width()); }
   /// Row-major strides in elements (channel values); empty for an empty array.
   std::vector<int> strides() const { return detail::LayoutOf<Format>::strides(isEmpty(), organized_, width()); }
+  /// strides() multiplied by sizeof(ValueType); empty for an empty array.
   std::vector<int> stridesInBytes() const {
     return detail::LayoutOf<Format>::stridesInBytes(isEmpty(), organized_, width());
   }
   /// Number of points / pixels (not channels).
   std::size_t size() const { return isEmpty() ? 0 : mat_.total(); }
+  /// size() * sizeof(Format): the whole buffer, which has no padding.
   std::size_t sizeInBytes() const { return size() * sizeof(Format); }
   /// Throws InvalidState for an empty array.
   ComputeBackend backend() const { return requireDevice("DeviceArray::backend").backend(); }
@@ -184,9 +186,11 @@ class DeviceArray {
     return mat_.getOpenCLBuffer();
   }
 
+  /// True when the array holds no memory.
   bool isEmpty() const { return mat_.empty(); }
   /// True when the array holds memory (the opposite of isEmpty()).
   bool isValid() const { return !isEmpty(); }
+  /// True for an H x W array (shape [H, W(, C)]); false for a list or an empty array.
   bool isOrganized() const { return !isEmpty() && organized_; }
   /// Rows of an organized array; 1 for an unorganized one; 0 when empty.
   int height() const { return isEmpty() ? 0 : (organized_ ? mat_.size[0] : 1); }
@@ -248,18 +252,23 @@ class DeviceArrayView {
   static_assert(isFormat<Format>, "DeviceArrayView<Format>: Format must be one of the 14 formats of formats.hpp");
 
  public:
-  using FormatType = Format;
-  using ValueType = typename Format::ValueType;
+  using FormatType = Format;                     ///< the element format
+  using ValueType = typename Format::ValueType;  ///< type of one channel value (float or std::uint8_t)
 
   /// An empty view.
   DeviceArrayView() = default;
 
+  /// As DeviceArray::shape(): [H,W,C] | [H,W] | [N,C] | [N]; empty for an empty view.
   std::vector<int> shape() const { return detail::LayoutOf<Format>::shape(isEmpty(), organized_, height_, width_); }
+  /// As DeviceArray::strides(): row-major, in channel values.
   std::vector<int> strides() const { return detail::LayoutOf<Format>::strides(isEmpty(), organized_, width_); }
+  /// strides() multiplied by sizeof(ValueType).
   std::vector<int> stridesInBytes() const {
     return detail::LayoutOf<Format>::stridesInBytes(isEmpty(), organized_, width_);
   }
+  /// Number of points / pixels (not channels).
   std::size_t size() const { return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_); }
+  /// size() * sizeof(Format).
   std::size_t sizeInBytes() const { return size() * sizeof(Format); }
   /// Throws InvalidState for an empty view.
   ComputeBackend backend() const { return device().backend(); }
@@ -271,12 +280,17 @@ class DeviceArrayView {
   }
   /// Byte offset of element 0 in the cl_mem on OpenCL; 0 on CUDA.
   std::size_t byteOffset() const { return device_.isValid() && device_.backend() == ComputeBackend::opencl ? offset_ : 0; }
+  /// True for a default-constructed view.
   bool isEmpty() const { return handle_ == nullptr; }
   /// False when empty, or when the DeviceArray this view was made from is gone.
   bool isValid() const { return !isEmpty() && (adopted_ != nullptr || !owner_.expired()); }
+  /// True for an H x W view (views of user memory always are).
   bool isOrganized() const { return !isEmpty() && organized_; }
+  /// Rows (1 for a view of an unorganized array; 0 when empty).
   int height() const { return height_; }
+  /// Columns (N for a view of an unorganized array; 0 when empty).
   int width() const { return width_; }
+  /// The device of the memory. Throws InvalidState for an empty view.
   ComputeDevice device() const {
     if (isEmpty()) detail::fail(ErrorCode::InvalidState, "DeviceArrayView::device: the view is empty");
     return device_;

@@ -28,8 +28,11 @@ const char* toString(ErrorCode code) noexcept;
 /// The one exception type thrown by the library.
 class Error : public std::exception {
  public:
+  /// An error of kind `code`; `message` names the function, the value and the rule.
   Error(ErrorCode code, std::string message);
+  /// The kind of failure.
   ErrorCode code() const noexcept { return code_; }
+  /// The message, e.g. "GpuMatND::clone: the array is empty".
   const char* what() const noexcept override { return message_.c_str(); }
 
  private:

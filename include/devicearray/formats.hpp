@@ -46,127 +46,174 @@ enum class FormatId : int {
 };
 inline constexpr int kFormatCount = 14;
 
+/// A 3-D point (millimetres in the camera frame for point clouds); NaN in x, y and z
+/// marks a missing point.
 struct PointXYZ {
-  using ValueType = float;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::PointXYZ;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::PointXYZ;  ///< run-time identity
+  /// Coordinates in memory order.
+  ///@{
   float x, y, z;
+  ///@}
 };
 
 /// PointXYZ padded to 16 bytes for aligned vector loads; w is 1.
 struct PointXYZW {
-  using ValueType = float;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::PointXYZW;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::PointXYZW;  ///< run-time identity
+  /// Coordinates in memory order; w is 1.
+  ///@{
   float x, y, z, w;
+  ///@}
 };
 
 /// Depth map: the z coordinate only.
 struct PointZ {
-  using ValueType = float;
-  static constexpr int channels = 1;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::PointZ;
-  float z;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 1;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::PointZ;  ///< run-time identity
+  float z;  ///< the depth in millimetres (NaN = missing)
 };
 
 /// Signal-to-noise ratio of each point.
 struct SNR {
-  using ValueType = float;
-  static constexpr int channels = 1;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::SNR;
-  float value;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 1;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::SNR;  ///< run-time identity
+  float value;  ///< signal-to-noise ratio (>= 0)
 };
 
+/// A unit surface normal (NaN where none could be computed).
 struct NormalXYZ {
-  using ValueType = float;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::NormalXYZ;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::NormalXYZ;  ///< run-time identity
+  /// Coordinates in memory order.
+  ///@{
   float x, y, z;
+  ///@}
 };
 
+/// Linear-light 8-bit colour with alpha, in r, g, b, a order.
 struct ColorRGBA {
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorRGBA;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorRGBA;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t r, g, b, a;
+  ///@}
 };
 
+/// Linear-light 8-bit colour with alpha, in b, g, r, a order (OpenCV's).
 struct ColorBGRA {
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorBGRA;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorBGRA;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t b, g, r, a;
+  ///@}
 };
 
+/// sRGB-encoded 8-bit colour with linear alpha, in r, g, b, a order.
 struct ColorRGBA_SRGB {  // NOLINT(readability-identifier-naming): the seed's name
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorRGBA_SRGB;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorRGBA_SRGB;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t r, g, b, a;
+  ///@}
 };
 
+/// sRGB-encoded 8-bit colour with linear alpha, in b, g, r, a order.
 struct ColorBGRA_SRGB {  // NOLINT(readability-identifier-naming)
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorBGRA_SRGB;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorBGRA_SRGB;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t b, g, r, a;
+  ///@}
 };
 
 /// Linear-light colour in [0, 1] with linear alpha.
 struct ColorRGBAf {
-  using ValueType = float;
-  static constexpr int channels = 4;
-  static constexpr Depth depth = Depth::F32;
-  static constexpr FormatId id = FormatId::ColorRGBAf;
+  using ValueType = float;  ///< type of one channel value
+  static constexpr int channels = 4;  ///< channels per element
+  static constexpr Depth depth = Depth::F32;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorRGBAf;  ///< run-time identity
+  /// Channel values in memory order, in [0, 1].
+  ///@{
   float r, g, b, a;
+  ///@}
 };
 
+/// Linear-light 8-bit colour, in r, g, b order (3 bytes: not 4-byte aligned).
 struct ColorRGB {
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorRGB;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorRGB;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t r, g, b;
+  ///@}
 };
 
+/// Linear-light 8-bit colour, in b, g, r order (3 bytes: not 4-byte aligned).
 struct ColorBGR {
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorBGR;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorBGR;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t b, g, r;
+  ///@}
 };
 
+/// sRGB-encoded 8-bit colour, in r, g, b order.
 struct ColorRGB_SRGB {  // NOLINT(readability-identifier-naming)
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorRGB_SRGB;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorRGB_SRGB;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t r, g, b;
+  ///@}
 };
 
+/// sRGB-encoded 8-bit colour, in b, g, r order.
 struct ColorBGR_SRGB {  // NOLINT(readability-identifier-naming)
-  using ValueType = std::uint8_t;
-  static constexpr int channels = 3;
-  static constexpr Depth depth = Depth::U8;
-  static constexpr FormatId id = FormatId::ColorBGR_SRGB;
+  using ValueType = std::uint8_t;  ///< type of one channel value
+  static constexpr int channels = 3;  ///< channels per element
+  static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
+  static constexpr FormatId id = FormatId::ColorBGR_SRGB;  ///< run-time identity
+  /// Channel values in memory order (0..255).
+  ///@{
   std::uint8_t b, g, r;
+  ///@}
 };
 
 /// A compile-time list of formats.
 template <class... Formats>
 struct FormatList {
-  static constexpr std::size_t size = sizeof...(Formats);
-  /// Calls fn.template operator()<Format>() for each format, in order.
+  static constexpr std::size_t size = sizeof...(Formats);  ///< number of formats in the list
+  /// Calls `fn.template operator()<Format>()` for each format, in order.
   template <class Fn>
   static constexpr void forEach(Fn&& fn) {
     (fn.template operator()<Formats>(), ...);
@@ -204,15 +251,17 @@ inline constexpr bool isConvertible =
 
 /// Runtime description of a format.
 struct FormatInfo {
-  FormatId id;
+  FormatId id;            ///< which format
   std::string_view name;  ///< the C++ type name, e.g. "ColorRGBA_SRGB"
-  int channels;
-  Depth depth;
+  int channels;           ///< channels per element
+  Depth depth;            ///< Depth code of one channel value
   std::size_t bytes;      ///< bytes per element (sizeof the format struct)
-  bool isColor;
+  bool isColor;           ///< one of the nine colour formats
   bool isSRGB;            ///< values are sRGB-encoded (alpha stays linear)
   /// Channel index of r, g, b, a within an element (-1: absent); colour formats only.
+  ///@{
   int red, green, blue, alpha;
+  ///@}
 };
 
 namespace detail {
@@ -278,11 +327,11 @@ constexpr std::string_view toString(FormatId id) noexcept { return formatInfo(id
 /// The seed's layout of a DeviceArray: shape [H,W,C] | [H,W] | [N,C] | [N] and
 /// row-major strides (elements and bytes).
 struct ArrayLayout {
-  std::vector<int> shape;
+  std::vector<int> shape;           ///< [H, W, C] | [H, W] | [N, C] | [N]
   std::vector<int> strides;         ///< elements
-  std::vector<int> stridesInBytes;
+  std::vector<int> stridesInBytes;  ///< bytes
   std::size_t size = 0;             ///< points / pixels, not channels
-  std::size_t sizeInBytes = 0;
+  std::size_t sizeInBytes = 0;      ///< size * bytes per element
 };
 
 /// Layout of an organized height x width array of `format`. Does not allocate or block.

@@ -19,26 +19,37 @@ namespace devicearray {
 class GpuMat;
 namespace detail { class Allocation; }
 
+/// An N-dimensional array in device memory: cv::cuda::GpuMatND's interface, on CUDA
+/// and OpenCL. Copies share the memory; views (operator()(ranges)) share it too and
+/// keep it alive. Overloads without a Stream block; those with one enqueue on it and
+/// return at once (docs/stream-queue-context.md). Every failure throws Error.
 class GpuMatND {
  public:
-  using SizeArray = std::vector<int>;
-  using StepArray = std::vector<std::size_t>;
-  using IndexArray = std::vector<int>;
+  using SizeArray = std::vector<int>;          ///< one length per axis
+  using StepArray = std::vector<std::size_t>;  ///< bytes between neighbours along each axis
+  using IndexArray = std::vector<int>;         ///< one index per leading axis
 
   /// OpenCV's flag bits.
   static constexpr int MAGIC_VAL = 0x42FF0000;
-  static constexpr int CONTINUOUS_FLAG = 1 << 14;
-  static constexpr int SUBMATRIX_FLAG = 1 << 15;
+  static constexpr int CONTINUOUS_FLAG = 1 << 14;  ///< set when the elements are packed with no gaps
+  static constexpr int SUBMATRIX_FLAG = 1 << 15;   ///< set for views that do not cover the whole parent
 
+  /// An empty array.
   GpuMatND();
+  /// Copies and moves share the memory (no device work).
+  ///@{
   GpuMatND(const GpuMatND&) = default;
   GpuMatND(GpuMatND&&) noexcept = default;
   GpuMatND& operator=(const GpuMatND&) = default;
   GpuMatND& operator=(GpuMatND&&) noexcept = default;
+  ///@}
+  /// Drops this handle; the memory is released in stream order with the last one.
   ~GpuMatND();
 
   /// Allocates on defaultDevice(). Blocking only for the allocation itself.
   GpuMatND(SizeArray size, int type);
+  /// Allocates on `device` (contents uninitialized). Blocking only for the allocation.
+  /// Throws InvalidArgument (sizes, type), OutOfRange (byte count overflows), OutOfMemory.
   GpuMatND(SizeArray size, int type, const ComputeDevice& device);
   /// Wraps external CUDA memory (not freed by the library). The pointer must be CUDA
   /// device-accessible; `step` has dims-1 or dims entries or is empty (continuous).
@@ -72,11 +83,17 @@ class GpuMatND {
   /// Enqueued upload: returns without waiting.
   void upload(const HostMat& src, Stream& stream);
 
+  /// Bytes per element (all channels).
   std::size_t elemSize() const;
+  /// Bytes per channel value.
   std::size_t elemSize1() const;
+  /// True when the array has no memory.
   bool empty() const;
+  /// True for wrapped external memory (not freed by the library).
   bool external() const;
+  /// True when the elements are packed with no gaps.
   bool isContinuous() const;
+  /// True for a view that does not cover the whole parent.
   bool isSubmatrix() const;
   /// CUDA: device pointer of the first element (view offset included).
   /// OpenCL: throws Unsupported (use getOpenCLBuffer()).
@@ -91,25 +108,36 @@ class GpuMatND {
   /// Continuous clone of the 2-D plane at `idx`.
   GpuMat operator()(IndexArray idx, Range rowRange, Range colRange) const;
 
+  /// Drops this handle's reference (memory released in stream order with the last one).
   void release();
+  /// Exchanges the two handles (no device work).
   void swap(GpuMatND& m) noexcept;
 
+  /// Number of elements (product of the sizes).
   std::size_t total() const;
+  /// total() * elemSize().
   std::size_t totalMemSize() const;
+  /// OpenCV type code (depth and channels).
   int type() const;
+  /// Depth code of one channel value (a Depth as int).
   int depth() const;
+  /// Channels per element.
   int channels() const;
+  /// The device of the memory (an invalid handle when empty).
   ComputeDevice device() const;
+  /// The backend of the memory. Throws InvalidState when empty.
   ComputeBackend backend() const;
 
-  int flags = 0;
-  int dims = 0;
-  SizeArray size;
-  StepArray step;
+  int flags = 0;   ///< OpenCV-style flags: MAGIC_VAL, type code, CONTINUOUS / SUBMATRIX bits
+  int dims = 0;    ///< number of axes
+  SizeArray size;  ///< length of each axis
+  StepArray step;  ///< bytes between neighbours along each axis; step.back() == elemSize()
 
   /// Internal: shared storage and byte offset of the first element.
+  ///@{
   const std::shared_ptr<detail::Allocation>& allocation() const { return data_; }
   std::size_t offset() const { return offset_; }
+  ///@}
   /// Internal: a header over existing storage (used by DeviceArray, DLPack, GpuMat).
   static GpuMatND fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset,
                                  SizeArray size, int type, StepArray step);
@@ -125,67 +153,102 @@ class GpuMat {
  public:
   GpuMat();
   /// Allocates rows x cols of `type` on `device` (defaultDevice() when omitted).
+  ///@{
   GpuMat(int rows, int cols, int type);
   GpuMat(int rows, int cols, int type, const ComputeDevice& device);
+  ///@}
   /// Wraps external CUDA memory (not freed by the library).
   GpuMat(int rows, int cols, int type, void* data, std::size_t step);
   /// Wraps an external cl_mem (+ byte offset) of `device`'s context.
   GpuMat(int rows, int cols, int type, OpenCLBufferPtr data, const ComputeDevice& device, std::size_t step);
 
+  /// Allocates unless the matrix already has this size and type (OpenCV's rule).
   void create(int rows, int cols, int type);
+  /// Drops this handle's reference (memory released in stream order with the last one).
   void release();
 
+  /// Copies `src` (2-D) into this matrix, recreating it when size or type differ.
+  /// Without a stream: blocking; with one: enqueued there, returns at once.
+  ///@{
   void upload(const HostMat& src);
   void upload(const HostMat& src, Stream& stream);
+  ///@}
+  /// Copies this matrix to `dst` (in place when it has this size and type, else
+  /// recreated). Without a stream: blocking; with one: enqueued, `dst` valid after the
+  /// stream completes.
+  ///@{
   void download(HostMat& dst) const;
   void download(HostMat& dst, Stream& stream) const;
+  ///@}
+  /// A continuous deep copy. Without a stream: blocking; with one: enqueued, ready there.
+  ///@{
   GpuMat clone() const;
   GpuMat clone(Stream& stream) const;
+  ///@}
 
   /// Copies into `dst`: in place when it has this size and type, else recreates it
   /// on this device. Blocking / enqueued.
+  ///@{
   void copyTo(GpuMat& dst) const;
   void copyTo(GpuMat& dst, Stream& stream) const;
+  ///@}
   /// Sets every element to `value` (saturated to the depth). Returns *this.
+  ///@{
   GpuMat& setTo(Scalar value);
   GpuMat& setTo(Scalar value, Stream& stream);
+  ///@}
   /// dst = saturate_cast<rtype depth>(alpha * src + beta), per channel. rtype < 0
   /// keeps this depth; the channel count must match (or rtype may name only a depth).
+  ///@{
   void convertTo(GpuMat& dst, int rtype, double alpha = 1, double beta = 0) const;
   void convertTo(GpuMat& dst, int rtype, double alpha, double beta, Stream& stream) const;
   void convertTo(GpuMat& dst, int rtype, Stream& stream) const;
+  ///@}
 
   /// O(1) view of a rectangle; keeps the memory alive (when owned).
   GpuMat operator()(Range rowRange, Range colRange) const;
 
+  /// OpenCV type code (depth and channels).
   int type() const { return flags & detail::kTypeMask; }
+  /// Depth code of one channel value (a Depth as int).
   int depth() const { return static_cast<int>(depthOf(type())); }
+  /// Channels per element.
   int channels() const { return channelsOf(type()); }
+  /// Bytes per element (all channels).
   std::size_t elemSize() const;
+  /// Bytes per channel value.
   std::size_t elemSize1() const;
+  /// True when the rows follow each other without gaps.
   bool isContinuous() const { return (flags & GpuMatND::CONTINUOUS_FLAG) != 0; }
+  /// True for a view that does not cover the whole parent.
   bool isSubmatrix() const { return (flags & GpuMatND::SUBMATRIX_FLAG) != 0; }
+  /// True when the matrix has no memory.
   bool empty() const { return rows == 0 || !storage_; }
   /// True for headers over memory this GpuMat does not own (external / createGpuMatHeader).
   bool external() const;
+  /// The device of the memory (an invalid handle when empty).
   ComputeDevice device() const;
+  /// The backend of the memory. Throws InvalidState when empty.
   ComputeBackend backend() const;
+  /// OpenCL: the cl_mem and byte offset of element (0,0). CUDA: throws Unsupported.
   OpenCLBufferPtr getOpenCLBuffer() const;
   /// This matrix as a 2-D GpuMatND sharing its storage.
   GpuMatND asGpuMatND() const;
 
-  int flags = 0;
-  int rows = 0;
-  int cols = 0;
-  std::size_t step = 0;
+  int flags = 0;          ///< OpenCV-style flags: type code, CONTINUOUS / SUBMATRIX bits
+  int rows = 0;           ///< number of rows
+  int cols = 0;           ///< number of columns
+  std::size_t step = 0;   ///< bytes from one row to the next
   /// CUDA device pointer of element (0,0); nullptr on OpenCL.
   uchar* data = nullptr;
 
-  /// Internal.
+  /// Internal: storage, byte offset of element (0,0), and a header over existing storage.
+  ///@{
   const std::shared_ptr<detail::Allocation>& allocation() const { return storage_; }
   std::size_t offset() const { return offset_; }
   static GpuMat fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows,
                                int cols, int type, std::size_t step);
+  ///@}
 
  private:
   std::shared_ptr<detail::Allocation> storage_;

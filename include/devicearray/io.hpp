@@ -34,7 +34,7 @@ namespace devicearray {
 /// height * width. Unorganized clouds have height == width == 0 and size() points.
 /// Every attribute array is either empty (the attribute is absent) or holds exactly
 /// size() × its channel count values, point after point (the same interleaved,
-/// row-major order as DeviceArray<PointXYZ>, <ColorRGBA_SRGB>, <SNR>, <NormalXYZ>).
+/// row-major order as `DeviceArray<PointXYZ>`, `<ColorRGBA_SRGB>`, `<SNR>`, `<NormalXYZ>`).
 struct HostPointCloud {
   int height = 0;                  ///< rows of an organized cloud; 0 when unorganized
   int width = 0;                   ///< columns of an organized cloud; 0 when unorganized
@@ -49,13 +49,18 @@ struct HostPointCloud {
   static HostPointCloud organized(int height, int width, bool withColors = false, bool withSNR = false,
                                   bool withNormals = false);
 
+  /// True when height and width are both positive.
   bool isOrganized() const noexcept { return height > 0 && width > 0; }
   /// Number of points (valid or missing): xyz.size() / 3.
   std::size_t size() const noexcept { return xyz.size() / 3; }
+  /// True when the cloud has no points.
   bool empty() const noexcept { return xyz.empty(); }
+  /// Whether the attribute is present (its array is not empty).
+  ///@{
   bool hasColors() const noexcept { return !rgba.empty(); }
   bool hasSNR() const noexcept { return !snr.empty(); }
   bool hasNormals() const noexcept { return !normals.empty(); }
+  ///@}
   /// Points whose x, y and z are all finite.
   std::size_t validCount() const noexcept;
   /// True when point `i` has finite x, y and z. Precondition: i < size().
@@ -77,27 +82,35 @@ struct HostPointCloud {
 /// type makeType(bitDepth == 8 ? Depth::U8 : Depth::U16, channels) and the file
 /// functions take care of PNG's big-endian order.
 struct HostImage {
-  int height = 0;
-  int width = 0;
+  int height = 0;    ///< rows
+  int width = 0;     ///< pixels per row
   int channels = 0;  ///< 1, 3 or 4
   int bitDepth = 8;  ///< 8 or 16
-  std::vector<std::uint8_t> data;
+  std::vector<std::uint8_t> data;  ///< the samples, row after row (16-bit ones in host byte order)
 
+  /// An empty image.
   HostImage() = default;
   /// A zero-filled (black, transparent) image. Throws InvalidArgument for non-positive
   /// sizes, channels not in {1, 3, 4} or bitDepth not in {8, 16}; OutOfRange when the
   /// byte count overflows.
   HostImage(int height, int width, int channels, int bitDepth = 8);
 
+  /// True when the image has no data.
   bool empty() const noexcept { return data.empty(); }
+  /// 1 (8-bit) or 2 (16-bit).
   std::size_t bytesPerSample() const noexcept { return bitDepth == 16 ? 2 : 1; }
+  /// bytesPerSample() * channels.
   std::size_t bytesPerPixel() const noexcept { return bytesPerSample() * static_cast<std::size_t>(channels); }
+  /// bytesPerPixel() * width (rows are tightly packed).
   std::size_t rowBytes() const noexcept { return bytesPerPixel() * static_cast<std::size_t>(width); }
+  /// rowBytes() * height.
   std::size_t sizeInBytes() const noexcept { return rowBytes() * static_cast<std::size_t>(height); }
 
   /// Start of row `y` (unchecked; use validate() first).
+  ///@{
   std::uint8_t* row(int y) noexcept { return data.data() + rowBytes() * static_cast<std::size_t>(y); }
   const std::uint8_t* row(int y) const noexcept { return data.data() + rowBytes() * static_cast<std::size_t>(y); }
+  ///@}
 
   /// Sample `c` of pixel (y, x) as an integer in [0, 255] or [0, 65535]. Throws
   /// OutOfRange for coordinates outside the image.
@@ -169,12 +182,12 @@ bool pngSupported() noexcept;
 /// A pinhole camera: pixel (u, v) = (fx * x / z + cx, fy * y / z + cy), with the pixel
 /// centre of column c at u = c (so cx = (width - 1) / 2 centres the optical axis).
 struct PinholeCamera {
-  int width = 1920;
-  int height = 1200;
-  double fx = 1650.0;
-  double fy = 1650.0;
-  double cx = 959.5;
-  double cy = 599.5;
+  int width = 1920;    ///< image columns
+  int height = 1200;   ///< image rows
+  double fx = 1650.0;  ///< horizontal focal length, pixels
+  double fy = 1650.0;  ///< vertical focal length, pixels
+  double cx = 959.5;   ///< principal point, column
+  double cy = 599.5;   ///< principal point, row
 
   /// A camera of width × height pixels with the given horizontal field of view
   /// (degrees, 1..179), square pixels and a centred principal point. Throws
@@ -190,14 +203,14 @@ struct PinholeCamera {
 /// 1.1 m above a floor, looking down at about 40°, with a projector 150 mm to the
 /// right of the camera (whose shadows become holes, like on a real camera).
 struct SynthOptions {
-  PinholeCamera camera = PinholeCamera::withFieldOfView(1920, 1200, 60.0);
+  PinholeCamera camera = PinholeCamera::withFieldOfView(1920, 1200, 60.0);  ///< the 3-D camera's intrinsics
   std::uint64_t seed = 1;               ///< same seed, same options => bit-identical cloud
   double projectorBaselineMm = 150.0;   ///< projector offset along +x; 0 disables shadows
   double depthNoiseCoefficient = 4e-7;  ///< sigma_z = coefficient * z^2 (z in mm): 0.4 mm at 1 m
   double dropoutProbability = 0.002;    ///< random missing pixels, in [0, 1]
   float minSNR = 2.0f;                  ///< pixels whose SNR falls below this are missing
-  bool withColors = true;
-  bool withSNR = true;
+  bool withColors = true;  ///< give the cloud colours
+  bool withSNR = true;     ///< give the cloud SNR values
   bool withNormals = false;  ///< the exact surface normals (a camera computes them later)
   /// Called with the fraction done (0..1) from the calling thread, a few hundred times
   /// at most; may be empty.
@@ -237,13 +250,16 @@ enum class RenderProjection {
   pinhole,    ///< project through a pinhole camera with a z-buffer, splatting each point
 };
 
+/// What renderCloud() draws and how.
 struct RenderOptions {
-  RenderView view = RenderView::color;
-  RenderProjection projection = RenderProjection::automatic;
+  RenderView view = RenderView::color;                        ///< what to show
+  RenderProjection projection = RenderProjection::automatic;  ///< how points map to pixels
   /// Output size of one view; 0 = the cloud's grid size (organized) or 1280 × 800
   /// (unorganized), keeping the other axis' aspect ratio when only one is given.
+  ///@{
   int width = 0;
   int height = 0;
+  ///@}
   /// Pinhole projection only. When fx > 0 this camera is used as given (the cloud is in
   /// its frame) and its width × height is the size of one view. When fx <= 0 a camera
   /// looking along +z is fitted so that every valid point is in the picture: at the

@@ -49,11 +49,11 @@ constexpr Matrix4x4 identityMatrix4x4() { return {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 
 /// A point p is inside when its projections onto A - O and B - O lie within
 /// [0, |A - O|] and [0, |B - O|] and (p - O) . n lies within [minExtent, maxExtent].
 struct RegionOfInterestBox {
-  PointXYZ origin{0, 0, 0};
-  PointXYZ pointA{0, 0, 0};
-  PointXYZ pointB{0, 0, 0};
-  float minExtent = 0;
-  float maxExtent = 0;
+  PointXYZ origin{0, 0, 0};  ///< O, a corner of the base
+  PointXYZ pointA{0, 0, 0};  ///< A: O -> A is one edge of the base
+  PointXYZ pointB{0, 0, 0};  ///< B: O -> B is the other edge of the base
+  float minExtent = 0;       ///< lower bound of (p - O) . n
+  float maxExtent = 0;       ///< upper bound of (p - O) . n
 };
 
 class UnorganizedPointCloud;
@@ -88,20 +88,32 @@ class PointCloud {
   /// Throws InvalidState for an empty cloud.
   HostPointCloud toHost() const;
 
+  /// Rows of the cloud (0 when empty).
   int height() const noexcept { return height_; }
+  /// Columns of the cloud (0 when empty).
   int width() const noexcept { return width_; }
   /// height() * width() points (valid or missing).
   std::size_t size() const noexcept { return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_); }
+  /// True for a default-constructed cloud.
   bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  /// Whether the cloud has colours / SNR values.
+  ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
   bool hasSNRs() const noexcept { return snrs_.isValid(); }
+  ///@}
   /// Throws InvalidState for an empty cloud.
   ComputeDevice device() const;
 
   // ---- data access: each returns a new array (a copy), computed on `sq` ----
+  /// The points as a new organized array (a copy: writing it leaves the cloud alone),
+  /// allocated and computed on `sq`; returns without blocking, ready on `sq`. PointXYZW
+  /// has w = 1; PointZ keeps z only. Missing points are NaN. Throws InvalidState for an
+  /// empty cloud, InvalidArgument for a stream of another device or backend.
+  ///@{
   DeviceArray<PointXYZ> devicePointsXYZ(StreamOrQueue sq) const;
   DeviceArray<PointXYZW> devicePointsXYZW(StreamOrQueue sq) const;
   DeviceArray<PointZ> devicePointsZ(StreamOrQueue sq) const;
+  ///@}
   /// Throws InvalidState when the cloud has no SNR.
   DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
   /// Unit normals (API.md §7), oriented towards the camera. The camera is where the
@@ -120,17 +132,21 @@ class PointCloud {
   /// Replaces the cloud by its k x k block reduction (API.md §7); the new size is
   /// floor(H/k) x floor(W/k). Throws InvalidArgument when that is 0 x something, or for
   /// an invalid enum value.
+  ///@{
   void downsample(Downsampling d);
   void downsample(Downsampling d, StreamOrQueue sq);
   PointCloud downsampled(Downsampling d) const;
   PointCloud downsampled(Downsampling d, StreamOrQueue sq) const;
+  ///@}
 
   /// Applies `m` (affine, finite) to the valid points and sets transformationMatrix()
   /// to m * transformationMatrix().
+  ///@{
   void transform(const Matrix4x4& m);
   void transform(const Matrix4x4& m, StreamOrQueue sq);
   PointCloud transformed(const Matrix4x4& m) const;
   PointCloud transformed(const Matrix4x4& m, StreamOrQueue sq) const;
+  ///@}
   /// The product of all transforms applied since construction (identity at first).
   const Matrix4x4& transformationMatrix() const noexcept { return transform_; }
 
@@ -138,6 +154,7 @@ class PointCloud {
   /// byte per pixel (non-zero = keep): a GpuMatND of type makeType(Depth::U8, 1) of size
   /// {H, W} on this device (row steps allowed), or host data. Size or type mismatch →
   /// InvalidArgument.
+  ///@{
   void mask(const GpuMatND& mask);
   void mask(const GpuMatND& mask, StreamOrQueue sq);
   void mask(const HostMat& mask);
@@ -146,24 +163,31 @@ class PointCloud {
   PointCloud masked(const GpuMatND& mask) const;
   PointCloud masked(const GpuMatND& mask, StreamOrQueue sq) const;
   PointCloud masked(const HostMat& mask) const;
+  ///@}
 
   /// Points outside `box` become missing. Degenerate boxes (coincident or collinear
   /// O, A, B; minExtent > maxExtent; non-finite values) → InvalidArgument.
+  ///@{
   void maskByRegionOfInterest(const RegionOfInterestBox& box);
   void maskByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq);
   PointCloud maskedByRegionOfInterest(const RegionOfInterestBox& box) const;
   PointCloud maskedByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) const;
+  ///@}
 
   /// The valid points in row-major order (exclusive scan of validity + scatter), with
   /// their colour and SNR and this cloud's transformationMatrix(). The stream overload
   /// enqueues everything on `sq` and then blocks once to read the point count.
+  ///@{
   UnorganizedPointCloud toUnorganizedPointCloud() const;
   UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
+  ///@}
 
   /// Internal: the stored arrays (shared, not copied).
+  ///@{
   const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
   const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
   const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
+  ///@}
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
@@ -196,16 +220,23 @@ class UnorganizedPointCloud {
   /// Downloads an unorganized HostPointCloud (sRGB colours). Blocking.
   HostPointCloud toHost() const;
 
+  /// Number of points.
   std::size_t size() const noexcept { return xyz_.size(); }
+  /// True for a cloud without points.
   bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  /// Whether the cloud has colours / SNR values.
+  ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
   bool hasSNRs() const noexcept { return snrs_.isValid(); }
+  ///@}
   /// Throws InvalidState when the cloud has never been on a device.
   ComputeDevice device() const;
 
   /// Copies computed on `sq`; empty arrays for a cloud of 0 points.
+  ///@{
   DeviceArray<PointXYZ> devicePointsXYZ(StreamOrQueue sq) const;
   DeviceArray<PointXYZW> devicePointsXYZW(StreamOrQueue sq) const;
+  ///@}
   /// Throws InvalidState when the cloud (with points) has no SNR.
   DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
   /// Throws InvalidState when the cloud (with points) has no colours.
@@ -224,43 +255,58 @@ class UnorganizedPointCloud {
   /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
   /// size so small that an axis needs 2^21 - 1 or more voxels. The stream overload
   /// blocks once, to read the voxel count.
+  ///@{
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel) const;
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
+  ///@}
 
   /// As PointCloud::transform (affine, accumulated into transformationMatrix()).
+  ///@{
   void transform(const Matrix4x4& m);
   void transform(const Matrix4x4& m, StreamOrQueue sq);
   UnorganizedPointCloud transformed(const Matrix4x4& m) const;
   UnorganizedPointCloud transformed(const Matrix4x4& m, StreamOrQueue sq) const;
+  ///@}
+  /// The product of all transforms applied since construction (identity at first).
   const Matrix4x4& transformationMatrix() const noexcept { return transform_; }
 
   /// Appends `other`'s points (new arrays; this cloud's transformationMatrix() is
   /// kept). Both must be on the same device (else InvalidArgument) and have the same
   /// attributes (colours, SNR) unless one has no points. Blocking / on `sq`.
+  ///@{
   void extend(const UnorganizedPointCloud& other);
   void extend(const UnorganizedPointCloud& other, StreamOrQueue sq);
+  ///@}
 
   /// Sets every point's colour (adds colours if the cloud has none; new array, so
   /// copies of the cloud keep theirs).
+  ///@{
   void paintUniformColor(ColorRGBA color);
   void paintUniformColor(ColorRGBA color, StreamOrQueue sq);
+  ///@}
 
   /// Mean of the valid points, computed on the device in double precision. Blocking
   /// (the stream overload waits for its own reduction only). Throws InvalidState when
   /// the cloud has no valid point.
+  ///@{
   std::array<float, 3> centroid() const;
   std::array<float, 3> centroid(StreamOrQueue sq) const;
+  ///@}
   /// Translates the cloud so that its centroid is at the origin. The translation is a
   /// transform like any other: it is accumulated into transformationMatrix(). Blocking.
+  ///@{
   void center();
   void center(StreamOrQueue sq);
+  ///@}
 
-  /// Internal.
+  /// Internal: assembles a cloud from its parts, and the stored arrays (shared, not copied).
+  ///@{
   static UnorganizedPointCloud fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
                                          DeviceArray<SNR> snrs, const Matrix4x4& transform);
   const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
   const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
   const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
+  ///@}
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
@@ -294,9 +340,13 @@ class Frame2D {
   /// InvalidArgument when the image fails validate() or is empty.
   static Frame2D fromHost(const HostImage& image, const ComputeDevice& device = ComputeDevice::defaultDevice());
 
+  /// Rows (0 when empty).
   int height() const noexcept { return image_.height(); }
+  /// Columns (0 when empty).
   int width() const noexcept { return image_.width(); }
+  /// height() * width() pixels.
   std::size_t size() const noexcept { return image_.size(); }
+  /// True for a default-constructed frame.
   bool isEmpty() const noexcept { return image_.isEmpty(); }
   /// Throws InvalidState for an empty frame.
   ComputeDevice device() const;

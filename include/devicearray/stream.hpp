@@ -30,12 +30,16 @@ class Stream {
   /// Makes later work on this stream wait for `event` (no host sync).
   void waitEvent(const Event& event);
 
+  /// The native handle (cudaStream_t or cl_command_queue) as a StreamOrQueue.
   StreamOrQueue handle() const;
+  /// handle(), so a Stream can be passed wherever a StreamOrQueue is taken.
   operator StreamOrQueue() const { return handle(); }  // NOLINT(google-explicit-constructor)
+  /// The device the stream belongs to.
   ComputeDevice device() const;
 
   /// Internal: the backend object.
   const std::shared_ptr<detail::QueueImpl>& impl() const { return impl_; }
+  /// Internal: wraps a backend queue object.
   explicit Stream(std::shared_ptr<detail::QueueImpl> impl);
 
  private:
@@ -45,6 +49,8 @@ class Stream {
 /// A marker in a stream (cudaEvent_t with timing / cl_event of a marker).
 class Event {
  public:
+  /// An unrecorded event of `device` (recorded by record()). Throws InvalidState for an
+  /// invalid device handle.
   explicit Event(const ComputeDevice& device);
   /// Captures the work enqueued on `stream` so far. Non-blocking.
   void record(const Stream& stream);

@@ -42,25 +42,36 @@ constexpr bool isValidType(int type) { return type >= 0 && type <= detail::kType
 
 /// Half-open interval [start, end) along one axis, with OpenCV's meaning.
 struct Range {
-  int start = 0;
-  int end = 0;
+  int start = 0;  ///< first index of the interval
+  int end = 0;    ///< one past the last index
+  /// The empty interval [0, 0).
   Range() = default;
+  /// The interval [s, e). Not validated here: functions taking a Range check it
+  /// against their axis and throw OutOfRange.
   Range(int s, int e) : start(s), end(e) {}
   /// The whole axis (OpenCV's Range::all(): start == INT_MIN, end == INT_MAX).
   static Range all() { return Range(INT_MIN, INT_MAX); }
+  /// end - start (meaningless for all()).
   int size() const { return end - start; }
+  /// True when the interval holds no index.
   bool empty() const { return start == end; }
+  /// True for Range::all().
   bool isAll() const { return start == INT_MIN && end == INT_MAX; }
   friend bool operator==(const Range& a, const Range& b) { return a.start == b.start && a.end == b.end; }
 };
 
 /// Up to four channel values, like cv::Scalar: Scalar{b, g, r, a}; unspecified values are 0.
 struct Scalar {
-  double val[4] = {0, 0, 0, 0};
+  double val[4] = {0, 0, 0, 0};  ///< channel values 0..3
+  /// All four values 0.
   constexpr Scalar() = default;
+  /// Values for channels 0..3; unspecified ones are 0.
   constexpr Scalar(double v0, double v1 = 0, double v2 = 0, double v3 = 0) : val{v0, v1, v2, v3} {}
+  /// `v` in all four channels.
   static constexpr Scalar all(double v) { return Scalar(v, v, v, v); }
+  /// Value of channel `i` (0..3, unchecked, as cv::Scalar).
   constexpr double operator[](int i) const { return val[i]; }
+  /// Value of channel `i` (0..3, unchecked, as cv::Scalar).
   constexpr double& operator[](int i) { return val[i]; }
 };
 
