@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev libdlpack-dev
   python3-venv python3-dev
   libopencv-dev
+  doxygen
 )
 
 missing=()
