@@ -1,0 +1,212 @@
+// The point-cloud pipeline of a 3-D camera frame on every device: each stage alone
+// and the whole chain
+//   downsample 2x2 -> normals -> transform -> ROI box -> unorganize -> voxel grid
+// on a 1920x1200 synthetic scene (io.hpp synthesizeScene, the default camera).
+//
+// Each stage runs on the output of the stages before it, prepared once outside the
+// timed loop. Times are device-event spans around the stage's calls on one stream
+// (manual time); stages that read a count back (unorganize, voxel, pipeline) block
+// the host inside that span, so the span is their latency as a caller sees it. The
+// host wall-clock time of the same span is reported as host_us.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+
+namespace da = devicearray;
+
+namespace {
+
+constexpr float kVoxelMm = 10.0f;
+
+const da::HostPointCloud& scene() {
+  static const da::HostPointCloud cloud = da::synthesizeScene(da::SynthOptions{});
+  return cloud;
+}
+
+// A rigid camera-to-robot pose: a 40-degree tilt about x (the default camera looks
+// down at about 40 degrees) and a translation, in millimetres.
+da::Matrix4x4 pose() {
+  const float c = std::cos(0.6981317f), s = std::sin(0.6981317f);
+  return {1, 0, 0, 25.0f, 0, c, -s, 300.0f, 0, s, c, -1100.0f, 0, 0, 0, 1};
+}
+
+// Inverse of a rigid transform [R t; 0 1]: [R^T  -R^T t; 0 1].
+da::Matrix4x4 inverseRigid(const da::Matrix4x4& m) {
+  da::Matrix4x4 inv{};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) inv[4 * r + c] = m[4 * c + r];
+  for (int r = 0; r < 3; ++r)
+    inv[4 * r + 3] = -(inv[4 * r] * m[3] + inv[4 * r + 1] * m[7] + inv[4 * r + 2] * m[11]);
+  inv[15] = 1;
+  return inv;
+}
+
+// The central box of the transformed scene: between the 25th and 75th percentile of
+// the valid points along each axis, so the ROI keeps a realistic part of the frame.
+da::RegionOfInterestBox centralBox() {
+  const da::HostPointCloud& cloud = scene();
+  const da::Matrix4x4 m = pose();
+  std::array<std::vector<float>, 3> axes;
+  for (std::size_t i = 0; i < cloud.size(); ++i) {
+    if (!cloud.isValid(i)) continue;
+    const float* p = &cloud.xyz[3 * i];
+    for (int r = 0; r < 3; ++r) axes[r].push_back(m[4 * r] * p[0] + m[4 * r + 1] * p[1] + m[4 * r + 2] * p[2] + m[4 * r + 3]);
+  }
+  std::array<float, 3> lo{}, hi{};
+  for (int r = 0; r < 3; ++r) {
+    std::vector<float>& v = axes[r];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 4), v.end());
+    lo[r] = v[v.size() / 4];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(3 * v.size() / 4), v.end());
+    hi[r] = v[3 * v.size() / 4];
+  }
+  da::RegionOfInterestBox box;
+  box.origin = {lo[0], lo[1], lo[2]};
+  box.pointA = {hi[0], lo[1], lo[2]};
+  box.pointB = {lo[0], hi[1], lo[2]};  // base normal (A-O) x (B-O) is +z
+  box.minExtent = 0;
+  box.maxExtent = std::max(hi[2] - lo[2], 1.0f);
+  return box;
+}
+
+// Device-event time per iteration (manual time) and the host wall-clock time of the
+// same span as the host_us counter.
+template <class Body>
+void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
+  const da::ComputeDevice device = stream.device();
+  body();  // warm-up: program builds, pools, scratch buffers
+  stream.waitForCompletion();
+  double hostSeconds = 0;
+  for (auto _ : state) {
+    da::Event start(device), stop(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    start.record(stream);
+    body();
+    stop.record(stream);
+    stop.waitForCompletion();
+    hostSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e-3);
+  }
+  state.counters["host_us"] =
+      state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
+}
+
+// The clouds each stage starts from, built with the stages before it.
+struct Inputs {
+  da::PointCloud full;         ///< 1920 x 1200 as uploaded
+  da::PointCloud downsampled;  ///< 960 x 600
+  da::PointCloud transformed;  ///< downsampled, then transformed
+  da::PointCloud masked;       ///< transformed, then ROI-masked
+  da::UnorganizedPointCloud unorganized;
+};
+
+Inputs prepare(const da::ComputeDevice& device, const da::RegionOfInterestBox& box) {
+  Inputs in;
+  in.full = da::PointCloud::fromHost(scene(), device);
+  in.downsampled = in.full.downsampled(da::Downsampling::by2x2);
+  in.transformed = in.downsampled.transformed(pose());
+  in.masked = in.transformed.maskedByRegionOfInterest(box);
+  in.unorganized = in.masked.toUnorganizedPointCloud();
+  return in;
+}
+
+enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline };
+
+void stage(benchmark::State& state, da::ComputeDevice device, Stage which) {
+  const da::RegionOfInterestBox box = centralBox();
+  Inputs in = prepare(device, box);
+  da::Stream stream(device);
+  const da::Matrix4x4 m = pose();
+  const da::Matrix4x4 back = inverseRigid(m);
+  std::size_t pointsOut = 0;
+  switch (which) {
+    case Stage::downsample:
+      timeStage(state, stream, [&] {
+        const da::PointCloud out = in.full.downsampled(da::Downsampling::by2x2, stream);
+        pointsOut = out.size();
+      });
+      break;
+    case Stage::normals:
+      timeStage(state, stream, [&] {
+        const auto normals = in.downsampled.deviceNormalsXYZ(stream);
+        pointsOut = normals.size();
+      });
+      break;
+    case Stage::transform: {
+      // In place, as the pipeline does; alternating with the inverse keeps the points
+      // where they are instead of drifting away over thousands of iterations.
+      da::PointCloud cloud = in.downsampled.transformed(m);
+      bool forward = false;
+      timeStage(state, stream, [&] {
+        cloud.transform(forward ? m : back, stream);
+        forward = !forward;
+      });
+      pointsOut = cloud.size();
+      break;
+    }
+    case Stage::roi: {
+      // Masking in place is idempotent: every iteration tests every point again.
+      // (`in` belongs to this run, so masking its shared memory disturbs nothing.)
+      da::PointCloud cloud = in.transformed;
+      timeStage(state, stream, [&] { cloud.maskByRegionOfInterest(box, stream); });
+      pointsOut = cloud.size();
+      break;
+    }
+    case Stage::unorganize:
+      timeStage(state, stream, [&] {
+        const da::UnorganizedPointCloud out = in.masked.toUnorganizedPointCloud(stream);
+        pointsOut = out.size();
+      });
+      break;
+    case Stage::voxel:
+      timeStage(state, stream, [&] {
+        const da::UnorganizedPointCloud out = in.unorganized.voxelDownsampled(kVoxelMm, 1, stream);
+        pointsOut = out.size();
+      });
+      break;
+    case Stage::pipeline:
+      timeStage(state, stream, [&] {
+        da::PointCloud cloud = in.full.downsampled(da::Downsampling::by2x2, stream);
+        const auto normals = cloud.deviceNormalsXYZ(stream);
+        cloud.transform(m, stream);
+        cloud.maskByRegionOfInterest(box, stream);
+        const da::UnorganizedPointCloud points = cloud.toUnorganizedPointCloud(stream);
+        const da::UnorganizedPointCloud voxels = points.voxelDownsampled(kVoxelMm, 1, stream);
+        benchmark::DoNotOptimize(normals.devicePointer());
+        pointsOut = voxels.size();
+      });
+      break;
+  }
+  state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline
+                                                        ? in.full.size()
+                                                        : which == Stage::voxel ? in.unorganized.size()
+                                                                                : in.downsampled.size());
+  state.counters["points_out"] = static_cast<double>(pointsOut);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::pair<const char*, Stage> stages[] = {
+      {"pc_downsample_2x2", Stage::downsample}, {"pc_normals", Stage::normals},
+      {"pc_transform", Stage::transform},       {"pc_roi", Stage::roi},
+      {"pc_unorganize", Stage::unorganize},     {"pc_voxel", Stage::voxel},
+      {"pc_pipeline", Stage::pipeline},
+  };
+  for (const auto& device : da::ComputeDevice::all())
+    for (const auto& [name, which] : stages)
+      benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device)).c_str(), stage, device,
+                                   which)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,214 @@
+"""bench/compare.py's parsing, target checks and report, on canned Google Benchmark
+JSON whose expected ratios are worked out by hand below (no device, no peers)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("da_compare", ROOT / "bench" / "compare.py")
+compare = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = compare  # dataclasses look their module up while it executes
+_spec.loader.exec_module(compare)
+
+GIB = 1 << 30
+LARGE = 1 << 26
+FRAME = 1920 * 1200
+
+
+def entry(name, real_time, unit="ns", bps=None, run_type="iteration", **extra):
+    e = {"name": name, "run_name": name, "run_type": run_type, "iterations": 100, "real_time": real_time,
+         "cpu_time": real_time, "time_unit": unit}
+    if bps is not None:
+        e["bytes_per_second"] = bps
+    e.update(extra)
+    return e
+
+
+def canned_docs():
+    """Two documents as core_bench and convert/pointcloud/dlpack_bench write them."""
+    core = {
+        "context": {"host_name": "h200-box", "num_cpus": 16, "library_build_type": "release"},
+        "benchmarks": [
+            entry("allocate/cuda0/1024", 1700), entry("allocate/cuda0/1048576", 1640),
+            entry("allocate/cuda0/268435456", 1690),
+            entry("clone_continuous/cuda0/1048576/manual_time", 12366, bps=169.6e9),
+            entry(f"clone_continuous/cuda0/{GIB}/manual_time", 513000, bps=4186.5e9),
+            entry(f"clone_xyz_of_xyzw/cuda0/{GIB}/manual_time", 575000, bps=2800.9e9),
+            entry(f"clone_roi/cuda0/{GIB}/manual_time", 133000, bps=4041.9e9),
+            entry(f"upload_pinned/cuda0/{GIB}/manual_time", 19380000, bps=55.4e9),
+            entry(f"download_pinned/cuda0/{GIB}/manual_time", 19400000, bps=55.3e9),
+            entry(f"upload_pageable/cuda0/{GIB}/manual_time", 132000000, bps=8.1e9),
+            entry(f"download_pageable/cuda0/{GIB}/manual_time", 78000000, bps=13.7e9),
+            # Another device of the same run: ignored when cuda0 is reported.
+            entry(f"clone_continuous/opencl1/{GIB}/manual_time", 600000, bps=3500e9),
+            entry("baseline_cudaMemcpyAsync_d2d/cuda0/1048576/manual_time", 6400, bps=327.4e9),
+            entry(f"baseline_cudaMemcpyAsync_d2d/cuda0/{GIB}/manual_time", 514000, bps=4176.0e9),
+            entry(f"baseline_cudaMemcpyAsync_h2d_pinned/cuda0/{GIB}/manual_time", 19380000, bps=55.4e9),
+            entry(f"baseline_cudaMemcpyAsync_d2h_pinned/cuda0/{GIB}/manual_time", 19400000, bps=55.3e9),
+            entry(f"baseline_cudaMemcpy_h2d_pageable/cuda0/{GIB}/manual_time", 53600000, bps=20.0e9),
+            entry(f"baseline_cudaMemcpy_d2h_pageable/cuda0/{GIB}/manual_time", 76600000, bps=14.0e9),
+            entry("baseline_cudaMallocAsync_pair/cuda0/1024", 670),
+        ],
+    }
+    other = {
+        "context": {},
+        "benchmarks": [
+            entry(f"convert_XYZW_to_XYZW/cuda0/{LARGE}/manual_time", 511000, bps=4.2e12),
+            entry(f"convert_XYZ_to_Z/cuda0/{LARGE}/manual_time", 245000, bps=4.38e12),
+            entry(f"convert_XYZ_to_XYZW/cuda0/{LARGE}/manual_time", 944000, bps=1.99e12),
+            entry(f"convert_XYZ_to_XYZW/cuda0/{FRAME}/manual_time", 30000, bps=2.15e12),
+            entry(f"convert_alloc_XYZ_to_XYZW/cuda0/{FRAME}/manual_time", 22.5, unit="us", bps=2.9e12,
+                  device_us=18.0, elements=FRAME),
+            entry(f"convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time", 0, error_occurred=True,
+                  error_message="out of memory"),
+            entry("pc_pipeline/cuda0/manual_time", 850, unit="us", host_us=870.0, points_in=FRAME, points_out=3315),
+            # Three repetitions plus their aggregates: the median aggregate is taken.
+            entry("dlpack_export/cuda0", 3.0, unit="us", repetitions=3),
+            entry("dlpack_export/cuda0", 9.0, unit="us", repetitions=3),
+            entry("dlpack_export/cuda0", 4.0, unit="us", repetitions=3),
+            entry("dlpack_export/cuda0_mean", 5.33, unit="us", run_type="aggregate", aggregate_name="mean"),
+            entry("dlpack_export/cuda0_median", 4.0, unit="us", run_type="aggregate", aggregate_name="median"),
+            # Repetitions without aggregates: the median of the iteration entries.
+            entry("dlpack_import/cuda0", 30.0, unit="us"), entry("dlpack_import/cuda0", 10.0, unit="us"),
+            entry("dlpack_import/cuda0", 20.0, unit="us"),
+        ],
+    }
+    # Google Benchmark names aggregates "<run_name>_<aggregate>" but keeps run_name.
+    for e in other["benchmarks"]:
+        if e["run_type"] == "aggregate":
+            e["run_name"] = "dlpack_export/cuda0"
+    return [core, other]
+
+
+def with_peers(m):
+    """Peer figures as measure_torch would add them."""
+    m.add(compare.Result("torch", "clone_xyz_of_xyzw", GIB, 1.0, 0.9e12))  # ours 2800.9 / 900 = 3.11
+    m.add(compare.Result("torch", "clone_roi", GIB, 1.0, 1.5e12))  # ours 4041.9 / 1500 = 2.69
+    m.add(compare.Result("torch", "convert_XYZ_to_XYZW", LARGE, 1.0, 0.9e12))  # 1990 / 900 = 2.21
+    return m
+
+
+def by_target(verdicts):
+    return {v.target: v for v in verdicts}
+
+
+def test_split_name_strips_google_benchmark_suffixes():
+    assert compare.split_name("clone_roi/cuda0/1048576/manual_time") == ("clone_roi", "cuda0", 1048576)
+    assert compare.split_name("pc_pipeline/opencl0/manual_time") == ("pc_pipeline", "opencl0", None)
+    assert compare.split_name("allocate/cuda1/1024/min_time:0.010/real_time") == ("allocate", "cuda1", 1024)
+    assert compare.split_name("dlpack_export/cuda0") == ("dlpack_export", "cuda0", None)
+
+
+def test_parse_takes_medians_converts_units_and_lists_errors():
+    rows, errors = compare.parse_benchmark_json(canned_docs()[1])
+    got = {(op, dev, arg): (sec, bps, counters) for op, dev, arg, sec, bps, counters in rows}
+    assert got[("dlpack_export", "cuda0", None)][0] == pytest.approx(4.0e-6)
+    assert got[("dlpack_import", "cuda0", None)][0] == pytest.approx(20.0e-6)
+    sec, bps, counters = got[("convert_alloc_XYZ_to_XYZW", "cuda0", FRAME)]
+    assert sec == pytest.approx(22.5e-6) and bps == pytest.approx(2.9e12)
+    assert counters["device_us"] == 18.0 and counters["elements"] == FRAME
+    assert ("convert_RGB_to_BGRA", "cuda0", FRAME) not in got
+    assert errors == [f"convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time: out of memory"]
+
+
+def test_default_device_is_cuda0_and_baselines_attach_to_it():
+    m = compare.load_results(canned_docs(), None)
+    assert m.device == "cuda0"
+    assert m.get("devicearray", "clone_continuous", GIB).bytes_per_second == pytest.approx(4186.5e9)
+    assert m.get("cuda", "baseline_cudaMemcpyAsync_d2d", GIB).bytes_per_second == pytest.approx(4176.0e9)
+    assert m.args("devicearray", "allocate") == [1024, 1 << 20, 1 << 28]
+
+
+def test_targets_pass_and_miss_with_hand_computed_margins():
+    v = by_target(compare.evaluate_targets(with_peers(compare.load_results(canned_docs(), None))))
+
+    t = v["contiguous clone vs cudaMemcpyAsync D2D"]  # 4186.5 / 4176.0 = 1.0025, at the largest size
+    assert t.ok is True and t.margin == "+5 pts" and t.measured.startswith("1.00×") and "1 GiB" in t.measured
+    t = v["strided clone (XYZ of XYZW) vs contiguous clone"]  # 2800.9 / 4186.5 = 0.669
+    assert t.ok is False and t.margin == "-3 pts" and t.bound
+    assert v["strided clone (2-D ROI) vs contiguous clone"].ok is True  # 0.965
+    t = v["strided clone (XYZ of XYZW) vs torch .contiguous()"]  # 3.11 >= 3
+    assert t.ok is True and t.margin == "+4%"
+    t = v["strided clone (2-D ROI) vs torch .contiguous()"]  # 2.69 / 3 - 1 = -10%
+    assert t.ok is False and t.margin == "-10%"
+    assert v["upload pinned vs cudaMemcpyAsync"].ok is True
+    assert v["download pinned vs cudaMemcpyAsync"].ok is True
+    t = v["upload pageable vs plain cudaMemcpy"]  # 8.1 / 20.0 = 0.405; 0.405 / 3 - 1 = -86%
+    assert t.ok is False and t.margin == "-86%"
+    t = v["pool allocation (allocate+release pair)"]  # worst of 1.70, 1.64, 1.69 µs
+    assert t.ok is True and t.measured.startswith("1.70 µs") and t.margin == "+0.30 µs"
+    t = v["1920×1200 XYZ→XYZW incl. allocation (host, end to end)"]
+    assert t.ok is True and t.margin == "+2.5 µs" and "device 18.0 µs" in t.measured
+    t = v["XYZ→Z vs copy"]  # 4.38 / 4.2 = 1.04
+    assert t.ok is True and "64M" in t.measured
+    t = v["XYZ→XYZW vs copy"]  # 1.99 / 4.2 = 0.474
+    assert t.ok is False and t.margin == "-33 pts"
+    t = v["XYZ→XYZW vs torch expression"]  # 1.99 / 0.9 = 2.21; 2.21 / 2 - 1 = +11%
+    assert t.ok is True and t.margin == "+11%"
+    assert v["RGBA→BGR vs copy"].ok is None  # not measured in the canned run
+    t = [x for x in v.values() if x.target.startswith("1920×1200 pipeline")][0]
+    assert t.ok is True and t.measured == "850 µs" and t.margin == "+150 µs"
+
+
+def test_an_opencl_device_is_reported_without_cuda_baselines():
+    m = compare.load_results(canned_docs(), "opencl1")
+    assert m.get("devicearray", "clone_continuous", GIB).bytes_per_second == pytest.approx(3500e9)
+    assert not m.has_source("cuda")
+    v = by_target(compare.evaluate_targets(m))
+    assert v["contiguous clone vs cudaMemcpyAsync D2D"].ok is None
+    assert v["pool allocation (allocate+release pair)"].ok is None
+
+
+def test_report_tables_and_section_replacement():
+    m = with_peers(compare.load_results(canned_docs(), None))
+    section = compare.render_section(m, compare.evaluate_targets(m), {"date": "2026-11-29", "gpu": "NVIDIA H200",
+                                                                      "driver": "580.159.04"}, "perf_bandwidth.png")
+    assert section.startswith(compare.BEGIN) and section.rstrip().endswith(compare.END)
+    assert "| contiguous clone vs cudaMemcpyAsync D2D | 1.00× (4186.5 vs 4176.0 GB/s at 1 GiB) | ≥ 0.95× | **PASS** |" \
+        in section
+    # Copies table: ours, raw CUDA and its ratio, torch and its ratio (4186.5 / 4176.0, 2800.9 / 900).
+    assert "| clone_continuous | 1 GiB | 4186.5 | 4176.0 | 1.00 | - | - |" in section
+    assert "| clone_xyz_of_xyzw | 1 GiB | 2800.9 | - | - | 900.0 | 3.11 |" in section
+    assert "| 1 KiB | 1.70 | 0.67 | 0.39 | - | - |" in section  # allocation: 0.67 / 1.70 = 0.39
+    assert "| XYZ→XYZW | 64M | 1990.0 | 47% | 900.0 | 2.21 |" in section
+    assert "| pipeline | 850 | 870 | 2,304,000 | 3,315 |" in section
+    assert "| C++ export (1920×1200 PointXYZ) | 4.00 |" in section
+    assert f"benchmark error: convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time: out of memory" in section
+    assert "![bandwidth against size](perf_bandwidth.png)" in section
+    assert "NVIDIA H200" in section and "580.159.04" in section
+
+    doc = "# Performance\n\nHand-written intro.\n\n" + compare.BEGIN + "\nold\n" + compare.END + "\n\n## After\n"
+    updated = compare.update_document(doc, section)
+    assert "old" not in updated and "Hand-written intro." in updated and updated.endswith("## After\n")
+    assert compare.update_document(updated, section) == updated  # idempotent
+    appended = compare.update_document("# Performance\n", section)
+    assert appended == "# Performance\n\n" + section
+
+
+def test_main_writes_the_report_from_json_files(tmp_path, capsys):
+    paths = []
+    for i, doc in enumerate(canned_docs()):
+        p = tmp_path / f"bench{i}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(str(p))
+    out = tmp_path / "PERFORMANCE.md"
+    out.write_text("# Performance\n\nKept.\n")
+    rc = compare.main(["--from-json", *paths, "--no-peers", "--output", str(out),
+                       "--chart", str(tmp_path / "chart.png")])
+    assert rc == 0
+    text = out.read_text()
+    assert text.startswith("# Performance\n\nKept.\n") and compare.BEGIN in text and compare.END in text
+    printed = capsys.readouterr().out
+    assert "PASS  contiguous clone vs cudaMemcpyAsync D2D" in printed
+    assert "MISS  strided clone (XYZ of XYZW) vs contiguous clone" in printed
+
+
+def test_main_fails_when_no_result_is_found(tmp_path):
+    p = tmp_path / "empty.json"
+    p.write_text(json.dumps({"context": {}, "benchmarks": []}))
+    assert compare.main(["--from-json", str(p), "--no-peers", "--output", str(tmp_path / "P.md")]) == 1
+    assert not (tmp_path / "P.md").exists()
