@@ -52,7 +52,7 @@ fi
 if run_step bench; then
   for b in "$BUILD"/bench/*_bench; do
     [ -x "$b" ] || continue
-    "$b" --benchmark_min_time=${BENCH_MIN_TIME:-0.2s} --benchmark_filter="${BENCH_FILTER:-.}" --benchmark_format=json --benchmark_out="$OUT/$(basename "$b").json" \
+    "$b" --benchmark_min_time=${BENCH_MIN_TIME:-0.2} --benchmark_filter="${BENCH_FILTER:-.}" --benchmark_format=json --benchmark_out="$OUT/$(basename "$b").json" \
         > "$OUT/$(basename "$b").txt" 2>&1 || status=1
   done
 fi

@@ -60,7 +60,11 @@ class QueueImpl {
   virtual std::shared_ptr<EventImpl> recordEvent(bool timing = false) = 0;
   /// Later work on this queue waits for `event` (device-side).
   virtual void waitEvent(EventImpl& event) = 0;
-  const void* key() const { return native(); }
+  /// Identity of the queue for ordering (EventImpl::queueKey of events recorded on
+  /// it): the native handle, except for CUDA's special handles, which name a
+  /// different stream per device (legacy default stream, nullptr) or per thread
+  /// (cudaStreamPerThread, 0x2) and are keyed accordingly.
+  const void* key() const;
 };
 
 /// Reference-counted device storage. The destructor of an owning allocation

@@ -2,12 +2,24 @@
 // queue) that lets any later call, on any queue, see earlier library work
 // without a host synchronization.
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/backend.hpp"
 
 namespace devicearray::detail {
 
 void Allocation::shareOrderingWith(const std::shared_ptr<Allocation>& parent) { orderingParent_ = parent; }
+
+const void* QueueImpl::key() const {
+  void* const handle = native();
+  if (device()->backend() != ComputeBackend::cuda) return handle;
+  if (handle == nullptr) return device().get();  // the legacy default stream of this device
+  if (reinterpret_cast<std::uintptr_t>(handle) == 0x2) {  // cudaStreamPerThread: one per thread
+    thread_local const char perThreadStream = 0;
+    return &perThreadStream;
+  }
+  return handle;
+}
 
 void Allocation::beforeUse(QueueImpl& q) {
   if (auto parent = orderingParent_.lock()) parent->beforeUse(q);

@@ -138,7 +138,7 @@ std::shared_ptr<EventImpl> CudaQueue::recordEvent(bool timing) {
     event = cudaDevice_->acquireOrderingEvent();
   }
   // Own the handle before recording so a failed record does not leak it.
-  auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, stream_, timing);
+  auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, key(), timing);
   check(cudaEventRecord(event, stream_), "cudaEventRecord");
   return impl;
 }
