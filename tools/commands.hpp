@@ -24,5 +24,7 @@ void addInfoCommand(CLI::App& app);
 void addLayoutCommand(CLI::App& app);
 void addSynthCommand(CLI::App& app);
 void addRenderCommand(CLI::App& app);
+void addProcessCommand(CLI::App& app);
+void addBenchCommand(CLI::App& app);
 
 }  // namespace devicearray::cli

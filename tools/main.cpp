@@ -1,4 +1,5 @@
-// The `devicearray` command: devices, layouts, synthetic scenes and previews.
+// The `devicearray` command: devices, layouts, synthetic scenes, the point-cloud
+// pipeline, previews and benchmarks.
 //
 // Subcommands register themselves from their own files (see commands.hpp). Every
 // failure — a usage error, a library Error or anything else thrown — ends as exactly
@@ -27,7 +28,7 @@ int reportFailure(const std::string& message, int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts, make and preview point clouds.",
+  CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts; make, process and preview point clouds; benchmark.",
                "devicearray"};
   app.set_version_flag("--version", "devicearray 0.1.0");
   app.require_subcommand(1);
@@ -35,7 +36,9 @@ int main(int argc, char** argv) {
   devicearray::cli::addInfoCommand(app);
   devicearray::cli::addLayoutCommand(app);
   devicearray::cli::addSynthCommand(app);
+  devicearray::cli::addProcessCommand(app);
   devicearray::cli::addRenderCommand(app);
+  devicearray::cli::addBenchCommand(app);
 
   // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
   const auto subcommands = app.get_subcommands([](CLI::App*) { return true; });
