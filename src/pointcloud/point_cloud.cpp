@@ -32,10 +32,7 @@ void checkCompanion(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, c
               std::string(what) + " array is " + std::to_string(a.height()) + "x" + std::to_string(a.width()) +
                   (a.isOrganized() ? "" : " (unorganized)") + " but the XYZ array is organized " +
                   std::to_string(xyz.height()) + "x" + std::to_string(xyz.width()));
-  if (a.device() != xyz.device())
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              std::string(what) + " array lives on " + a.device().toString() + " but XYZ on " +
-                  xyz.device().toString());
+  pc::checkSameDevice(a, xyz, what, fn);
 }
 
 /// Mask on the device: storage, offset and row step of a U8 {H, W} GpuMatND.
@@ -120,6 +117,7 @@ RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
 }
 
 void enqueueRoi(QueueImpl& q, const RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
+  OrderedUse use(q, {pc::storageOf(in), pc::storageOf(out)});
   const std::size_t n = in.size();
   pc::launch(q, "da_pc_roi", n, 1,
              {pc::i64(n), KernelArg::f32(r.o[0]), KernelArg::f32(r.o[1]), KernelArg::f32(r.o[2]),
@@ -127,6 +125,7 @@ void enqueueRoi(QueueImpl& q, const RoiParams& r, const DeviceArray<PointXYZ>& i
               KernelArg::f32(r.v[0]), KernelArg::f32(r.v[1]), KernelArg::f32(r.v[2]), KernelArg::f32(r.lenV),
               KernelArg::f32(r.n[0]), KernelArg::f32(r.n[1]), KernelArg::f32(r.n[2]), KernelArg::f32(r.lo),
               KernelArg::f32(r.hi), pc::arg(in), pc::arg(out)});
+  use.commit();
 }
 
 }  // namespace
@@ -160,9 +159,8 @@ PointCloud PointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice
   if (cloud.hasColors()) {
     std::vector<ColorRGBA_SRGB> c(cloud.size());
     std::memcpy(c.data(), cloud.rgba.data(), cloud.rgba.size());
-    const auto srgb = DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device);
-    dcolors = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
-    pc::finishDeviceQueue(device);
+    dcolors = pc::linearColors(DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device),
+                               device);
   }
   DeviceArray<SNR> dsnr;
   if (cloud.hasSNR()) {
@@ -191,19 +189,7 @@ HostPointCloud PointCloud::toHost() const {
   HostPointCloud out;
   out.height = height_;
   out.width = width_;
-  const std::vector<PointXYZ> xyz = xyz_.toHost();
-  out.xyz.resize(3 * xyz.size());
-  std::memcpy(out.xyz.data(), xyz.data(), out.xyz.size() * sizeof(float));
-  if (hasColors()) {
-    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors_, device().sdkStreamOrQueue()).toHost();
-    out.rgba.resize(4 * c.size());
-    std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
-  }
-  if (hasSNRs()) {
-    const std::vector<SNR> s = snrs_.toHost();
-    out.snr.resize(s.size());
-    std::memcpy(out.snr.data(), s.data(), out.snr.size() * sizeof(float));
-  }
+  pc::downloadAttributes(device(), xyz_, colors_, snrs_, out);
   return out;
 }
 
@@ -269,12 +255,11 @@ PointCloud PointCloud::downsampled(Downsampling d, StreamOrQueue sq) const {
   if (hasSNRs()) snrs = pc::allocateOrganized<SNR>(*q, outH, outW, fn);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(xyz),
                       pc::storageOf(colors), pc::storageOf(snrs)});
-  // Absent attributes are passed as the XYZ buffers with a has-flag of 0.
   pc::launch(*q, "da_pc_downsample", static_cast<std::size_t>(outW), static_cast<std::size_t>(outH),
              {KernelArg::i32(width_), KernelArg::i32(outW), KernelArg::i32(outH), KernelArg::i32(k),
               KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(xyz_),
-              hasColors() ? pc::arg(colors_) : pc::arg(xyz_), hasSNRs() ? pc::arg(snrs_) : pc::arg(xyz_),
-              pc::arg(xyz), hasColors() ? pc::arg(colors) : pc::arg(xyz), hasSNRs() ? pc::arg(snrs) : pc::arg(xyz)});
+              pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(xyz), pc::argOr(colors, xyz),
+              pc::argOr(snrs, xyz)});
   use.commit();
   PointCloud out(std::move(xyz), std::move(colors), std::move(snrs));
   out.transform_ = transform_;
@@ -297,9 +282,7 @@ PointCloud PointCloud::transformed(const Matrix4x4& m, StreamOrQueue sq) const {
   const auto q = pc::queueOf(device(), sq, fn);
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
   pc::enqueueTransform(*q, m, xyz_, out.xyz_);
-  use.commit();
   out.transform_ = pc::multiply(m, transform_);
   return out;
 }
@@ -312,9 +295,7 @@ void PointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
   constexpr const char* fn = "PointCloud::transform";
   pc::checkAffine(m, fn);
   const auto q = pc::queueOf(device(), sq, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_)});
   pc::enqueueTransform(*q, m, xyz_, xyz_);
-  use.commit();
   transform_ = pc::multiply(m, transform_);
 }
 void PointCloud::transform(const Matrix4x4& m) {
@@ -394,9 +375,7 @@ void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box, StreamOr
   constexpr const char* fn = "PointCloud::maskByRegionOfInterest";
   const RoiParams r = checkBox(box, fn);
   const auto q = pc::queueOf(device(), sq, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_)});
   enqueueRoi(*q, r, xyz_, xyz_);
-  use.commit();
 }
 void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box) {
   maskByRegionOfInterest(box, device().sdkStreamOrQueue());
@@ -408,9 +387,7 @@ PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box, 
   const auto q = pc::queueOf(device(), sq, fn);
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
   enqueueRoi(*q, r, xyz_, out.xyz_);
-  use.commit();
   return out;
 }
 PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) const {
@@ -427,10 +404,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   const std::size_t n = size();
   const auto flags = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
   const auto offsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
-  pc::CompactResult cap;
-  cap.xyz = pc::allocateUnorganized<PointXYZ>(*q, n, fn);
-  if (hasColors()) cap.colors = pc::allocateUnorganized<ColorRGBA>(*q, n, fn);
-  if (hasSNRs()) cap.snrs = pc::allocateUnorganized<SNR>(*q, n, fn);
+  const pc::CompactResult cap = pc::allocateAttributes(*q, n, hasColors(), hasSNRs(), fn);
   std::uint32_t count = 0;
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), flags.get(),
@@ -439,9 +413,8 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
     detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {offsets.get(), 0}, n + 1);
     pc::launch(*q, "da_pc_compact", n, 1,
                {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(offsets),
-                pc::arg(xyz_), hasColors() ? pc::arg(colors_) : pc::arg(xyz_),
-                hasSNRs() ? pc::arg(snrs_) : pc::arg(xyz_), pc::arg(cap.xyz),
-                hasColors() ? pc::arg(cap.colors) : pc::arg(cap.xyz), hasSNRs() ? pc::arg(cap.snrs) : pc::arg(cap.xyz)});
+                pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
+                pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
     use.commit();
   }
   // The one host sync of this operation: the output size.

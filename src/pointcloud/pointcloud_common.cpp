@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "pointcloud/pointcloud_internal.hpp"
@@ -84,12 +85,22 @@ Matrix4x4 multiply(const Matrix4x4& a, const Matrix4x4& b) {
 
 void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointXYZ>& in,
                       const DeviceArray<PointXYZ>& out) {
+  OrderedUse use(q, {storageOf(in), storageOf(out)});
   const std::size_t n = in.size();
   launch(q, "da_pc_transform", n, 1,
          {i64(n), KernelArg::f32(m[0]), KernelArg::f32(m[1]), KernelArg::f32(m[2]), KernelArg::f32(m[3]),
           KernelArg::f32(m[4]), KernelArg::f32(m[5]), KernelArg::f32(m[6]), KernelArg::f32(m[7]),
           KernelArg::f32(m[8]), KernelArg::f32(m[9]), KernelArg::f32(m[10]), KernelArg::f32(m[11]), arg(in),
           arg(out)});
+  use.commit();
+}
+
+CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn) {
+  CompactResult r;
+  r.xyz = allocateUnorganized<PointXYZ>(q, count, fn);
+  if (colors) r.colors = allocateUnorganized<ColorRGBA>(q, count, fn);
+  if (snrs) r.snrs = allocateUnorganized<SNR>(q, count, fn);
+  return r;
 }
 
 CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capacityCount, std::size_t count,
@@ -103,9 +114,7 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
     if (cap.snrs.isValid()) r.snrs = prefixOf(cap.snrs, count);
     return r;
   }
-  r.xyz = allocateUnorganized<PointXYZ>(q, count, fn);
-  if (cap.colors.isValid()) r.colors = allocateUnorganized<ColorRGBA>(q, count, fn);
-  if (cap.snrs.isValid()) r.snrs = allocateUnorganized<SNR>(q, count, fn);
+  r = allocateAttributes(q, count, cap.colors.isValid(), cap.snrs.isValid(), fn);
   OrderedUse use(q, {storageOf(r.xyz), storageOf(r.colors), storageOf(r.snrs), storageOf(cap.xyz),
                      storageOf(cap.colors), storageOf(cap.snrs)});
   copyBytes(q, storageOf(r.xyz), 0, storageOf(cap.xyz), cap.xyz.span().offset, count * sizeof(PointXYZ));
@@ -115,6 +124,30 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
     copyBytes(q, storageOf(r.snrs), 0, storageOf(cap.snrs), cap.snrs.span().offset, count * sizeof(SNR));
   use.commit();
   return r;
+}
+
+void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
+                        const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs, HostPointCloud& out) {
+  static_assert(sizeof(PointXYZ) == 3 * sizeof(float) && sizeof(ColorRGBA_SRGB) == 4 && sizeof(SNR) == sizeof(float));
+  const std::vector<PointXYZ> p = xyz.toHost();
+  out.xyz.resize(3 * p.size());
+  std::memcpy(out.xyz.data(), p.data(), out.xyz.size() * sizeof(float));
+  if (colors.isValid()) {
+    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors, device.sdkStreamOrQueue()).toHost();
+    out.rgba.resize(4 * c.size());
+    std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
+  }
+  if (snrs.isValid()) {
+    const std::vector<SNR> s = snrs.toHost();
+    out.snr.resize(s.size());
+    std::memcpy(out.snr.data(), s.data(), out.snr.size() * sizeof(float));
+  }
+}
+
+DeviceArray<ColorRGBA> linearColors(const DeviceArray<ColorRGBA_SRGB>& srgb, const ComputeDevice& device) {
+  DeviceArray<ColorRGBA> linear = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
+  finishDeviceQueue(device);
+  return linear;
 }
 
 void finishDeviceQueue(const ComputeDevice& device) { device.impl()->sdkQueue()->synchronize(); }

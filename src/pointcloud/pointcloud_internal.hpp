@@ -74,6 +74,12 @@ algo::DeviceBuffer bufferOf(const DeviceArray<F>& a) {
   const ArraySpan s = a.span();
   return algo::DeviceBuffer{s.storage.get(), s.offset};
 }
+/// `a` when present, else `fallback`: kernels take absent attributes as another valid buffer
+/// with a has-flag of 0, so every buffer argument stays bindable.
+template <class F, class G>
+KernelArg argOr(const DeviceArray<F>& a, const DeviceArray<G>& fallback) {
+  return a.isEmpty() ? arg(fallback) : arg(a);
+}
 inline KernelArg arg(const std::shared_ptr<Allocation>& a, std::size_t offset = 0) {
   return KernelArg::buf(a.get(), offset);
 }
@@ -92,7 +98,8 @@ void readBack(QueueImpl& q, Allocation* src, std::size_t srcOffset, void* dst, s
 void checkAffine(const Matrix4x4& m, const char* fn);
 /// a * b (row-major), accumulated in double.
 Matrix4x4 multiply(const Matrix4x4& a, const Matrix4x4& b);
-/// Enqueues p' = m p on the valid points of `in` into `out` (may be the same array).
+/// Enqueues p' = m p on the valid points of `in` into `out` (may be the same array),
+/// ordered after earlier users of both.
 void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointXYZ>& in,
                       const DeviceArray<PointXYZ>& out);
 
@@ -103,8 +110,27 @@ struct CompactResult {
   DeviceArray<ColorRGBA> colors;
   DeviceArray<SNR> snrs;
 };
+/// Unorganized arrays of `count` points each, with colours and SNRs only where asked for.
+CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn);
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);
+
+/// Reads the three attribute arrays back into `out` (xyz, rgba as sRGB bytes, snr);
+/// blocks, uses the device's own queue. Empty colour/SNR arrays leave those fields empty.
+void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
+                        const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs, HostPointCloud& out);
+
+/// Linear colours from host sRGB colours already on the device; blocks until converted.
+DeviceArray<ColorRGBA> linearColors(const DeviceArray<ColorRGBA_SRGB>& srgb, const ComputeDevice& device);
+
+/// Throws InvalidArgument naming `fn` when `a` (described by `what`) and the XYZ array
+/// live on different devices.
+template <class F>
+void checkSameDevice(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, const char* what, const char* fn) {
+  if (a.device() != xyz.device())
+    raise(ErrorCode::InvalidArgument, fn,
+          std::string(what) + " array lives on " + a.device().toString() + " but XYZ on " + xyz.device().toString());
+}
 
 /// Blocks until all work enqueued on the device's own queue is done.
 void finishDeviceQueue(const ComputeDevice& device);

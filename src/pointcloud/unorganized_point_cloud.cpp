@@ -27,10 +27,7 @@ void checkCompanion(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, c
     pc::raise(ErrorCode::InvalidArgument, fn,
               std::string(what) + " array has " + std::to_string(a.size()) + " elements but XYZ has " +
                   std::to_string(xyz.size()));
-  if (a.device() != xyz.device())
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              std::string(what) + " array lives on " + a.device().toString() + " but XYZ on " +
-                  xyz.device().toString());
+  pc::checkSameDevice(a, xyz, what, fn);
 }
 
 }  // namespace
@@ -77,11 +74,8 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
   if (xyz.empty()) return fromParts(device, {}, {}, {}, identityMatrix4x4());
   DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), xyz.size(), device);
   DeviceArray<ColorRGBA> dcolors;
-  if (!colors.empty()) {
-    const auto srgb = DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device);
-    dcolors = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
-    pc::finishDeviceQueue(device);
-  }
+  if (!colors.empty())
+    dcolors = pc::linearColors(DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device), device);
   DeviceArray<SNR> dsnr;
   if (!snrs.empty()) dsnr = DeviceArray<SNR>::fromHost(snrs.data(), snrs.size(), device);
   return UnorganizedPointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
@@ -90,19 +84,7 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
 HostPointCloud UnorganizedPointCloud::toHost() const {
   HostPointCloud out;
   if (isEmpty()) return out;
-  const std::vector<PointXYZ> xyz = xyz_.toHost();
-  out.xyz.resize(3 * xyz.size());
-  std::memcpy(out.xyz.data(), xyz.data(), out.xyz.size() * sizeof(float));
-  if (hasColors()) {
-    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors_, device_.sdkStreamOrQueue()).toHost();
-    out.rgba.resize(4 * c.size());
-    std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
-  }
-  if (hasSNRs()) {
-    const std::vector<SNR> s = snrs_.toHost();
-    out.snr.resize(s.size());
-    std::memcpy(out.snr.data(), s.data(), out.snr.size() * sizeof(float));
-  }
+  pc::downloadAttributes(device_, xyz_, colors_, snrs_, out);
   return out;
 }
 
@@ -158,10 +140,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto segmentOf = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
   const auto starts = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
   const auto keepOffsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
-  pc::CompactResult cap;
-  cap.xyz = pc::allocateUnorganized<PointXYZ>(*q, n, fn);
-  if (color) cap.colors = pc::allocateUnorganized<ColorRGBA>(*q, n, fn);
-  if (snr) cap.snrs = pc::allocateUnorganized<SNR>(*q, n, fn);
+  const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, fn);
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scalars.get(), keys.get(),
                         sortedKeys.get(), indices.get(), order.get(), flags.get(), segmentOf.get(), starts.get(),
@@ -189,9 +168,9 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
     pc::launch(*q, "da_vx_reduce", n, 1,
                {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(segmentOf),
-                pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_),
-                color ? pc::arg(colors_) : pc::arg(xyz_), snr ? pc::arg(snrs_) : pc::arg(xyz_), pc::arg(cap.xyz),
-                color ? pc::arg(cap.colors) : pc::arg(cap.xyz), snr ? pc::arg(cap.snrs) : pc::arg(cap.xyz)});
+                pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_), pc::argOr(colors_, xyz_),
+                pc::argOr(snrs_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+                pc::argOr(cap.snrs, cap.xyz)});
     pc::copyBytes(*q, scalars.get(), 4, keepOffsets.get(), n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
   }
@@ -222,9 +201,7 @@ UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, Str
   out.transform_ = pc::multiply(m, transform_);
   if (isEmpty()) return out;
   out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, size(), fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
   pc::enqueueTransform(*q, m, xyz_, out.xyz_);
-  use.commit();
   return out;
 }
 UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m) const {
@@ -236,11 +213,7 @@ void UnorganizedPointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
   constexpr const char* fn = "UnorganizedPointCloud::transform";
   pc::checkAffine(m, fn);
   const auto q = pc::queueOf(device(), sq, fn);
-  if (!isEmpty()) {
-    OrderedUse use(*q, {pc::storageOf(xyz_)});
-    pc::enqueueTransform(*q, m, xyz_, xyz_);
-    use.commit();
-  }
+  if (!isEmpty()) pc::enqueueTransform(*q, m, xyz_, xyz_);
   transform_ = pc::multiply(m, transform_);
 }
 void UnorganizedPointCloud::transform(const Matrix4x4& m) {
