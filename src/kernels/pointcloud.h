@@ -28,6 +28,38 @@ DA_FN int da_pc_valid(float x, float y, float z) { return da_pc_finite(x) && da_
 /* Weight of a point in the SNR^2-weighted means: SNR^2, or 0 for a non-finite SNR. */
 DA_FN float da_pc_weight(float snr) { return da_pc_finite(snr) ? snr * snr : 0.0f; }
 
+/* Writes point i of an XYZ buffer. */
+DA_FN void da_pc_store(DA_GLOBAL float* xyz, long i, float x, float y, float z) {
+  xyz[3 * i] = x;
+  xyz[3 * i + 1] = y;
+  xyz[3 * i + 2] = z;
+}
+
+/* Running sums of a point set's SNR^2-weighted mean (w*) and plain mean (u*), shared by
+ * the block downsampling and the voxel reduction so both define "mean" the same way. */
+typedef struct {
+  float wx, wy, wz, wsum, ux, uy, uz;
+} da_pc_mean;
+
+DA_FN void da_pc_mean_add(da_pc_mean* m, float x, float y, float z, float w) {
+  m->wx += w * x;
+  m->wy += w * y;
+  m->wz += w * z;
+  m->wsum += w;
+  m->ux += x;
+  m->uy += y;
+  m->uz += z;
+}
+
+/* Stores the weighted mean as point o, or the plain mean of `count` points when all
+ * weights are 0. */
+DA_FN void da_pc_mean_store(const da_pc_mean* m, float count, DA_GLOBAL float* xyz, long o) {
+  if (m->wsum > 0.0f)
+    da_pc_store(xyz, o, m->wx / m->wsum, m->wy / m->wsum, m->wz / m->wsum);
+  else
+    da_pc_store(xyz, o, m->ux / count, m->uy / count, m->uz / count);
+}
+
 /* Downsampling by k x k blocks; one work item per output pixel (global size outW x outH).
  * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
  * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
@@ -45,8 +77,7 @@ DA_KERNEL(da_pc_downsample)(int inW, int outW, int outH, int k, int hasColor, in
   const long ox = DA_ID(0);
   const long oy = DA_ID(1);
   if (ox >= outW || oy >= outH) return;
-  float wx = 0.0f, wy = 0.0f, wz = 0.0f, wsum = 0.0f;
-  float ux = 0.0f, uy = 0.0f, uz = 0.0f;
+  da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   int valid = 0;
   da_u32 cr = 0, cg = 0, cb = 0, ca = 0;
   for (int dy = 0; dy < k; ++dy) {
@@ -61,32 +92,16 @@ DA_KERNEL(da_pc_downsample)(int inW, int outW, int outH, int k, int hasColor, in
         ca += rgbaIn[4 * i + 3];
       }
       if (!da_pc_valid(x, y, z)) continue;
-      const float w = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
-      wx += w * x;
-      wy += w * y;
-      wz += w * z;
-      wsum += w;
-      ux += x;
-      uy += y;
-      uz += z;
+      da_pc_mean_add(&mean, x, y, z, hasSnr ? da_pc_weight(snrIn[i]) : 1.0f);
       ++valid;
     }
   }
   const long o = oy * (long)outW + ox;
-  if (valid == 0) {
-    xyzOut[3 * o] = DA_NAN;
-    xyzOut[3 * o + 1] = DA_NAN;
-    xyzOut[3 * o + 2] = DA_NAN;
-  } else if (wsum > 0.0f) {
-    xyzOut[3 * o] = wx / wsum;
-    xyzOut[3 * o + 1] = wy / wsum;
-    xyzOut[3 * o + 2] = wz / wsum;
-  } else {
-    xyzOut[3 * o] = ux / (float)valid;
-    xyzOut[3 * o + 1] = uy / (float)valid;
-    xyzOut[3 * o + 2] = uz / (float)valid;
-  }
-  if (hasSnr) snrOut[o] = da_sqrtf(hasSnr && valid ? wsum : 0.0f);
+  if (valid == 0)
+    da_pc_store(xyzOut, o, DA_NAN, DA_NAN, DA_NAN);
+  else
+    da_pc_mean_store(&mean, (float)valid, xyzOut, o);
+  if (hasSnr) snrOut[o] = da_sqrtf(hasSnr && valid ? mean.wsum : 0.0f);
   if (hasColor) {
     const da_u32 n = (da_u32)(k * k);
     rgbaOut[4 * o] = (da_u8)((cr + n / 2) / n);
@@ -107,14 +122,11 @@ DA_KERNEL(da_pc_transform)(long n, float m00, float m01, float m02, float m03, f
   if (i >= n) return;
   const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
   if (!da_pc_valid(x, y, z)) {
-    xyzOut[3 * i] = x;
-    xyzOut[3 * i + 1] = y;
-    xyzOut[3 * i + 2] = z;
+    da_pc_store(xyzOut, i, x, y, z);
     return;
   }
-  xyzOut[3 * i] = m00 * x + m01 * y + m02 * z + m03;
-  xyzOut[3 * i + 1] = m10 * x + m11 * y + m12 * z + m13;
-  xyzOut[3 * i + 2] = m20 * x + m21 * y + m22 * z + m23;
+  da_pc_store(xyzOut, i, m00 * x + m01 * y + m02 * z + m03, m10 * x + m11 * y + m12 * z + m13,
+              m20 * x + m21 * y + m22 * z + m23);
 }
 
 /* Pixels whose mask byte is 0 become NaN (global size W x H). The mask has its own row
@@ -129,9 +141,10 @@ DA_KERNEL(da_pc_mask)(int width, int height, long maskStep, DA_BUFFER(const da_u
   if (x >= width || y >= height) return;
   const long i = y * (long)width + x;
   const int keep = mask[y * maskStep + x] != 0;
-  xyzOut[3 * i] = keep ? xyzIn[3 * i] : DA_NAN;
-  xyzOut[3 * i + 1] = keep ? xyzIn[3 * i + 1] : DA_NAN;
-  xyzOut[3 * i + 2] = keep ? xyzIn[3 * i + 2] : DA_NAN;
+  if (keep)
+    da_pc_store(xyzOut, i, xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]);
+  else
+    da_pc_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
 }
 
 /* Oriented-box region of interest. With d = p - O: inside when
@@ -151,9 +164,10 @@ DA_KERNEL(da_pc_roi)(long n, float ox, float oy, float oz, float ux, float uy, f
   const float pn = dx * nx + dy * ny + dz * nz;
   /* Comparisons with NaN are false, so missing points stay missing. */
   const int inside = pu >= 0.0f && pu <= lenU && pv >= 0.0f && pv <= lenV && pn >= lo && pn <= hi;
-  xyzOut[3 * i] = inside ? x : DA_NAN;
-  xyzOut[3 * i + 1] = inside ? y : DA_NAN;
-  xyzOut[3 * i + 2] = inside ? z : DA_NAN;
+  if (inside)
+    da_pc_store(xyzOut, i, x, y, z);
+  else
+    da_pc_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
 }
 
 /* Difference along one grid axis at point (r, c) with value p: central when both
@@ -223,9 +237,7 @@ DA_KERNEL(da_pc_normals)(int width, int height, float camX, float camY, float ca
       nz = cz * s;
     }
   }
-  normals[3 * i] = nx;
-  normals[3 * i + 1] = ny;
-  normals[3 * i + 2] = nz;
+  da_pc_store(normals, i, nx, ny, nz);
 }
 
 /* flags[i] = 1 for a valid point, 0 otherwise; flags[n] = 0, so an exclusive scan of the
@@ -254,9 +266,7 @@ DA_KERNEL(da_pc_compact)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u3
   if (i >= n) return;
   const da_u32 o = offsets[i];
   if (offsets[i + 1] == o) return;
-  xyzOut[3 * o] = xyzIn[3 * i];
-  xyzOut[3 * o + 1] = xyzIn[3 * i + 1];
-  xyzOut[3 * o + 2] = xyzIn[3 * i + 2];
+  da_pc_store(xyzOut, o, xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]);
   if (hasColor) {
     rgbaOut[4 * o] = rgbaIn[4 * i];
     rgbaOut[4 * o + 1] = rgbaIn[4 * i + 1];
@@ -362,19 +372,12 @@ DA_KERNEL(da_vx_reduce)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32
   const da_u32 o = keepOffsets[s];
   if (keepOffsets[s + 1] == o) return;
   const da_u32 begin = starts[s], end = starts[s + 1];
-  float wx = 0.0f, wy = 0.0f, wz = 0.0f, wsum = 0.0f, ux = 0.0f, uy = 0.0f, uz = 0.0f;
+  da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */
   for (da_u32 j = begin; j < end; ++j) {
     const long i = (long)order[j];
     const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
-    const float w = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
-    wx += w * x;
-    wy += w * y;
-    wz += w * z;
-    wsum += w;
-    ux += x;
-    uy += y;
-    uz += z;
+    da_pc_mean_add(&mean, x, y, z, hasSnr ? da_pc_weight(snrIn[i]) : 1.0f);
     if (hasColor) {
       cr += rgbaIn[4 * i];
       cg += rgbaIn[4 * i + 1];
@@ -384,16 +387,8 @@ DA_KERNEL(da_vx_reduce)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32
   }
   const da_u32 count = end - begin;
   const da_u64 roundUp = count / 2; /* not "half": a type name in OpenCL C */
-  if (wsum > 0.0f) {
-    xyzOut[3 * o] = wx / wsum;
-    xyzOut[3 * o + 1] = wy / wsum;
-    xyzOut[3 * o + 2] = wz / wsum;
-  } else {
-    xyzOut[3 * o] = ux / (float)count;
-    xyzOut[3 * o + 1] = uy / (float)count;
-    xyzOut[3 * o + 2] = uz / (float)count;
-  }
-  if (hasSnr) snrOut[o] = da_sqrtf(wsum);
+  da_pc_mean_store(&mean, (float)count, xyzOut, o);
+  if (hasSnr) snrOut[o] = da_sqrtf(mean.wsum);
   if (hasColor) {
     rgbaOut[4 * o] = (da_u8)((cr + roundUp) / count);
     rgbaOut[4 * o + 1] = (da_u8)((cg + roundUp) / count);
