@@ -434,7 +434,9 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "Output PLY file (organized unless --unorganize or --voxel)")->required();
   cmd->add_option("--downsample", a->downsample, "Block-average k x k points (SNR^2-weighted)")
       ->check(CLI::IsMember({"2x2", "3x3", "4x4"}));
-  cmd->add_flag("--normals", a->normals, "Estimate normals from the grid and write them (nx, ny, nz)");
+  cmd->add_flag(
+      "--normals", a->normals,
+      "Estimate normals from the grid and write them (nx, ny, nz); normals in the input file are not carried");
   cmd->add_option(
       "--transform", a->transform,
       "Affine 4x4 matrix: 16 comma-separated numbers, row-major (last row 0,0,0,1), or a file holding them");
