@@ -48,6 +48,23 @@ std::string describe(const Shape& shape, int type) {
          std::to_string(devicearray::channelsOf(type));
 }
 
+// Calls fn(shape, type, h) for every depth x channel count x roundTripShapes() shape,
+// h being a continuous random host array (seeds firstSeed, firstSeed + 1, ...), under
+// a SCOPED_TRACE naming the case. Stops at the first fatal failure, as an ASSERT in
+// the loop body would.
+template <class Fn>
+void forEachRoundTripCase(std::uint32_t firstSeed, Fn&& fn) {
+  std::uint32_t seed = firstSeed;
+  for (Depth d : datest::allDepths())
+    for (int cn : kChannels)
+      for (const Shape& shape : roundTripShapes()) {
+        const int type = makeType(d, cn);
+        SCOPED_TRACE(describe(shape, type));
+        fn(shape, type, datest::randomHostMat(shape, type, seed++));
+        if (testing::Test::HasFatalFailure()) return;
+      }
+}
+
 int expectedFlags(int type, bool continuous, bool submatrix) {
   return GpuMatND::MAGIC_VAL + type + (continuous ? GpuMatND::CONTINUOUS_FLAG : 0) +
          (submatrix ? GpuMatND::SUBMATRIX_FLAG : 0);
@@ -91,71 +108,47 @@ class DeviceTest : public testing::TestWithParam<ComputeDevice> {
 class GpuMatNDRoundTrip : public DeviceTest {};
 
 TEST_P(GpuMatNDRoundTrip, UploadThenDownloadReturnsTheSameBytesForEveryDepthChannelsAndShape) {
-  std::uint32_t seed = 1;
-  for (Depth d : datest::allDepths()) {
-    for (int cn : kChannels) {
-      for (const Shape& shape : roundTripShapes()) {
-        const int type = makeType(d, cn);
-        SCOPED_TRACE(describe(shape, type));
-        const HostMat h = datest::randomHostMat(shape, type, seed++);
-        GpuMatND g(shape, type, device());
-        const auto address = datest::addressOf(g);
-        g.upload(h);
-        EXPECT_EQ(datest::addressOf(g), address) << "upload of the same size and type writes in place";
-        HostMat out;
-        g.download(out);
-        ASSERT_EQ(out.size, shape);
-        ASSERT_EQ(out.type(), type);
-        ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), h.elemSize()));
-      }
-    }
-  }
+  forEachRoundTripCase(1, [&](const Shape& shape, int type, const HostMat& h) {
+    GpuMatND g(shape, type, device());
+    const auto address = datest::addressOf(g);
+    g.upload(h);
+    EXPECT_EQ(datest::addressOf(g), address) << "upload of the same size and type writes in place";
+    HostMat out;
+    g.download(out);
+    ASSERT_EQ(out.size, shape);
+    ASSERT_EQ(out.type(), type);
+    ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), h.elemSize()));
+  });
 }
 
 TEST_P(GpuMatNDRoundTrip, CloneIsContinuousIndependentAndEqualForEveryDepthChannelsAndShape) {
-  std::uint32_t seed = 1000;
-  for (Depth d : datest::allDepths()) {
-    for (int cn : kChannels) {
-      for (const Shape& shape : roundTripShapes()) {
-        const int type = makeType(d, cn);
-        SCOPED_TRACE(describe(shape, type));
-        const HostMat h = datest::randomHostMat(shape, type, seed++);
-        const GpuMatND g = uploaded(h);
-        const GpuMatND c = g.clone();
-        ASSERT_EQ(c.device(), device());
-        EXPECT_EQ(c.size, shape);
-        EXPECT_EQ(c.type(), type);
-        EXPECT_EQ(c.flags, expectedFlags(type, true, false));
-        EXPECT_FALSE(c.external());
-        EXPECT_FALSE(datest::addressOf(c) == datest::addressOf(g)) << "clone must own new memory";
-        ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::downloadPacked(c), h.elemSize()));
-      }
-    }
-  }
+  forEachRoundTripCase(1000, [&](const Shape& shape, int type, const HostMat& h) {
+    const GpuMatND g = uploaded(h);
+    const GpuMatND c = g.clone();
+    ASSERT_EQ(c.device(), device());
+    EXPECT_EQ(c.size, shape);
+    EXPECT_EQ(c.type(), type);
+    EXPECT_EQ(c.flags, expectedFlags(type, true, false));
+    EXPECT_FALSE(c.external());
+    EXPECT_FALSE(datest::addressOf(c) == datest::addressOf(g)) << "clone must own new memory";
+    ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::downloadPacked(c), h.elemSize()));
+  });
 }
 
 TEST_P(GpuMatNDRoundTrip, StreamUploadDownloadAndCloneRoundTripAfterSynchronize) {
   Stream stream(device());
-  std::uint32_t seed = 2000;
-  for (Depth d : datest::allDepths()) {
-    for (int cn : kChannels) {
-      for (const Shape& shape : roundTripShapes()) {
-        const int type = makeType(d, cn);
-        SCOPED_TRACE(describe(shape, type));
-        const HostMat h = datest::randomHostMat(shape, type, seed++);
-        GpuMatND g(shape, type, device());
-        g.upload(h, stream);
-        HostMat out(shape, type);
-        g.download(out, stream);
-        GpuMatND c = g.clone(stream);
-        HostMat outClone(shape, type);
-        c.download(outClone, stream);
-        devicearray::synchronizeStream(stream);
-        ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), h.elemSize()));
-        ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(outClone), h.elemSize()));
-      }
-    }
-  }
+  forEachRoundTripCase(2000, [&](const Shape& shape, int type, const HostMat& h) {
+    GpuMatND g(shape, type, device());
+    g.upload(h, stream);
+    HostMat out(shape, type);
+    g.download(out, stream);
+    GpuMatND c = g.clone(stream);
+    HostMat outClone(shape, type);
+    c.download(outClone, stream);
+    devicearray::synchronizeStream(stream);
+    ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), h.elemSize()));
+    ASSERT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(outClone), h.elemSize()));
+  });
 }
 
 TEST_P(GpuMatNDRoundTrip, BlockingDownloadSeesUploadEnqueuedOnAnotherStream) {
