@@ -13,22 +13,21 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "devicearray/devicearray.hpp"
+#include "ordering_support.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 using namespace devicearray;
-
-constexpr int kH = 48;
-constexpr int kW = 160;
-constexpr int kN = kH * kW;
+using datest::ordering::kH;
+using datest::ordering::kN;
+using datest::ordering::kW;
+using datest::ordering::pattern;
 
 #define CUDA_OK(expr)                                                                  \
   do {                                                                                 \
@@ -61,8 +60,7 @@ __global__ void gatedCopy(const volatile int* gate, const float* in, float* out,
   for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) out[i] = in[i];
 }
 
-/// The host side of the gate, with a watchdog that opens it after `limit` and
-/// remembers that it had to.
+/// A flag in mapped pinned memory that the gated kernels poll (see GateWatchdog).
 class Gate {
  public:
   explicit Gate(std::chrono::seconds limit = std::chrono::seconds(20)) {
@@ -72,19 +70,12 @@ class Gate {
     }
     *flag_ = 0;
     if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceFlag_), flag_, 0) != cudaSuccess) deviceFlag_ = nullptr;
-    watchdog_ = std::thread([this, limit] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!cv_.wait_for(lock, limit, [this] { return opened_; })) {
-        expired_ = true;
-        release();
-      }
-    });
+    watchdog_.start(limit, [this] { __atomic_store_n(flag_, 1, __ATOMIC_RELEASE); });
   }
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() {
-    open();
-    if (watchdog_.joinable()) watchdog_.join();
+    watchdog_.stop();
     // The kernels waiting on the flag must be done before it is freed.
     (void)cudaDeviceSynchronize();
     if (flag_ != nullptr) (void)cudaFreeHost(flag_);
@@ -92,25 +83,12 @@ class Gate {
   bool valid() const { return flag_ != nullptr && deviceFlag_ != nullptr; }
   const int* device() const { return deviceFlag_; }
   /// Opens the gate; true when the watchdog had not already opened it (nothing blocked).
-  bool open() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!opened_) release();
-    cv_.notify_all();
-    return !expired_;
-  }
+  bool open() { return watchdog_.open(); }
 
  private:
-  void release() {
-    opened_ = true;
-    if (flag_ != nullptr) __atomic_store_n(flag_, 1, __ATOMIC_RELEASE);
-  }
   int* flag_ = nullptr;
   int* deviceFlag_ = nullptr;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool opened_ = false;
-  bool expired_ = false;
-  std::thread watchdog_;
+  datest::ordering::GateWatchdog watchdog_;
 };
 
 /// Device cycles in ~50 ms.
@@ -118,12 +96,6 @@ long long cyclesFor50ms(int ordinal) {
   int kHz = 0;
   if (cudaDeviceGetAttribute(&kHz, cudaDevAttrClockRate, ordinal) != cudaSuccess || kHz <= 0) kHz = 1'500'000;
   return static_cast<long long>(kHz) * 50;
-}
-
-std::vector<float> pattern(float base) {
-  std::vector<float> v(kN);
-  for (int i = 0; i < kN; ++i) v[static_cast<std::size_t>(i)] = base + 0.5f * static_cast<float>(i);
-  return v;
 }
 
 /// Page-locked host floats: copies into them are truly asynchronous (a pageable

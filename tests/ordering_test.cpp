@@ -13,24 +13,23 @@
 #endif
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "devicearray/devicearray.hpp"
+#include "ordering_support.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 using namespace devicearray;
-
-constexpr int kH = 48;
-constexpr int kW = 160;
-constexpr int kN = kH * kW;
+using datest::ordering::kH;
+using datest::ordering::kN;
+using datest::ordering::kW;
+using datest::ordering::pattern;
 #if defined(DEVICEARRAY_HAS_OPENCL)
 /// LCG steps per work item after the gate opens: tens of milliseconds on PoCL.
 constexpr int kSpin = 4000;
@@ -57,61 +56,36 @@ __kernel void gated_copy(__global const float* in, ulong inOffsetBytes, __global
 }
 )CLC";
 
-std::vector<float> pattern(float base, int n = kN) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = base + 0.5f * static_cast<float>(i);
-  return v;
-}
-
 /// Lets an unordered consumer (if the library forgot a wait) run to completion.
 void settle(cl_command_queue q) {
   clFlush(q);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-/// A user event the host completes, with a watchdog that completes it after `limit`
-/// and remembers that it had to.
+/// A user event the host completes (see GateWatchdog).
 class Gate {
  public:
   Gate(cl_context context, std::chrono::seconds limit = std::chrono::seconds(60)) {
     cl_int err = CL_SUCCESS;
     event_ = clCreateUserEvent(context, &err);
     if (err != CL_SUCCESS) event_ = nullptr;
-    watchdog_ = std::thread([this, limit] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!cv_.wait_for(lock, limit, [this] { return opened_; })) {
-        expired_ = true;
-        release();
-      }
+    watchdog_.start(limit, [this] {
+      if (event_ != nullptr) clSetUserEventStatus(event_, CL_COMPLETE);
     });
   }
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() {
-    open();
-    if (watchdog_.joinable()) watchdog_.join();
+    watchdog_.stop();
     if (event_ != nullptr) clReleaseEvent(event_);
   }
   cl_event event() const { return event_; }
   /// Opens the gate; true when the watchdog had not already opened it (nothing blocked).
-  bool open() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!opened_) release();
-    cv_.notify_all();
-    return !expired_;
-  }
+  bool open() { return watchdog_.open(); }
 
  private:
-  void release() {
-    opened_ = true;
-    if (event_ != nullptr) clSetUserEventStatus(event_, CL_COMPLETE);
-  }
   cl_event event_ = nullptr;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool opened_ = false;
-  bool expired_ = false;
-  std::thread watchdog_;
+  datest::ordering::GateWatchdog watchdog_;
 };
 
 /// A context the test creates on the device, three queues (the library's, a producer
