@@ -123,6 +123,25 @@ class Backend : public testing::TestWithParam<DevicePtr> {
     if (contents) *contents = init;
     return a;
   }
+  /// A fill of the first `bytes` bytes (a multiple of 4) of `a` with the byte `value`,
+  /// as 4-byte elements.
+  static FillDesc wordFill(Allocation& a, std::size_t bytes, std::uint8_t value) {
+    FillDesc f;
+    f.dims = 1;
+    f.size[0] = static_cast<std::int64_t>(bytes / 4);
+    f.step[0] = 4;
+    f.elemSize = 4;
+    f.dst = MemRef::dev(&a, 0);
+    std::memset(f.pattern.data(), value, 4);
+    return f;
+  }
+  /// Enqueues wordFill(a, bytes, value) on `queue` after the earlier users of `a`
+  /// (non-blocking).
+  void orderedFill(QueueImpl& queue, Allocation& a, std::size_t bytes, std::uint8_t value) {
+    OrderedUse use(queue, {&a});
+    dev().fill(wordFill(a, bytes, value), queue);
+    use.commit();
+  }
 };
 
 // --------------------------------------------------------- allocations ----
@@ -149,27 +168,10 @@ TEST_P(Backend, ReuseAcrossQueuesWaitsForThePreviousUser) {
   auto q1 = dev().createQueue();
   auto q2 = dev().createQueue();
   auto a = dev().allocate(n, *q1);
-  FillDesc f;
-  f.dims = 1;
-  f.size[0] = static_cast<std::int64_t>(n / 4);
-  f.step[0] = 4;
-  f.elemSize = 4;
-  f.dst = MemRef::dev(a.get(), 0);
-  std::memset(f.pattern.data(), 0x11, 4);
-  {
-    OrderedUse use(*q1, {a.get()});
-    dev().fill(f, *q1);
-    use.commit();
-  }
+  orderedFill(*q1, *a, n, 0x11);
   a.reset();  // returned while q1 may still be filling
   auto b = dev().allocate(n, *q2);
-  f.dst = MemRef::dev(b.get(), 0);
-  std::memset(f.pattern.data(), 0x22, 4);
-  {
-    OrderedUse use(*q2, {b.get()});
-    dev().fill(f, *q2);
-    use.commit();
-  }
+  orderedFill(*q2, *b, n, 0x22);
   q2->synchronize();
   q1->synchronize();
   const Bytes got = read(*b, 0, n, q2.get());
@@ -733,13 +735,7 @@ TEST_P(Backend, EventsCompleteInOrderAndMeasureTime) {
   auto queue = dev().createQueue();
   auto a = dev().allocate(std::size_t{8} << 20, *queue);
   auto start = dev().recordTimingEvent(*queue);
-  FillDesc f;
-  f.dims = 1;
-  f.size[0] = static_cast<std::int64_t>((std::size_t{8} << 20) / 4);
-  f.step[0] = 4;
-  f.elemSize = 4;
-  f.dst = MemRef::dev(a.get(), 0);
-  dev().fill(f, *queue);
+  dev().fill(wordFill(*a, std::size_t{8} << 20, 0), *queue);
   auto end = dev().recordTimingEvent(*queue);
   EXPECT_EQ(start->queueKey(), queue->key());
   end->synchronize();
@@ -784,24 +780,8 @@ TEST_P(Backend, TwoQueuesAreOrderedThroughAnAllocation) {
   EXPECT_TRUE(sameBytes(data, got));
   q1->synchronize();
   // Write-after-write: q1 fills, q2 fills after it; q2's pattern must win.
-  FillDesc f;
-  f.dims = 1;
-  f.size[0] = static_cast<std::int64_t>(n / 4);
-  f.step[0] = 4;
-  f.elemSize = 4;
-  f.dst = MemRef::dev(a.get(), 0);
-  std::memset(f.pattern.data(), 0x5A, 4);
-  {
-    OrderedUse use(*q1, {a.get()});
-    dev().fill(f, *q1);
-    use.commit();
-  }
-  std::memset(f.pattern.data(), 0xC3, 4);
-  {
-    OrderedUse use(*q2, {a.get()});
-    dev().fill(f, *q2);
-    use.commit();
-  }
+  orderedFill(*q1, *a, n, 0x5A);
+  orderedFill(*q2, *a, n, 0xC3);
   q2->synchronize();
   q1->synchronize();
   EXPECT_TRUE(sameBytes(Bytes(n, 0xC3), read(*a, 0, n)));
