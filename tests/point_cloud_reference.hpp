@@ -31,6 +31,37 @@ struct Cloud {
 
 inline double weight(float s) { return std::isfinite(s) ? double(s) * double(s) : 0.0; }
 
+/// Sums of a point set: SNR^2-weighted (w, with the weight sum in w[3]), plain (u) and
+/// colour channels (c); the means of block downsampling and of voxels alike.
+struct Sums {
+  double w[4] = {0, 0, 0, 0}, u[3] = {0, 0, 0}, c[4] = {0, 0, 0, 0};
+  void addPoint(const PointXYZ& p, double wi) {
+    w[0] += wi * p.x;
+    w[1] += wi * p.y;
+    w[2] += wi * p.z;
+    w[3] += wi;
+    u[0] += p.x;
+    u[1] += p.y;
+    u[2] += p.z;
+  }
+  void addColor(const ColorRGBA& rgba) {
+    c[0] += rgba.r;
+    c[1] += rgba.g;
+    c[2] += rgba.b;
+    c[3] += rgba.a;
+  }
+  /// The weighted mean, or the plain mean of `count` points when every weight is 0.
+  PointXYZ mean(int count) const {
+    if (w[3] > 0) return {float(w[0] / w[3]), float(w[1] / w[3]), float(w[2] / w[3])};
+    return {float(u[0] / count), float(u[1] / count), float(u[2] / count)};
+  }
+  /// Each colour channel's sum / n, rounded half up.
+  ColorRGBA meanColor(double n) const {
+    auto avg = [&](double v) { return std::uint8_t(std::floor(v / n + 0.5)); };
+    return {avg(c[0]), avg(c[1]), avg(c[2]), avg(c[3])};
+  }
+};
+
 inline Cloud downsample(const Cloud& in, int k) {
   Cloud out;
   out.height = in.height / k;
@@ -41,39 +72,21 @@ inline Cloud downsample(const Cloud& in, int k) {
   if (!in.snr.empty()) out.snr.resize(n);
   for (int oy = 0; oy < out.height; ++oy)
     for (int ox = 0; ox < out.width; ++ox) {
-      double w[4] = {0, 0, 0, 0}, u[3] = {0, 0, 0}, c[4] = {0, 0, 0, 0};
+      Sums sums;
       int count = 0;
       for (int dy = 0; dy < k; ++dy)
         for (int dx = 0; dx < k; ++dx) {
           const std::size_t i = std::size_t(oy * k + dy) * std::size_t(in.width) + std::size_t(ox * k + dx);
-          if (!in.rgba.empty()) {
-            c[0] += in.rgba[i].r;
-            c[1] += in.rgba[i].g;
-            c[2] += in.rgba[i].b;
-            c[3] += in.rgba[i].a;
-          }
+          if (!in.rgba.empty()) sums.addColor(in.rgba[i]);
           const PointXYZ& p = in.xyz[i];
           if (!valid(p)) continue;
-          const double wi = in.snr.empty() ? 1.0 : weight(in.snr[i].value);
-          w[0] += wi * p.x;
-          w[1] += wi * p.y;
-          w[2] += wi * p.z;
-          w[3] += wi;
-          u[0] += p.x;
-          u[1] += p.y;
-          u[2] += p.z;
+          sums.addPoint(p, in.snr.empty() ? 1.0 : weight(in.snr[i].value));
           ++count;
         }
       const std::size_t o = std::size_t(oy) * std::size_t(out.width) + std::size_t(ox);
-      if (count == 0) out.xyz[o] = nanPoint();
-      else if (w[3] > 0) out.xyz[o] = {float(w[0] / w[3]), float(w[1] / w[3]), float(w[2] / w[3])};
-      else out.xyz[o] = {float(u[0] / count), float(u[1] / count), float(u[2] / count)};
-      if (!in.snr.empty()) out.snr[o].value = float(std::sqrt(count ? w[3] : 0.0));
-      if (!in.rgba.empty()) {
-        const double kk = k * k;
-        auto avg = [&](double s) { return std::uint8_t(std::floor(s / kk + 0.5)); };
-        out.rgba[o] = {avg(c[0]), avg(c[1]), avg(c[2]), avg(c[3])};
-      }
+      out.xyz[o] = count == 0 ? nanPoint() : sums.mean(count);
+      if (!in.snr.empty()) out.snr[o].value = float(std::sqrt(count ? sums.w[3] : 0.0));
+      if (!in.rgba.empty()) out.rgba[o] = sums.meanColor(k * k);
     }
   return out;
 }
@@ -205,32 +218,15 @@ inline Cloud voxel(const Cloud& in, float size, int minPoints) {
     while (e < keyed.size() && keyed[e].first == keyed[s].first) ++e;
     const int count = int(e - s);
     if (count >= minPoints) {
-      double w[4] = {0, 0, 0, 0}, u[3] = {0, 0, 0}, c[4] = {0, 0, 0, 0};
+      Sums sums;
       for (std::size_t j = s; j < e; ++j) {
         const std::size_t i = keyed[j].second;
-        const PointXYZ& p = in.xyz[i];
-        const double wi = in.snr.empty() ? 1.0 : weight(in.snr[i].value);
-        w[0] += wi * p.x;
-        w[1] += wi * p.y;
-        w[2] += wi * p.z;
-        w[3] += wi;
-        u[0] += p.x;
-        u[1] += p.y;
-        u[2] += p.z;
-        if (!in.rgba.empty()) {
-          c[0] += in.rgba[i].r;
-          c[1] += in.rgba[i].g;
-          c[2] += in.rgba[i].b;
-          c[3] += in.rgba[i].a;
-        }
+        sums.addPoint(in.xyz[i], in.snr.empty() ? 1.0 : weight(in.snr[i].value));
+        if (!in.rgba.empty()) sums.addColor(in.rgba[i]);
       }
-      if (w[3] > 0) out.xyz.push_back({float(w[0] / w[3]), float(w[1] / w[3]), float(w[2] / w[3])});
-      else out.xyz.push_back({float(u[0] / count), float(u[1] / count), float(u[2] / count)});
-      if (!in.snr.empty()) out.snr.push_back({float(std::sqrt(w[3]))});
-      if (!in.rgba.empty()) {
-        auto avg = [&](double v) { return std::uint8_t(std::floor(v / count + 0.5)); };
-        out.rgba.push_back({avg(c[0]), avg(c[1]), avg(c[2]), avg(c[3])});
-      }
+      out.xyz.push_back(sums.mean(count));
+      if (!in.snr.empty()) out.snr.push_back({float(std::sqrt(sums.w[3]))});
+      if (!in.rgba.empty()) out.rgba.push_back(sums.meanColor(count));
     }
     s = e;
   }
