@@ -103,6 +103,15 @@ struct LayoutCase {
   std::size_t elemSize;
   std::size_t dstOffset;
   std::size_t srcOffset;
+
+  /// Bytes a buffer needs to hold the source / destination layout at its offset.
+  std::size_t srcBytes() const { return srcOffset + spanOf(size, srcStep, elemSize); }
+  std::size_t dstBytes() const { return dstOffset + spanOf(size, dstStep, elemSize); }
+  /// `dstInit` after the case's copy from `src`, computed on the host.
+  std::vector<std::uint8_t> copiedByHand(std::vector<std::uint8_t> dstInit, const std::vector<std::uint8_t>& src) const {
+    referenceCopy(dstInit, dstOffset, dstStep, src, srcOffset, srcStep, size, elemSize);
+    return dstInit;
+  }
 };
 
 std::vector<LayoutCase> layoutCases() {
@@ -142,17 +151,15 @@ TEST(CudaBackend, DeviceToDeviceStridedCopiesMatchHostReference) {
   std::uint32_t seed = 1;
   for (const LayoutCase& c : layoutCases()) {
     SCOPED_TRACE(c.name);
-    auto srcInit = randomBytes(c.srcOffset + spanOf(c.size, c.srcStep, c.elemSize), seed++);
-    auto dstInit = randomBytes(c.dstOffset + spanOf(c.size, c.dstStep, c.elemSize), seed++);
+    auto srcInit = randomBytes(c.srcBytes(), seed++);
+    auto dstInit = randomBytes(c.dstBytes(), seed++);
     auto src = deviceBytes(*dev, srcInit);
     auto dst = deviceBytes(*dev, dstInit);
     dev->copy(makeDesc(c.size, c.dstStep, c.srcStep, c.elemSize, MemRef::dev(dst.get(), c.dstOffset),
                        MemRef::dev(src.get(), c.srcOffset)),
               q);
     q.synchronize();
-    auto expected = dstInit;
-    referenceCopy(expected, c.dstOffset, c.dstStep, srcInit, c.srcOffset, c.srcStep, c.size, c.elemSize);
-    EXPECT_EQ(hostBytes(*dst), expected);
+    EXPECT_EQ(hostBytes(*dst), c.copiedByHand(dstInit, srcInit));
   }
 }
 
@@ -163,19 +170,18 @@ TEST(CudaBackend, HostStridedUploadAndDownloadMatchHostReference) {
   for (const LayoutCase& c : layoutCases()) {
     SCOPED_TRACE(c.name);
     // Upload: host layout = src side, device layout = dst side.
-    auto hostSrc = randomBytes(c.srcOffset + spanOf(c.size, c.srcStep, c.elemSize), seed++);
-    auto devInit = randomBytes(c.dstOffset + spanOf(c.size, c.dstStep, c.elemSize), seed++);
+    auto hostSrc = randomBytes(c.srcBytes(), seed++);
+    auto devInit = randomBytes(c.dstBytes(), seed++);
     auto dst = deviceBytes(*dev, devInit);
     dev->copy(makeDesc(c.size, c.dstStep, c.srcStep, c.elemSize, MemRef::dev(dst.get(), c.dstOffset),
                        MemRef::hostPtr(hostSrc.data() + c.srcOffset)),
               *q);
     q->synchronize();
-    auto expected = devInit;
-    referenceCopy(expected, c.dstOffset, c.dstStep, hostSrc, c.srcOffset, c.srcStep, c.size, c.elemSize);
+    const auto expected = c.copiedByHand(devInit, hostSrc);
     EXPECT_EQ(hostBytes(*dst), expected);
 
     // Download back into a host layout with gaps: bytes between elements stay untouched.
-    auto hostDst = randomBytes(c.srcOffset + spanOf(c.size, c.srcStep, c.elemSize), seed++);
+    auto hostDst = randomBytes(c.srcBytes(), seed++);
     auto hostExpected = hostDst;
     referenceCopy(hostExpected, c.srcOffset, c.srcStep, expected, c.dstOffset, c.dstStep, c.size, c.elemSize);
     dev->copy(makeDesc(c.size, c.srcStep, c.dstStep, c.elemSize, MemRef::hostPtr(hostDst.data() + c.srcOffset),
