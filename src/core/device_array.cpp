@@ -222,6 +222,20 @@ void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
   args.push_back(KernelArg::i32(f.alpha));
 }
 
+/// A u8 colour operand of the colour kernels: buffer, channels, channel layout, word access.
+void pushU8Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
+  args.push_back(bufferArg(s));
+  args.push_back(KernelArg::i32(f.channels));
+  pushLayout(args, f);
+  args.push_back(KernelArg::i32(wordAccess(f, s)));
+}
+
+/// A float (ColorRGBAf) operand of the colour kernels: buffer, channel layout.
+void pushF32Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
+  args.push_back(bufferArg(s));
+  pushLayout(args, f);
+}
+
 /// Enqueues dst = convert(src) on q. Sizes, devices and overlap are already checked.
 void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, const ArraySpan& src, QueueImpl& q) {
   const FormatInfo& to = formatInfo(toId);
@@ -275,36 +289,22 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   Allocation* t = tables.get();
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
     launch.name = "da_convert_color_u8_u8";
-    args.push_back(bufferArg(src));
-    args.push_back(KernelArg::i32(from.channels));
-    pushLayout(args, from);
-    args.push_back(KernelArg::i32(wordAccess(from, src)));
-    args.push_back(bufferArg(dst));
-    args.push_back(KernelArg::i32(to.channels));
-    pushLayout(args, to);
-    args.push_back(KernelArg::i32(wordAccess(to, dst)));
+    pushU8Color(args, from, src);
+    pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToLinear)
                                                  : offsetof(ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     launch.name = "da_convert_color_u8_f32";
-    args.push_back(bufferArg(src));
-    args.push_back(KernelArg::i32(from.channels));
-    pushLayout(args, from);
-    args.push_back(KernelArg::i32(wordAccess(from, src)));
-    args.push_back(bufferArg(dst));
-    pushLayout(args, to);
+    pushU8Color(args, from, src);
+    pushF32Color(args, to, dst);
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)
                                                  : offsetof(ColorTables, linearToFloat)));
     args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
     launch.name = "da_convert_color_f32_u8";
-    args.push_back(bufferArg(src));
-    pushLayout(args, from);
-    args.push_back(bufferArg(dst));
-    args.push_back(KernelArg::i32(to.channels));
-    pushLayout(args, to);
-    args.push_back(KernelArg::i32(wordAccess(to, dst)));
+    pushF32Color(args, from, src);
+    pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));
     args.push_back(KernelArg::buf(t, to.isSRGB ? offsetof(ColorTables, srgbThresholds)
                                                : offsetof(ColorTables, linearThresholds)));
