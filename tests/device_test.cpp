@@ -196,11 +196,7 @@ TEST_F(DefaultDevice, EnvironmentIsRestoredByTheseTests) {
 
 // ==================================================== per-device: description
 
-class DeviceTest : public testing::TestWithParam<ComputeDevice> {
- protected:
-  const ComputeDevice& device() const { return GetParam(); }
-  bool isCuda() const { return device().backend() == ComputeBackend::cuda; }
-};
+using datest::DeviceTest;
 
 class ComputeDeviceInfo : public DeviceTest {};
 

@@ -89,11 +89,8 @@ datest::DeviceAddress advanced(datest::DeviceAddress a, std::size_t bytes, Compu
   return a;
 }
 
-class DeviceTest : public testing::TestWithParam<ComputeDevice> {
+class DeviceTest : public datest::DeviceTest {
  protected:
-  const ComputeDevice& device() const { return GetParam(); }
-  bool isCuda() const { return device().backend() == ComputeBackend::cuda; }
-
   // A device array holding `h` (allocated on this test's device first, so the
   // upload writes in place rather than on defaultDevice()).
   GpuMatND uploaded(const HostMat& h) const {

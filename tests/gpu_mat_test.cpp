@@ -226,10 +226,8 @@ std::vector<std::uint8_t> downloadPacked(const GpuMat& m) {
   return datest::packedBytes(h);
 }
 
-class DeviceTest : public testing::TestWithParam<ComputeDevice> {
+class DeviceTest : public datest::DeviceTest {
  protected:
-  const ComputeDevice& device() const { return GetParam(); }
-  bool isCuda() const { return device().backend() == ComputeBackend::cuda; }
   GpuMat uploaded(const HostMat& h) const {
     GpuMat g(h.size[0], h.size[1], h.type(), device());
     g.upload(h);

@@ -29,6 +29,13 @@ struct DeviceName {
   }
 };
 
+/// Base fixture of the suites parametrized over devices (DATEST_INSTANTIATE_OVER_DEVICES).
+class DeviceTest : public testing::TestWithParam<devicearray::ComputeDevice> {
+ protected:
+  const devicearray::ComputeDevice& device() const { return GetParam(); }
+  bool isCuda() const { return device().backend() == devicearray::ComputeBackend::cuda; }
+};
+
 /// The first CUDA device, or skips the test with a reason.
 #define DATEST_REQUIRE_CUDA(var)                                                  \
   devicearray::ComputeDevice var;                                                 \
