@@ -219,8 +219,12 @@ TEST_P(OrderingAllDevices, DroppingHandlesWithWorkStillEnqueuedKeepsResultsIntac
   const int type = makeType(Depth::F32, 1);
   Stream s1(device), s2(device);
   std::vector<HostMat> results;
+  // Host sources of enqueued uploads must outlive them (as with any asynchronous
+  // copy); only the device handles are dropped early here.
+  std::vector<HostMat> sources;
   for (int round = 0; round < 6; ++round) {
     HostMat in = HostMat::pinned({kH, kW}, type);
+    sources.push_back(in);
     for (int i = 0; i < kN; ++i) in.ptr<float>()[i] = static_cast<float>(round * 100000 + i);
     HostMat out = HostMat::pinned({kH, kW}, type);
     {
