@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build demo test sanitize fuzz clean
+.PHONY: all deps configure build demo test sanitize fuzz docs clean
 
 all: build
 
@@ -36,6 +36,11 @@ sanitize: deps
 # Each libFuzzer target for a bounded time over its seed corpus.
 fuzz: deps
 	@./scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The API reference (HTML in $(BUILD)/docs/api/html); any Doxygen warning, such as
+# an undocumented public symbol, fails it (ctest's docs_test runs it too).
+docs: deps
+	@./scripts/doxygen.sh $(BUILD)/docs/api
 
 clean:
 	rm -rf $(BUILD)
