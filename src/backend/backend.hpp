@@ -238,6 +238,20 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) = 0;
 
   virtual void copy(const CopyDesc& desc, QueueImpl& q) = 0;
+  /// A device-to-device copy from memory of `srcDevice` (desc.src) into memory of
+  /// this device (desc.dst), enqueued on `q` (a queue of this device) without
+  /// blocking the host. Returns false, having enqueued and waited for nothing, when
+  /// this backend cannot move data from `srcDevice` directly; the core then stages
+  /// the copy through host memory. When it returns true the copy is ordered after
+  /// the recorded work on both allocations and recorded on both (OrderedUse on
+  /// `q`): only the backend knows whether its queues can wait on the other device's
+  /// events, so it does the ordering itself.
+  virtual bool copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
+    (void)desc;
+    (void)srcDevice;
+    (void)q;
+    return false;
+  }
   virtual void fill(const FillDesc& desc, QueueImpl& q) = 0;
   virtual void convert(const ConvertDesc& desc, QueueImpl& q) = 0;
   virtual void launch(const KernelLaunch& launch, QueueImpl& q) = 0;

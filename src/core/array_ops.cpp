@@ -26,7 +26,15 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
                                        bool hostMayBlock) {
   const auto& qdev = q.device();
   if (src.alloc && dst.alloc && src.alloc->device() != dst.alloc->device()) {
-    // Different devices (or backends): stage through page-locked host memory.
+    // Different devices: the destination's backend moves the data directly when it
+    // can (CUDA peer copies), ordered on q without blocking the host.
+    if (dst.alloc->device() == qdev) {
+      CopyDesc desc = makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step);
+      desc.hostMayBlock = hostMayBlock;
+      if (qdev->copyAcrossDevices(desc, *src.alloc->device(), q)) return q.recordEvent();
+    }
+    // Otherwise (another backend, e.g. CUDA <-> OpenCL): stage through page-locked
+    // host memory; the source side blocks.
     std::vector<std::size_t> packed = continuousSteps(size, elemSize);
     const std::size_t bytes = spanBytes(size, packed, elemSize);
     std::shared_ptr<void> buffer(allocatePinnedHost(bytes), [](void* p) { freePinnedHost(p); });

@@ -28,8 +28,10 @@ struct Region {
 
 /// Enqueues on `q` a copy of `size` elements of `elemSize` bytes from src to dst,
 /// ordered after earlier library work on both allocations. A device-to-device copy
-/// between two different devices is staged through pinned host memory (the source
-/// side blocks). Returns the event that completes the copy.
+/// between two different devices goes through DeviceImpl::copyAcrossDevices of the
+/// destination (non-blocking) when `q` is a queue of the destination's device and
+/// the backend handles it; otherwise it is staged through pinned host memory (the
+/// source side blocks). Returns the event that completes the copy.
 /// `hostMayBlock`: the caller waits for the copy anyway (see CopyDesc).
 std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
                                        std::size_t elemSize, const Region& dst, const Region& src,

@@ -199,6 +199,8 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) override;
 
   void copy(const CopyDesc& desc, QueueImpl& q) override;
+  /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
+  bool copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
   void fill(const FillDesc& desc, QueueImpl& q) override;
   void convert(const ConvertDesc& desc, QueueImpl& q) override;
   void launch(const KernelLaunch& launch, QueueImpl& q) override;
@@ -224,6 +226,10 @@ class CudaDevice final : public DeviceImpl {
   std::size_t maxPitch() const { return maxPitch_; }
   /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
   int blockSizeFor(const void* kernel, const char* name);
+  /// True when kernels of this device can read `source`'s memory (its pool and
+  /// cudaMalloc memory) directly. Enables peer access on the first call per pair
+  /// (cuda_peer.cu); false when the hardware or the driver cannot.
+  bool peerAccessTo(CudaDevice& source);
 
  private:
   cudaMemPool_t memoryPool();

@@ -1,0 +1,402 @@
+// CudaDevice::copyAcrossDevices: copies between two CUDA devices of one process,
+// enqueued on a queue of the destination device without blocking the host.
+//
+// Strategy (first that applies):
+//   * both sides one contiguous run  -> cudaMemcpyPeerAsync;
+//   * the destination can read the source's memory directly (peer access, enabled
+//     once per device pair) and the source is library pool memory -> the strided
+//     copy kernel of strided_kernels.cuh on the destination device, reading peer
+//     memory (one launch, full-width words);
+//   * rows of contiguous bytes with pitches cudaMemcpy3D can describe ->
+//     cudaMemcpy3DPeerAsync;
+//   * otherwise the region is packed into a temporary on the source device (kernel
+//     on the source's library stream), moved with one cudaMemcpyPeerAsync and
+//     unpacked on the destination device; streams of the two devices hand over
+//     through events, never through the host.
+// Peer access to memory-pool allocations does not follow
+// cudaDeviceEnablePeerAccess, so the source pool also grants the destination
+// device access (cudaMemPoolSetAccess). Memory the library did not allocate may
+// come from a pool it cannot see; it takes the copy-engine paths, which work on
+// any device memory.
+//
+// Ordering: the copy waits for the recorded work on both allocations and is
+// recorded on both (OrderedUse), on the caller's queue. The special stream handles
+// (0, cudaStreamLegacy, cudaStreamPerThread) have the same identity on every
+// device, so an event of device 0's default stream would look like "same queue" to
+// device 1's default stream; such copies run on the destination's library stream
+// instead, joined to the caller's stream by events before and after.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "cuda/cuda_device.hpp"
+#include "cuda/strided_kernels.cuh"
+
+namespace devicearray::detail::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+std::int64_t checkedMul(std::int64_t a, std::int64_t b, const std::string& fn) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail(ErrorCode::OutOfRange, fn + ": the region's byte count overflows 64 bits");
+  return r;
+}
+
+std::int64_t checkedAdd(std::int64_t a, std::int64_t b, const std::string& fn) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) fail(ErrorCode::OutOfRange, fn + ": the region's byte extent overflows 64 bits");
+  return r;
+}
+
+/// Checks that the strided region lies inside its allocation (external memory of
+/// unknown size is not checked).
+void checkBounds(const MemRef& ref, int dims, const std::int64_t* size, const std::int64_t* step,
+                 std::size_t elemSize, const std::string& fn) {
+  if (ref.device->bytes() == 0) return;
+  std::int64_t lo = 0, hi = 0;
+  for (int d = 0; d < dims; ++d) {
+    const std::int64_t span = checkedMul(size[d] - 1, step[d], fn);
+    if (span < 0) lo = checkedAdd(lo, span, fn);
+    else hi = checkedAdd(hi, span, fn);
+  }
+  hi = checkedAdd(hi, static_cast<std::int64_t>(elemSize), fn);
+  const auto offset = static_cast<std::int64_t>(ref.offset);
+  if (offset + lo < 0 || checkedAdd(offset, hi, fn) > static_cast<std::int64_t>(ref.device->bytes()))
+    fail(ErrorCode::OutOfRange, fn + ": the strided region at byte offset " + std::to_string(ref.offset) +
+                                    " reaches beyond the " + std::to_string(ref.device->bytes()) + "-byte allocation");
+}
+
+bool isPacked(int dims, const std::int64_t* size, const std::int64_t* step, std::size_t elemSize) {
+  std::int64_t expected = static_cast<std::int64_t>(elemSize);
+  for (int d = dims - 1; d >= 0; --d) {
+    if (size[d] != 1 && step[d] != expected) return false;
+    expected *= size[d];
+  }
+  return true;
+}
+
+void packedSteps(int dims, const std::int64_t* size, std::size_t elemSize, std::int64_t* step) {
+  std::int64_t s = static_cast<std::int64_t>(elemSize);
+  for (int d = dims - 1; d >= 0; --d) {
+    step[d] = s;
+    s *= size[d];
+  }
+}
+
+std::uint64_t magnitude(std::int64_t v) {
+  return v < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+}
+
+template <class Word, bool kSmall>
+void launchWords(const StridedParams& p, dim3 grid, cudaStream_t stream) {
+  stridedCopyKernel<Word, kSmall><<<grid, dim3(kThreads), 0, stream>>>(p);
+}
+
+/// One launch of the strided copy kernel on the current device: dst <- src over
+/// `size` elements of elemSize bytes, moving the widest word that divides the
+/// element size, every step and both base addresses. Either pointer may be peer
+/// memory the current device can address.
+void stridedCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep, int dims,
+                 const std::int64_t* size, std::size_t elemSize, cudaStream_t stream, const std::string& fn) {
+  std::uint64_t bits = elemSize | reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
+  for (int d = 0; d < dims; ++d) bits |= magnitude(dstStep[d]) | magnitude(srcStep[d]);
+  int word = 16;
+  while (word > 1 && bits % static_cast<std::uint64_t>(word) != 0) word /= 2;
+
+  StridedParams p;
+  p.dst = dst;
+  p.src = src;
+  p.dims = dims;
+  std::uint64_t total = 1;
+  for (int d = 0; d < dims; ++d) {
+    p.size[d] = size[d];
+    p.dstStep[d] = dstStep[d];
+    p.srcStep[d] = srcStep[d];
+    total *= static_cast<std::uint64_t>(size[d]);
+  }
+  const std::int64_t wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
+  if (wordsPerElement > 1 || dims == 0) {
+    p.size[p.dims] = wordsPerElement;
+    p.dstStep[p.dims] = word;
+    p.srcStep[p.dims] = word;
+    ++p.dims;
+  }
+  p.total = total * static_cast<std::uint64_t>(wordsPerElement);
+  if (p.total == 0) return;
+
+  const std::uint64_t perBlock = static_cast<std::uint64_t>(kThreads) * kWordsPerThread;
+  const std::uint64_t blocks = (p.total + perBlock - 1) / perBlock;
+  if (blocks > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    fail(ErrorCode::Unsupported, fn + ": " + std::to_string(p.total) + " words exceed one kernel launch");
+  const bool small = p.total < (std::uint64_t{1} << 31);
+  if (small)
+    for (int d = 0; d < p.dims; ++d) p.div[d] = FastDivmod(static_cast<std::uint32_t>(p.size[d]));
+  const dim3 grid(static_cast<unsigned>(blocks));
+  auto launch = [&](auto wordTag) {
+    using Word = decltype(wordTag);
+    if (small) launchWords<Word, true>(p, grid, stream);
+    else launchWords<Word, false>(p, grid, stream);
+  };
+  switch (word) {
+    case 16: launch(uint4{}); break;
+    case 8: launch(0ull); break;
+    case 4: launch(0u); break;
+    case 2: launch(static_cast<unsigned short>(0)); break;
+    default: launch(static_cast<unsigned char>(0)); break;
+  }
+  check(cudaGetLastError(), (fn + ": strided copy kernel launch").c_str());
+}
+
+/// Pitches of a layout cudaMemcpy3D can describe: runs of `width` contiguous bytes,
+/// `height` rows `pitch` apart, `depth` slices `pitch * ysize` apart.
+struct Pitched {
+  std::size_t pitch = 0;
+  std::size_t ysize = 0;
+};
+
+bool pitchedLayout(int dims, const std::int64_t* size, const std::int64_t* step, std::size_t width,
+                   std::size_t maxPitch, Pitched& out) {
+  if (dims < 1 || dims > 2) return false;
+  const std::int64_t rowPitch = step[dims - 1];
+  if (rowPitch < static_cast<std::int64_t>(width) || static_cast<std::uint64_t>(rowPitch) > maxPitch) return false;
+  out.pitch = static_cast<std::size_t>(rowPitch);
+  out.ysize = static_cast<std::size_t>(size[dims - 1]);
+  if (dims == 2) {
+    if (step[0] <= 0 || step[0] % rowPitch != 0 || step[0] / rowPitch < size[1]) return false;
+    out.ysize = static_cast<std::size_t>(step[0] / rowPitch);
+  }
+  return true;
+}
+
+bool isSpecialStream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
+
+/// Device-to-device peer access already settled per (destination, source) ordinal
+/// pair. Leaked with the devices: enabled access lasts for the process.
+struct PeerTable {
+  std::mutex mutex;
+  std::map<std::pair<int, int>, bool> direct;
+};
+
+PeerTable& peerTable() {
+  static PeerTable* table = new PeerTable;
+  return *table;
+}
+
+/// Pool memory of `device` used on `stream` and freed on it (also on errors).
+class StreamTemp {
+ public:
+  StreamTemp(CudaDevice& device, std::size_t bytes, cudaStream_t stream, const std::string& fn)
+      : device_(device), stream_(stream), data_(static_cast<char*>(device.mallocAsync(bytes, stream, fn.c_str()))) {}
+  StreamTemp(const StreamTemp&) = delete;
+  StreamTemp& operator=(const StreamTemp&) = delete;
+  ~StreamTemp() {
+    DeviceGuard guard(device_.ordinal(), std::nothrow);
+    if (guard.ok()) device_.freeAsync(data_, stream_);
+  }
+  char* data() const { return data_; }
+
+ private:
+  CudaDevice& device_;
+  cudaStream_t stream_;
+  char* data_;
+};
+
+/// The packed copy of the source region, on the source device's library stream.
+/// The destination's stream reads it, so it is freed on the source stream only
+/// after an event of the destination stream; if that hand-over cannot be made, the
+/// destination stream is drained first, and if even that fails the buffer is
+/// leaked rather than freed under a running copy.
+class SourceTemp {
+ public:
+  SourceTemp(CudaDevice& source, QueueImpl& sourceQueue, QueueImpl& reader, std::size_t bytes, const std::string& fn)
+      : source_(source), sourceQueue_(sourceQueue), reader_(reader) {
+    DeviceGuard guard(source.ordinal());
+    data_ = static_cast<char*>(source.mallocAsync(bytes, stream(), fn.c_str()));
+  }
+  SourceTemp(const SourceTemp&) = delete;
+  SourceTemp& operator=(const SourceTemp&) = delete;
+  ~SourceTemp() {
+    try {
+      auto readDone = reader_.recordEvent();
+      sourceQueue_.waitEvent(*readDone);
+    } catch (...) {
+      try {
+        reader_.synchronize();
+      } catch (...) {
+        return;
+      }
+    }
+    DeviceGuard guard(source_.ordinal(), std::nothrow);
+    if (guard.ok()) source_.freeAsync(data_, stream());
+  }
+  char* data() const { return data_; }
+  cudaStream_t stream() const { return static_cast<CudaQueue&>(sourceQueue_).stream(); }
+
+ private:
+  CudaDevice& source_;
+  QueueImpl& sourceQueue_;
+  QueueImpl& reader_;
+  char* data_ = nullptr;
+};
+
+}  // namespace
+
+bool CudaDevice::peerAccessTo(CudaDevice& source) {
+  if (&source == this) return true;
+  PeerTable& table = peerTable();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  const auto key = std::make_pair(ordinal_, source.ordinal_);
+  if (auto it = table.direct.find(key); it != table.direct.end()) return it->second;
+
+  bool direct = false;
+  {
+    DeviceGuard guard(ordinal_);
+    int can = 0;
+    check(cudaDeviceCanAccessPeer(&can, ordinal_, source.ordinal_), "cudaDeviceCanAccessPeer");
+    if (can != 0) {
+      // Access is enabled in the primary context, which the process shares: code that
+      // enables it again gets cudaErrorPeerAccessAlreadyEnabled, which it must (and
+      // commonly does) tolerate, as we do here.
+      cudaError_t err = cudaDeviceEnablePeerAccess(source.ordinal_, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();
+        err = cudaSuccess;
+      }
+      if (err == cudaSuccess) {
+        cudaMemAccessDesc access{};
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = ordinal_;
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        err = cudaMemPoolSetAccess(source.memoryPool(), &access, 1);
+      }
+      if (err == cudaSuccess) {
+        direct = true;
+      } else {
+        // Out of peer resources (cudaErrorTooManyPeers) or refused by the driver:
+        // the copy-engine and staged paths still work, only slower.
+        (void)cudaGetLastError();
+      }
+    }
+  }
+  table.direct.emplace(key, direct);
+  return direct;
+}
+
+bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
+  auto* source = dynamic_cast<CudaDevice*>(&srcDevice);
+  if (source == nullptr) return false;  // another backend: the core stages through the host
+  const std::string fn = "copy (" + source->label() + " -> " + label() + ")";
+  if (source == this) fail(ErrorCode::InvalidArgument, fn + ": source and destination are the same device");
+  cudaStream_t callerStream = streamOf(q, fn.c_str());
+  if (desc.dims < 0 || desc.dims > kMaxDims)
+    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(desc.dims) + " dimensions; expected 0.." +
+                                         std::to_string(kMaxDims));
+  if (desc.elemSize == 0) fail(ErrorCode::InvalidArgument, fn + ": element size is 0");
+  if (desc.dst.isHost() || desc.src.isHost())
+    fail(ErrorCode::InvalidArgument, fn + ": both sides must be device memory");
+  if (desc.src.device->device().get() != source)
+    fail(ErrorCode::InvalidArgument, fn + ": the source memory does not belong to " + source->label());
+  const int dims = desc.dims;
+  const std::int64_t* size = desc.size.data();
+  std::int64_t count = 1;
+  for (int d = 0; d < dims; ++d) {
+    if (size[d] <= 0)
+      fail(ErrorCode::InvalidArgument, fn + ": axis " + std::to_string(d) + " has size " + std::to_string(size[d]) +
+                                           "; sizes must be positive");
+    count = checkedMul(count, size[d], fn);
+  }
+  const std::int64_t packedBytes = checkedMul(count, static_cast<std::int64_t>(desc.elemSize), fn);
+  checkBounds(desc.dst, dims, size, desc.dstStep.data(), desc.elemSize, fn);
+  checkBounds(desc.src, dims, size, desc.srcStep.data(), desc.elemSize, fn);
+  char* dst = address(desc.dst, fn.c_str());
+  char* src = static_cast<char*>(desc.src.device->handle()) + desc.src.offset;
+  const auto bytes = static_cast<std::size_t>(packedBytes);
+
+  const bool dstPacked = isPacked(dims, size, desc.dstStep.data(), desc.elemSize);
+  const bool srcPacked = isPacked(dims, size, desc.srcStep.data(), desc.elemSize);
+  // Settled before anything is enqueued; also lets the contiguous copy use the
+  // direct link instead of the driver's staging.
+  const bool direct = peerAccessTo(*source);
+  Pitched dstPitched, srcPitched;
+  enum class Path { contiguous, peerKernel, copy3D, staged } path = Path::staged;
+  if (dstPacked && srcPacked) path = Path::contiguous;
+  else if (direct && !desc.src.device->external()) path = Path::peerKernel;
+  else if (pitchedLayout(dims, size, desc.dstStep.data(), desc.elemSize, maxPitch_, dstPitched) &&
+           pitchedLayout(dims, size, desc.srcStep.data(), desc.elemSize, source->maxPitch(), srcPitched))
+    path = Path::copy3D;
+
+  QueueImpl* work = &q;
+  if (isSpecialStream(callerStream)) {
+    work = sdkQueue().get();
+    auto callerSoFar = q.recordEvent();
+    work->waitEvent(*callerSoFar);
+  }
+  const cudaStream_t stream = static_cast<CudaQueue&>(*work).stream();
+  OrderedUse use(*work, {desc.dst.device, desc.src.device});
+  {
+    DeviceGuard guard(ordinal_);
+    switch (path) {
+      case Path::contiguous:
+        check(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream), "cudaMemcpyPeerAsync");
+        break;
+      case Path::peerKernel:
+        stridedCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream, fn);
+        break;
+      case Path::copy3D: {
+        cudaMemcpy3DPeerParms p{};
+        p.srcPtr = make_cudaPitchedPtr(src, srcPitched.pitch, desc.elemSize, srcPitched.ysize);
+        p.srcDevice = source->ordinal();
+        p.dstPtr = make_cudaPitchedPtr(dst, dstPitched.pitch, desc.elemSize, dstPitched.ysize);
+        p.dstDevice = ordinal_;
+        p.extent = make_cudaExtent(desc.elemSize, static_cast<std::size_t>(size[dims - 1]),
+                                   dims == 2 ? static_cast<std::size_t>(size[0]) : 1);
+        check(cudaMemcpy3DPeerAsync(&p, stream), "cudaMemcpy3DPeerAsync");
+        break;
+      }
+      case Path::staged: {
+        std::int64_t packed[kMaxDims] = {};
+        packedSteps(dims, size, desc.elemSize, packed);
+        const char* from = src;
+        std::unique_ptr<SourceTemp> sourceTemp;
+        if (!srcPacked) {
+          // The source's library stream packs the region once `work` has waited for
+          // the source allocation's recorded work (OrderedUse above).
+          QueueImpl& sourceQueue = *source->sdkQueue();
+          auto ready = work->recordEvent();
+          sourceQueue.waitEvent(*ready);
+          sourceTemp = std::make_unique<SourceTemp>(*source, sourceQueue, *work, bytes, fn);
+          {
+            DeviceGuard sourceGuard(source->ordinal());
+            stridedCopy(sourceTemp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize,
+                        sourceTemp->stream(), fn);
+          }
+          auto packedDone = sourceQueue.recordEvent();
+          work->waitEvent(*packedDone);
+          from = sourceTemp->data();
+        }
+        if (dstPacked) {
+          check(cudaMemcpyPeerAsync(dst, ordinal_, from, source->ordinal(), bytes, stream), "cudaMemcpyPeerAsync");
+        } else {
+          StreamTemp landing(*this, bytes, stream, fn);
+          check(cudaMemcpyPeerAsync(landing.data(), ordinal_, from, source->ordinal(), bytes, stream),
+                "cudaMemcpyPeerAsync");
+          stridedCopy(dst, desc.dstStep.data(), landing.data(), packed, dims, size, desc.elemSize, stream, fn);
+        }
+        break;  // sourceTemp is released after an event of `work` that follows the transfer
+      }
+    }
+  }
+  auto done = use.commit();
+  if (work != &q) q.waitEvent(*done);
+  return true;
+}
+
+}  // namespace devicearray::detail::cuda
