@@ -13,7 +13,8 @@ void Allocation::shareOrderingWith(const std::shared_ptr<Allocation>& parent) { 
 const void* QueueImpl::key() const {
   void* const handle = native();
   if (device()->backend() != ComputeBackend::cuda) return handle;
-  if (handle == nullptr) return device().get();  // the legacy default stream of this device
+  // nullptr and cudaStreamLegacy (0x1): the legacy default stream of this device.
+  if (handle == nullptr || reinterpret_cast<std::uintptr_t>(handle) == 0x1) return device().get();
   if (reinterpret_cast<std::uintptr_t>(handle) == 0x2) {  // cudaStreamPerThread: one per thread
     thread_local const char perThreadStream = 0;
     return &perThreadStream;
