@@ -50,6 +50,20 @@ std::uint64_t clMemSize(void* mem) {
   return s;
 }
 
+// Bytes an owning array of this shape and type would allocate, saturating; a
+// valid but large request is legitimate for the library, so the target skips it
+// rather than let real buffers exceed libFuzzer's RSS limit.
+std::uint64_t allocationBytes(const std::vector<int>& shape, int type) {
+  std::uint64_t total = depthSize(depthOf(type)) * static_cast<std::uint64_t>(channelsOf(type));
+  for (int s : shape) {
+    if (s <= 0) return 0;  // invalid: the library refuses it without allocating
+    if (total > (std::uint64_t{1} << 40) / static_cast<std::uint64_t>(s)) return std::uint64_t{1} << 40;
+    total *= static_cast<std::uint64_t>(s);
+  }
+  return total;
+}
+constexpr std::uint64_t kMaxAllocationBytes = std::uint64_t{1} << 20;
+
 int smallInt(dafuzz::ByteReader& in) {
   // Mostly small values (useful shapes), sometimes anything (edge cases).
   const std::uint8_t b = in.u8();
@@ -143,9 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       case 1: {  // owning allocation (bounded so the fuzzer does not spend its time in malloc)
-        std::uint64_t total = 1;
-        for (int s : shape) total *= s > 0 && s < (1 << 16) ? static_cast<std::uint64_t>(s) : 1;
-        if (total > (1u << 16)) return 0;
+        if (allocationBytes(shape, type) > kMaxAllocationBytes) return 0;
         g = GpuMatND(shape, type, dafuzz::openclDevice());
         break;
       }
@@ -229,6 +241,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         default: {
           std::vector<int> s2(static_cast<std::size_t>(1 + in.u8() % 4));
           for (int& s : s2) s = smallInt(in);
+          if (allocationBytes(s2, g.type()) > kMaxAllocationBytes) break;
           GpuMatND c = g;
           c.create(s2, g.type());
           checkLayout(c);
