@@ -10,12 +10,13 @@
 #include <string>
 
 #include "cuda/cuda_device.hpp"
+#include "cuda/strided_copy.hpp"
 #include "cuda/strided_kernels.cuh"
 
 namespace devicearray::detail::cuda {
 namespace {
-
 constexpr int kThreads = 256;
+}  // namespace
 
 std::int64_t checkedMul(std::int64_t a, std::int64_t b, const char* function) {
   std::int64_t r = 0;
@@ -62,7 +63,6 @@ void checkBounds(const MemRef& ref, int dims, const std::int64_t* size, const st
                                     std::to_string(ref.device->bytes()) + "-byte allocation");
 }
 
-/// True when `step` is the packed row-major layout of `size` x elemSize.
 bool isPacked(int dims, const std::int64_t* size, const std::int64_t* step, std::size_t elemSize) {
   std::int64_t expected = static_cast<std::int64_t>(elemSize);
   for (int d = dims - 1; d >= 0; --d) {
@@ -79,6 +79,8 @@ void packedSteps(int dims, const std::int64_t* size, std::size_t elemSize, std::
     s *= size[d];
   }
 }
+
+namespace {
 
 std::uint64_t magnitude(std::int64_t v) {
   return v < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
@@ -125,8 +127,8 @@ void launchStrided(bool fill, StridedParams& p, int word, cudaStream_t stream, c
   check(cudaGetLastError(), function);
 }
 
-/// One launch of the strided copy kernel: dst (dstStep) <- src (srcStep) over
-/// `size` elements of elemSize bytes. Both sides are device-accessible.
+}  // namespace
+
 void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep,
                        int dims, const std::int64_t* size, std::size_t elemSize, cudaStream_t stream) {
   std::uint64_t bits = elemSize | reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
@@ -153,6 +155,8 @@ void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, 
   p.total = total * static_cast<std::uint64_t>(wordsPerElement);
   launchStrided(false, p, word, stream, "copy: strided copy kernel launch");
 }
+
+namespace {
 
 /// Host-side strided copy (pack/unpack of staging buffers in stream callbacks).
 void hostStridedCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep, int dims,

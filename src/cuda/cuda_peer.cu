@@ -37,123 +37,10 @@
 #include <utility>
 
 #include "cuda/cuda_device.hpp"
-#include "cuda/strided_kernels.cuh"
+#include "cuda/strided_copy.hpp"
 
 namespace devicearray::detail::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-std::int64_t checkedMul(std::int64_t a, std::int64_t b, const std::string& fn) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) fail(ErrorCode::OutOfRange, fn + ": the region's byte count overflows 64 bits");
-  return r;
-}
-
-std::int64_t checkedAdd(std::int64_t a, std::int64_t b, const std::string& fn) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) fail(ErrorCode::OutOfRange, fn + ": the region's byte extent overflows 64 bits");
-  return r;
-}
-
-/// Checks that the strided region lies inside its allocation (external memory of
-/// unknown size is not checked).
-void checkBounds(const MemRef& ref, int dims, const std::int64_t* size, const std::int64_t* step,
-                 std::size_t elemSize, const std::string& fn) {
-  if (ref.device->bytes() == 0) return;
-  std::int64_t lo = 0, hi = 0;
-  for (int d = 0; d < dims; ++d) {
-    const std::int64_t span = checkedMul(size[d] - 1, step[d], fn);
-    if (span < 0) lo = checkedAdd(lo, span, fn);
-    else hi = checkedAdd(hi, span, fn);
-  }
-  hi = checkedAdd(hi, static_cast<std::int64_t>(elemSize), fn);
-  const auto offset = static_cast<std::int64_t>(ref.offset);
-  if (offset + lo < 0 || checkedAdd(offset, hi, fn) > static_cast<std::int64_t>(ref.device->bytes()))
-    fail(ErrorCode::OutOfRange, fn + ": the strided region at byte offset " + std::to_string(ref.offset) +
-                                    " reaches beyond the " + std::to_string(ref.device->bytes()) + "-byte allocation");
-}
-
-bool isPacked(int dims, const std::int64_t* size, const std::int64_t* step, std::size_t elemSize) {
-  std::int64_t expected = static_cast<std::int64_t>(elemSize);
-  for (int d = dims - 1; d >= 0; --d) {
-    if (size[d] != 1 && step[d] != expected) return false;
-    expected *= size[d];
-  }
-  return true;
-}
-
-void packedSteps(int dims, const std::int64_t* size, std::size_t elemSize, std::int64_t* step) {
-  std::int64_t s = static_cast<std::int64_t>(elemSize);
-  for (int d = dims - 1; d >= 0; --d) {
-    step[d] = s;
-    s *= size[d];
-  }
-}
-
-std::uint64_t magnitude(std::int64_t v) {
-  return v < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-}
-
-template <class Word, bool kSmall>
-void launchWords(const StridedParams& p, dim3 grid, cudaStream_t stream) {
-  stridedCopyKernel<Word, kSmall><<<grid, dim3(kThreads), 0, stream>>>(p);
-}
-
-/// One launch of the strided copy kernel on the current device: dst <- src over
-/// `size` elements of elemSize bytes, moving the widest word that divides the
-/// element size, every step and both base addresses. Either pointer may be peer
-/// memory the current device can address.
-void stridedCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep, int dims,
-                 const std::int64_t* size, std::size_t elemSize, cudaStream_t stream, const std::string& fn) {
-  std::uint64_t bits = elemSize | reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
-  for (int d = 0; d < dims; ++d) bits |= magnitude(dstStep[d]) | magnitude(srcStep[d]);
-  int word = 16;
-  while (word > 1 && bits % static_cast<std::uint64_t>(word) != 0) word /= 2;
-
-  StridedParams p;
-  p.dst = dst;
-  p.src = src;
-  p.dims = dims;
-  std::uint64_t total = 1;
-  for (int d = 0; d < dims; ++d) {
-    p.size[d] = size[d];
-    p.dstStep[d] = dstStep[d];
-    p.srcStep[d] = srcStep[d];
-    total *= static_cast<std::uint64_t>(size[d]);
-  }
-  const std::int64_t wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
-  if (wordsPerElement > 1 || dims == 0) {
-    p.size[p.dims] = wordsPerElement;
-    p.dstStep[p.dims] = word;
-    p.srcStep[p.dims] = word;
-    ++p.dims;
-  }
-  p.total = total * static_cast<std::uint64_t>(wordsPerElement);
-  if (p.total == 0) return;
-
-  const std::uint64_t perBlock = static_cast<std::uint64_t>(kThreads) * kWordsPerThread;
-  const std::uint64_t blocks = (p.total + perBlock - 1) / perBlock;
-  if (blocks > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-    fail(ErrorCode::Unsupported, fn + ": " + std::to_string(p.total) + " words exceed one kernel launch");
-  const bool small = p.total < (std::uint64_t{1} << 31);
-  if (small)
-    for (int d = 0; d < p.dims; ++d) p.div[d] = FastDivmod(static_cast<std::uint32_t>(p.size[d]));
-  const dim3 grid(static_cast<unsigned>(blocks));
-  auto launch = [&](auto wordTag) {
-    using Word = decltype(wordTag);
-    if (small) launchWords<Word, true>(p, grid, stream);
-    else launchWords<Word, false>(p, grid, stream);
-  };
-  switch (word) {
-    case 16: launch(uint4{}); break;
-    case 8: launch(0ull); break;
-    case 4: launch(0u); break;
-    case 2: launch(static_cast<unsigned short>(0)); break;
-    default: launch(static_cast<unsigned char>(0)); break;
-  }
-  check(cudaGetLastError(), (fn + ": strided copy kernel launch").c_str());
-}
 
 /// Pitches of a layout cudaMemcpy3D can describe: runs of `width` contiguous bytes,
 /// `height` rows `pitch` apart, `depth` slices `pitch * ysize` apart.
@@ -311,11 +198,11 @@ bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, 
     if (size[d] <= 0)
       fail(ErrorCode::InvalidArgument, fn + ": axis " + std::to_string(d) + " has size " + std::to_string(size[d]) +
                                            "; sizes must be positive");
-    count = checkedMul(count, size[d], fn);
+    count = checkedMul(count, size[d], fn.c_str());
   }
-  const std::int64_t packedBytes = checkedMul(count, static_cast<std::int64_t>(desc.elemSize), fn);
-  checkBounds(desc.dst, dims, size, desc.dstStep.data(), desc.elemSize, fn);
-  checkBounds(desc.src, dims, size, desc.srcStep.data(), desc.elemSize, fn);
+  const std::int64_t packedBytes = checkedMul(count, static_cast<std::int64_t>(desc.elemSize), fn.c_str());
+  checkBounds(desc.dst, dims, size, desc.dstStep.data(), desc.elemSize, fn.c_str());
+  checkBounds(desc.src, dims, size, desc.srcStep.data(), desc.elemSize, fn.c_str());
   char* dst = address(desc.dst, fn.c_str());
   char* src = static_cast<char*>(desc.src.device->handle()) + desc.src.offset;
   const auto bytes = static_cast<std::size_t>(packedBytes);
@@ -348,7 +235,7 @@ bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, 
         check(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream), "cudaMemcpyPeerAsync");
         break;
       case Path::peerKernel:
-        stridedCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream, fn);
+        stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
         break;
       case Path::copy3D: {
         cudaMemcpy3DPeerParms p{};
@@ -375,8 +262,8 @@ bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, 
           sourceTemp = std::make_unique<SourceTemp>(*source, sourceQueue, *work, bytes, fn);
           {
             DeviceGuard sourceGuard(source->ordinal());
-            stridedCopy(sourceTemp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize,
-                        sourceTemp->stream(), fn);
+            stridedDeviceCopy(sourceTemp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize,
+                              sourceTemp->stream());
           }
           auto packedDone = sourceQueue.recordEvent();
           work->waitEvent(*packedDone);
@@ -388,7 +275,7 @@ bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, 
           StreamTemp landing(*this, bytes, stream, fn);
           check(cudaMemcpyPeerAsync(landing.data(), ordinal_, from, source->ordinal(), bytes, stream),
                 "cudaMemcpyPeerAsync");
-          stridedCopy(dst, desc.dstStep.data(), landing.data(), packed, dims, size, desc.elemSize, stream, fn);
+          stridedDeviceCopy(dst, desc.dstStep.data(), landing.data(), packed, dims, size, desc.elemSize, stream);
         }
         break;  // sourceTemp is released after an event of `work` that follows the transfer
       }
