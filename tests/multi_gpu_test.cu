@@ -19,6 +19,7 @@
 #include "backend/backend.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
+#include "cuda_gate.cuh"
 #include "ordering_support.hpp"
 #include "test_support.hpp"
 
@@ -26,18 +27,6 @@ namespace {
 
 using namespace devicearray;
 using Bytes = std::vector<std::uint8_t>;
-
-#define CUDA_OK(expr)                                                           \
-  do {                                                                          \
-    const cudaError_t err_ = (expr);                                            \
-    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_); \
-  } while (0)
-
-int currentDevice() {
-  int d = -1;
-  if (cudaGetDevice(&d) != cudaSuccess) return -2;
-  return d;
-}
 
 /// Runs `fn` with `device` current and restores the previous device (test-side
 /// runtime calls such as cudaMalloc for user memory on a given device).
@@ -54,71 +43,6 @@ int ownerOf(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) return -1;
   return a.type == cudaMemoryTypeDevice ? a.device : -1;
-}
-
-// ------------------------------------------------------------ gated kernel ---
-
-/// Thread 0 spins until the host opens the gate (or 600 x spinCycles pass, so a
-/// broken test cannot wedge the GPU), then spinCycles more; the block waits.
-__device__ void waitForGate(const volatile int* gate, long long spinCycles) {
-  if (threadIdx.x == 0) {
-    const long long start = clock64();
-    while (*gate == 0 && clock64() - start < 600 * spinCycles) __nanosleep(1000);
-    const long long opened = clock64();
-    while (clock64() - opened < spinCycles) {
-    }
-  }
-  __syncthreads();
-}
-
-/// After the gate: out[i] = base + 0.5 * i.
-__global__ void gatedProduce(const volatile int* gate, float* out, int n, long long spinCycles, float base) {
-  waitForGate(gate, spinCycles);
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) out[i] = base + 0.5f * i;
-}
-
-/// A host flag in mapped, portable page-locked memory (visible to kernels of every
-/// device), opened by the test or by the shared watchdog (ordering_support.hpp).
-class Gate {
- public:
-  explicit Gate(std::vector<int> devices, std::chrono::seconds limit = std::chrono::seconds(20))
-      : devices_(std::move(devices)) {
-    if (cudaHostAlloc(reinterpret_cast<void**>(&flag_), sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) !=
-        cudaSuccess) {
-      flag_ = nullptr;
-      return;
-    }
-    *flag_ = 0;
-    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceFlag_), flag_, 0) != cudaSuccess) deviceFlag_ = nullptr;
-    watchdog_.start(limit, [this] { __atomic_store_n(flag_, 1, __ATOMIC_RELEASE); });
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  ~Gate() {
-    watchdog_.stop();
-    // Kernels spinning on the flag must be done (on every device) before it is freed.
-    const int previous = currentDevice();
-    for (int d : devices_)
-      if (cudaSetDevice(d) == cudaSuccess) (void)cudaDeviceSynchronize();
-    (void)cudaSetDevice(previous);
-    if (flag_ != nullptr) (void)cudaFreeHost(flag_);
-  }
-  bool valid() const { return flag_ != nullptr && deviceFlag_ != nullptr; }
-  const int* device() const { return deviceFlag_; }
-  /// Opens the gate; true when the watchdog had not opened it already (nothing blocked).
-  bool open() { return watchdog_.open(); }
-
- private:
-  std::vector<int> devices_;
-  int* flag_ = nullptr;
-  int* deviceFlag_ = nullptr;
-  datest::ordering::GateWatchdog watchdog_;
-};
-
-long long cyclesFor50ms(int ordinal) {
-  int kHz = 0;
-  if (cudaDeviceGetAttribute(&kHz, cudaDevAttrClockRate, ordinal) != cudaSuccess || kHz <= 0) kHz = 1'500'000;
-  return static_cast<long long>(kHz) * 50;
 }
 
 /// Lets an unordered consumer (if the library forgot a wait) run to completion.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "devicearray/devicearray.hpp"
+#include "cuda_gate.cuh"
 #include "ordering_support.hpp"
 #include "test_support.hpp"
 
@@ -28,75 +29,6 @@ using datest::ordering::kH;
 using datest::ordering::kN;
 using datest::ordering::kW;
 using datest::ordering::pattern;
-
-#define CUDA_OK(expr)                                                                  \
-  do {                                                                                 \
-    const cudaError_t err_ = (expr);                                                   \
-    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_);        \
-  } while (0)
-
-/// Thread 0 spins until the host opens the gate (or 600 x spinCycles pass, ~30 s, so
-/// a broken test cannot wedge the GPU), then spinCycles more; the block waits for it.
-__device__ void waitForGate(const volatile int* gate, long long spinCycles) {
-  if (threadIdx.x == 0) {
-    const long long start = clock64();
-    while (*gate == 0 && clock64() - start < 600 * spinCycles) __nanosleep(1000);
-    const long long opened = clock64();
-    while (clock64() - opened < spinCycles) {
-    }
-  }
-  __syncthreads();
-}
-
-/// After the gate: out[i] = base + 0.5 * i for the n floats of out.
-__global__ void gatedProduce(const volatile int* gate, float* out, int n, long long spinCycles, float base) {
-  waitForGate(gate, spinCycles);
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) out[i] = base + 0.5f * i;
-}
-
-/// Like gatedProduce, but reads: out[i] = in[i] after the gate and the spin.
-__global__ void gatedCopy(const volatile int* gate, const float* in, float* out, int n, long long spinCycles) {
-  waitForGate(gate, spinCycles);
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) out[i] = in[i];
-}
-
-/// A flag in mapped pinned memory that the gated kernels poll (see GateWatchdog).
-class Gate {
- public:
-  explicit Gate(std::chrono::seconds limit = std::chrono::seconds(20)) {
-    if (cudaHostAlloc(reinterpret_cast<void**>(&flag_), sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
-      flag_ = nullptr;
-      return;
-    }
-    *flag_ = 0;
-    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceFlag_), flag_, 0) != cudaSuccess) deviceFlag_ = nullptr;
-    watchdog_.start(limit, [this] { __atomic_store_n(flag_, 1, __ATOMIC_RELEASE); });
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  ~Gate() {
-    watchdog_.stop();
-    // The kernels waiting on the flag must be done before it is freed.
-    (void)cudaDeviceSynchronize();
-    if (flag_ != nullptr) (void)cudaFreeHost(flag_);
-  }
-  bool valid() const { return flag_ != nullptr && deviceFlag_ != nullptr; }
-  const int* device() const { return deviceFlag_; }
-  /// Opens the gate; true when the watchdog had not already opened it (nothing blocked).
-  bool open() { return watchdog_.open(); }
-
- private:
-  int* flag_ = nullptr;
-  int* deviceFlag_ = nullptr;
-  datest::ordering::GateWatchdog watchdog_;
-};
-
-/// Device cycles in ~50 ms.
-long long cyclesFor50ms(int ordinal) {
-  int kHz = 0;
-  if (cudaDeviceGetAttribute(&kHz, cudaDevAttrClockRate, ordinal) != cudaSuccess || kHz <= 0) kHz = 1'500'000;
-  return static_cast<long long>(kHz) * 50;
-}
 
 /// Page-locked host floats: copies into them are truly asynchronous (a pageable
 /// destination would make CUDA itself block the host).
