@@ -77,6 +77,19 @@ void download(benchmark::State& state, da::ComputeDevice device, bool pinned) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
 }
 
+// The host baseline for OpenCL CPU devices (PoCL): what a plain memcpy of the same
+// bytes costs on this machine (read + write counted, like the clones).
+void hostMemcpy(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  std::vector<unsigned char> src(bytes, 3), dst(bytes);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * static_cast<std::int64_t>(bytes));
+}
+
 void sizes(benchmark::internal::Benchmark* b, bool large) {
   b->Arg(1 << 10)->Arg(1 << 20)->Arg(9'216'000);  // 1 KiB, 1 MiB, a 1920x1200 XYZW frame / 4
   if (large) b->Arg(1 << 28)->Arg(1 << 30);
@@ -102,6 +115,8 @@ int main(int argc, char** argv) {
       sizes(benchmark::RegisterBenchmark(("download_" + kind + "/" + tag).c_str(), download, device, pinned)->UseManualTime(), gpu);
     }
   }
+  benchmark::RegisterBenchmark("baseline_host_memcpy/host", hostMemcpy)
+      ->Arg(1 << 20)->Arg(9'216'000)->Arg(1 << 26)->UseRealTime();
 #ifdef DEVICEARRAY_HAS_CUDA
   registerCudaBaselines();
 #endif
