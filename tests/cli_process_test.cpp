@@ -15,22 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
 #include "devicearray/device.hpp"
 #include "devicearray/io.hpp"
 #include "point_cloud_reference.hpp"
 
-namespace fs = std::filesystem;
 using devicearray::HostPointCloud;
 using devicearray::NormalXYZ;
 using devicearray::PointXYZ;
 
 namespace {
-
-#ifdef DEVICEARRAY_CLI_PATH
-constexpr const char* kCli = DEVICEARRAY_CLI_PATH;
-#else
-constexpr const char* kCli = nullptr;
-#endif
 
 bool haveDevice() {
   try {
@@ -40,65 +34,9 @@ bool haveDevice() {
   }
 }
 
-#define REQUIRE_CLI()                       \
-  if (kCli == nullptr || !fs::exists(kCli)) \
-  GTEST_SKIP() << "the devicearray command was not built (DEVICEARRAY_BUILD_TOOLS=OFF or no CLI11)"
-
 #define REQUIRE_CLI_AND_DEVICE() \
   REQUIRE_CLI();                 \
   if (!haveDevice()) GTEST_SKIP() << "no compute device: process and bench need one"
-
-fs::path tempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("devicearray_cli_process_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-/// Removes the scratch directory after the last test.
-class RemoveTempDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(tempDir(), ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& args) {
-  static int counter = 0;
-  const fs::path out = tempDir() / ("out" + std::to_string(counter) + ".txt");
-  const fs::path err = tempDir() / ("err" + std::to_string(counter++) + ".txt");
-  const std::string cmd = std::string("'") + kCli + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
-void expectOneLineFailure(const Result& r, const std::string& mentions) {
-  EXPECT_NE(r.status, 0);
-  EXPECT_EQ(r.err.rfind("devicearray: error: ", 0), 0u) << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
-}
 
 std::vector<PointXYZ> pointsOf(const HostPointCloud& c) {
   std::vector<PointXYZ> p(c.size());
