@@ -86,6 +86,9 @@ std::shared_ptr<Allocation> deviceBytes(DeviceImpl& dev, const std::vector<std::
   auto a = dev.allocate(bytes.size(), *dev.sdkQueue());
   dev.sdkQueue()->synchronize();
   EXPECT_EQ(cudaMemcpy(a->handle(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  // A pageable cudaMemcpy to the device may return before its DMA lands; the copies
+  // under test run on non-blocking streams, which do not wait for it.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return a;
 }
 

@@ -52,6 +52,7 @@ TEST(GpuMatNDExternalCuda, WrapsCudaMallocMemoryWithoutCopyingOrFreeing) {
   ASSERT_NE(buf.ptr, nullptr);
   const std::vector<std::uint8_t> data = datest::nonZeroBytes(bytes, 1);
   CUDA_OK(cudaMemcpy(buf.ptr, data.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());  // a pageable upload may return before its DMA lands
 
   GpuMatND ext(shape, type, buf.ptr);
   EXPECT_TRUE(ext.external());
@@ -101,6 +102,7 @@ TEST(GpuMatNDExternalCuda, WrapsPitchedMemoryWithStep) {
   CUDA_OK(cudaMallocPitch(&ptr, &pitch, 13 * 3, 5));
   const std::vector<std::uint8_t> rows = datest::nonZeroBytes(5 * 13 * 3, 3);
   CUDA_OK(cudaMemcpy2D(ptr, pitch, rows.data(), 13 * 3, 13 * 3, 5, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());  // a pageable upload may return before its DMA lands
   {
     const GpuMatND ext({5, 13}, type, ptr, {pitch});
     EXPECT_EQ(ext.step, (std::vector<std::size_t>{pitch, 3}));

@@ -284,6 +284,7 @@ TEST_F(MultiGpu, CopyFromUserMemoryOnAnotherDevice) {
   onDevice(d0_.ordinal(), [&] {
     ASSERT_EQ(cudaMalloc(&user, rows * pitch), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(user, image.data(), image.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a pageable upload may return before its DMA lands
   });
   ASSERT_NE(user, nullptr);
   {
@@ -365,6 +366,7 @@ TEST_F(MultiGpu, BackendCopiesEveryLayoutAcrossDevices) {
         onDevice(d0_.ordinal(), [&] {
           ASSERT_EQ(cudaMalloc(&user, srcBytes), cudaSuccess);
           ASSERT_EQ(cudaMemcpy(user, srcImage.data(), srcBytes, cudaMemcpyHostToDevice), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a pageable upload may return before its DMA lands
         });
         srcAlloc = dev0->adopt(user, srcBytes);
       } else {
@@ -635,6 +637,7 @@ TEST_F(MultiGpu, DLPackImportOfATensorOnDevice1WhileDevice0IsCurrent) {
   onDevice(d1_.ordinal(), [&] {
     ASSERT_EQ(cudaMalloc(&memory, image.size()), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(memory, image.data(), image.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a pageable upload may return before its DMA lands
   });
   ASSERT_NE(memory, nullptr);
   ASSERT_TRUE(current(d0_));

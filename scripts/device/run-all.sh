@@ -40,7 +40,7 @@ if run_step sanitize; then
     for t in ${SANITIZE_TESTS:-"$BUILD"/tests/*_test}; do
       [ -x "$t" ] || continue
       # Only the CUDA instances: OpenCL drivers are outside compute-sanitizer's scope.
-      compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$t" --gtest_brief=1 \
+      timeout "${SANITIZE_TIMEOUT:-900}" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$t" --gtest_brief=1 \
           --gtest_filter='*cuda*:*Cuda*:*CUDA*' >> "$OUT/sanitizer.log" 2>&1
       rc=$?
       echo "sanitizer $tool $(basename "$t"): rc=$rc" | tee -a "$OUT/sanitizer-summary.txt"

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "core/layout.hpp"
 
 namespace devicearray {
 
@@ -351,7 +352,7 @@ GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const Com
   const ArrayLayout layout = layoutFor(format, geometry, fn);
   requireDevice(device, fn);
   const std::shared_ptr<DeviceImpl>& impl = device.impl();
-  std::shared_ptr<Allocation> storage = impl->allocate(layout.sizeInBytes, *impl->sdkQueue());
+  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, *impl->sdkQueue());
   // Blocking by contract: once this returns, any stream may use the memory.
   storage->waitIdle();
   return matFor(std::move(storage), 0, format, geometry);
@@ -364,7 +365,7 @@ GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geo
   requireDevice(device, fn);
   const std::shared_ptr<DeviceImpl>& impl = device.impl();
   QueueImpl& q = *impl->sdkQueue();
-  std::shared_ptr<Allocation> storage = impl->allocate(layout.sizeInBytes, q);
+  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, q);
   OrderedUse use(q, {storage.get()});
   CopyDesc copy;
   copy.elemSize = layout.sizeInBytes;
@@ -431,7 +432,7 @@ GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const Str
   std::shared_ptr<QueueImpl> q = queueFor(src.device, sq, fn);
   const ArrayGeometry g = geometryOf(src);
   const ArrayLayout layout = layoutFor(to, g, fn);
-  std::shared_ptr<Allocation> storage = src.device.impl()->allocate(layout.sizeInBytes, *q);
+  std::shared_ptr<Allocation> storage = allocateFor(fn, *src.device.impl(), layout.sizeInBytes, *q);
   const ArraySpan dst{storage, 0, src.device, src.height, src.width, src.organized};
   enqueueConversion(to, dst, from, src, *q);
   return matFor(std::move(storage), 0, to, g);

@@ -48,7 +48,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
   detail::validateType(fn, type);
   const std::size_t es = detail::elemSizeOf(type);
   const std::size_t total = detail::validateShape(fn, sz, es);
-  data_ = dev->allocate(total * es, *dev->sdkQueue());
+  data_ = detail::allocateFor(fn, *dev, total * es, *dev->sdkQueue());
   step = detail::continuousSteps(sz, es);
   size = std::move(sz);
   dims = static_cast<int>(size.size());
@@ -151,7 +151,7 @@ GpuMatND GpuMatND::clone(Stream& stream) const {
   requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
   GpuMatND out;
-  out.data_ = data_->device()->allocate(total() * elemSize(), q);
+  out.data_ = detail::allocateFor(fn, *data_->device(), total() * elemSize(), q);
   out.size = size;
   out.dims = dims;
   out.step = detail::continuousSteps(size, elemSize());

@@ -48,6 +48,15 @@ std::string stepString(const std::vector<std::size_t>& step) {
   return s.str();
 }
 
+std::shared_ptr<Allocation> allocateFor(const char* fn, DeviceImpl& device, std::size_t bytes, QueueImpl& q) {
+  try {
+    return device.allocate(bytes, q);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::OutOfMemory) throw;
+    fail(ErrorCode::OutOfMemory, std::string(fn) + ": " + e.what());
+  }
+}
+
 std::size_t validateShape(const char* fn, const std::vector<int>& size, std::size_t elemSize) {
   if (size.empty() || size.size() > static_cast<std::size_t>(kMaxDims))
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": shape " + shapeString(size) + " has " +

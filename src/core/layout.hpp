@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ std::size_t elemSizeOf(int type);
 /// Validates a shape (1..32 axes, every size > 0) and returns the element count
 /// (OutOfRange when the byte count of `elemSize`-byte elements overflows).
 std::size_t validateShape(const char* fn, const std::vector<int>& size, std::size_t elemSize);
+
+/// device.allocate(bytes, q), with an OutOfMemory error naming the public call `fn`
+/// in front of the backend's message (which gives the requested and free bytes).
+std::shared_ptr<Allocation> allocateFor(const char* fn, DeviceImpl& device, std::size_t bytes, QueueImpl& q);
 
 /// Row-major packed steps (bytes) of a validated shape.
 std::vector<std::size_t> continuousSteps(const std::vector<int>& size, std::size_t elemSize);

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "cuda/cuda_device.hpp"
+#include "cuda/kernel_registry.hpp"
 
 namespace devicearray::detail::cuda {
 namespace {
@@ -110,6 +111,25 @@ constexpr ConvertLauncher kRow[8] = {
 constexpr const ConvertLauncher* kTable[8] = {kRow<std::uint8_t>, kRow<std::int8_t>, kRow<std::uint16_t>,
                                               kRow<std::int16_t>, kRow<std::int32_t>, kRow<float>,
                                               kRow<double>,       kRow<__half>};
+
+template <class S, class D>
+bool preloadConvert() noexcept {
+  using Work = std::conditional_t<std::is_same_v<D, double>, double, typename WorkOf<S>::type>;
+  return registerPreload(reinterpret_cast<const void*>(&convertKernel<S, D, Work>));
+}
+
+template <class S>
+bool preloadConvertRow() noexcept {
+  return preloadConvert<S, std::uint8_t>() && preloadConvert<S, std::int8_t>() && preloadConvert<S, std::uint16_t>() &&
+         preloadConvert<S, std::int16_t>() && preloadConvert<S, std::int32_t>() && preloadConvert<S, float>() &&
+         preloadConvert<S, double>() && preloadConvert<S, __half>();
+}
+
+// The 64 instantiations of kTable, loaded with the device (kernel_registry.hpp).
+[[maybe_unused]] const bool kConvertKernelsRegistered =
+    preloadConvertRow<std::uint8_t>() && preloadConvertRow<std::int8_t>() && preloadConvertRow<std::uint16_t>() &&
+    preloadConvertRow<std::int16_t>() && preloadConvertRow<std::int32_t>() && preloadConvertRow<float>() &&
+    preloadConvertRow<double>() && preloadConvertRow<__half>();
 
 }  // namespace
 

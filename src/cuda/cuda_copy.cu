@@ -7,9 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_device.hpp"
+#include "cuda/host_copy_threads.hpp"
+#include "cuda/kernel_registry.hpp"
 #include "cuda/strided_copy.hpp"
 #include "cuda/strided_kernels.cuh"
 
@@ -103,6 +107,20 @@ void launchWords(bool fill, bool small, const StridedParams& p, dim3 grid, dim3 
     else stridedCopyKernel<Word, false><<<grid, block, 0, stream>>>(p);
   }
 }
+
+template <class Word>
+bool preloadWords() noexcept {
+  return registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, true>)) &&
+         registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, false>)) &&
+         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, true>)) &&
+         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, false>));
+}
+
+// Every instantiation launchWords can pick, loaded with the device (kernel_registry.hpp).
+[[maybe_unused]] const bool kStridedKernelsRegistered = preloadWords<uint4>() && preloadWords<unsigned long long>() &&
+                                                         preloadWords<unsigned int>() &&
+                                                         preloadWords<unsigned short>() &&
+                                                         preloadWords<unsigned char>();
 
 /// Launches the strided copy (fill == false) or fill kernel over p.total words.
 void launchStrided(bool fill, StridedParams& p, int word, cudaStream_t stream, const char* function) {
@@ -295,6 +313,133 @@ bool fitsMemcpy2D(std::int64_t dstPitch, std::int64_t srcPitch, std::size_t widt
 
 }  // namespace
 
+namespace {
+
+/// One chunk of a staged transfer, copied on the host by parallelMemcpy when the
+/// staging stream reaches it (a CUDA host callback: no CUDA calls inside).
+struct ChunkCopy {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+
+  static void CUDART_CB run(void* userData) {
+    auto* chunk = static_cast<ChunkCopy*>(userData);
+    parallelMemcpy(chunk->dst, chunk->src, chunk->bytes);
+    delete chunk;
+  }
+};
+
+void enqueueChunkCopy(cudaStream_t stream, void* dst, const void* src, std::size_t bytes) {
+  auto chunk = std::make_unique<ChunkCopy>(ChunkCopy{dst, src, bytes});
+  check(cudaLaunchHostFunc(stream, &ChunkCopy::run, chunk.get()), "cudaLaunchHostFunc");
+  chunk.release();  // the callback deletes it
+}
+
+/// Ordering events of one staged transfer, returned to the device's pool at the
+/// end of the enqueue sequence (a wait enqueued on an event keeps what it captured).
+class EventSet {
+ public:
+  EventSet(CudaDevice& device, std::size_t count) : device_(device) {
+    events_.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) events_.push_back(device.acquireOrderingEvent());
+  }
+  EventSet(const EventSet&) = delete;
+  EventSet& operator=(const EventSet&) = delete;
+  ~EventSet() {
+    for (cudaEvent_t e : events_) device_.releaseOrderingEvent(e);
+  }
+  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
+
+ private:
+  CudaDevice& device_;
+  std::vector<cudaEvent_t> events_;
+};
+
+/// Makes `stream` wait for everything enqueued on `side` so far: joins the staging
+/// stream back into the caller's stream (also when an error cut the sequence short,
+/// so staging buffers are never returned while the host side still uses them).
+class JoinOnExit {
+ public:
+  JoinOnExit(cudaStream_t stream, cudaStream_t side, cudaEvent_t event) : stream_(stream), side_(side), event_(event) {}
+  JoinOnExit(const JoinOnExit&) = delete;
+  JoinOnExit& operator=(const JoinOnExit&) = delete;
+  ~JoinOnExit() {
+    if (cudaEventRecord(event_, side_) != cudaSuccess || cudaStreamWaitEvent(stream_, event_, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      // Cannot order the buffers' return after the host side: wait for it here.
+      (void)cudaStreamSynchronize(side_);
+      (void)cudaGetLastError();
+    }
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaStream_t side_;
+  cudaEvent_t event_;
+};
+
+}  // namespace
+
+cudaStream_t CudaDevice::stagingStream() {
+  std::call_once(stagingOnce_, [this] {
+    DeviceGuard guard(ordinal_);
+    check(cudaStreamCreateWithFlags(&stagingStream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  });
+  return stagingStream_;
+}
+
+void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind,
+                                cudaStream_t stream) {
+  // Chunks: about a quarter of the transfer, 512 KiB to 8 MiB, so that even a
+  // 2 MiB transfer overlaps host copies with DMA and a large one keeps the
+  // per-chunk overhead (two events, a callback) below 1% of the chunk's time.
+  constexpr std::size_t kMinChunk = std::size_t{512} << 10, kMaxChunk = std::size_t{8} << 20;
+  constexpr std::size_t kSlots = 3;  // one being filled, one in DMA, one spare
+  const std::size_t chunk = std::clamp<std::size_t>(bytes / 4, kMinChunk, kMaxChunk);
+  const std::size_t chunks = (bytes + chunk - 1) / chunk;
+  const std::size_t slots = std::min(kSlots, chunks);
+  const bool upload = kind == cudaMemcpyHostToDevice;
+  cudaStream_t side = stagingStream();
+
+  std::vector<std::unique_ptr<StagingLease>> buffers;
+  for (std::size_t i = 0; i < slots; ++i)
+    buffers.push_back(std::make_unique<StagingLease>(stagingPool(), std::min(chunk, bytes), stream));
+  // hostDone[s]: the host copy into / out of slot s finished (staging stream);
+  // dmaDone[s]: the transfer of slot s finished (caller's stream).
+  EventSet hostDone(*this, slots), dmaDone(*this, slots), join(*this, 2);
+  const JoinOnExit joinOnExit(stream, side, join[1]);  // before the leases return their buffers
+
+  // The host side starts after the caller's earlier work (e.g. a download into the
+  // memory this upload reads).
+  check(cudaEventRecord(join[0], stream), "cudaEventRecord");
+  check(cudaStreamWaitEvent(side, join[0], 0), "cudaStreamWaitEvent");
+  for (std::size_t i = 0; i < chunks; ++i) {
+    const std::size_t s = i % slots;
+    const std::size_t offset = i * chunk;
+    const std::size_t n = std::min(chunk, bytes - offset);
+    char* staging = buffers[s]->data();
+    if (upload) {
+      // Pack chunk i once slot s has been sent (chunk i - slots), then send it.
+      if (i >= slots) check(cudaStreamWaitEvent(side, dmaDone[s], 0), "cudaStreamWaitEvent");
+      enqueueChunkCopy(side, staging, src + offset, n);
+      check(cudaEventRecord(hostDone[s], side), "cudaEventRecord");
+      check(cudaStreamWaitEvent(stream, hostDone[s], 0), "cudaStreamWaitEvent");
+      check(cudaMemcpyAsync(dst + offset, staging, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      check(cudaEventRecord(dmaDone[s], stream), "cudaEventRecord");
+    } else {
+      // Receive chunk i once slot s has been unpacked (chunk i - slots), then unpack it.
+      if (i >= slots) check(cudaStreamWaitEvent(stream, hostDone[s], 0), "cudaStreamWaitEvent");
+      check(cudaMemcpyAsync(staging, src + offset, n, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+      check(cudaEventRecord(dmaDone[s], stream), "cudaEventRecord");
+      check(cudaStreamWaitEvent(side, dmaDone[s], 0), "cudaStreamWaitEvent");
+      enqueueChunkCopy(side, dst + offset, staging, n);
+      check(cudaEventRecord(hostDone[s], side), "cudaEventRecord");
+    }
+  }
+  // joinOnExit: the caller's stream waits for the last host copy; then the leases
+  // return the buffers in the caller's stream order.
+}
+
 void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "copy";
   cudaStream_t stream = streamOf(q, kFn);
@@ -327,6 +472,14 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   const bool hostPinned = hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst);
   const bool stageHost = hostInvolved && !hostPinned && !desc.hostMayBlock;
 
+  // Pageable memory, contiguous on both sides: the pipelined staging, which beats
+  // the driver's own pageable path (one thread, no overlap) also for the blocking
+  // overloads (hostMayBlock), from a megabyte up.
+  const bool pageable = hostInvolved && !hostPinned;
+  if (pageable && dstPacked && srcPacked && (stageHost || packedBytes >= (std::int64_t{1} << 20))) {
+    stagedTransfer(dst, src, static_cast<std::size_t>(packedBytes), kind, stream);
+    return;
+  }
   // One contiguous run.
   if (dstPacked && srcPacked && !stageHost) {
     check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(packedBytes), kind, stream), "cudaMemcpyAsync");

@@ -40,6 +40,7 @@
 //   at static-init time; launches validate the argument list against the
 //   kernel's C++ signature recorded at registration.
 #include "cuda/cuda_device.hpp"
+#include "cuda/kernel_registry.hpp"
 
 #include <cuda.h>
 
@@ -72,16 +73,22 @@ CudaEvent::~CudaEvent() {
 }
 
 bool CudaEvent::query() {
+  if (done_.load(std::memory_order_acquire)) return true;
   DeviceGuard guard(device_->ordinal());
   const cudaError_t err = cudaEventQuery(event_);
-  if (err == cudaSuccess) return true;
+  if (err == cudaSuccess) {
+    done_.store(true, std::memory_order_release);
+    return true;
+  }
   if (err == cudaErrorNotReady) return false;
   throwCudaError("cudaEventQuery", err);
 }
 
 void CudaEvent::synchronize() {
+  if (done_.load(std::memory_order_acquire)) return;
   DeviceGuard guard(device_->ordinal());
   check(cudaEventSynchronize(event_), "cudaEventSynchronize");
+  done_.store(true, std::memory_order_release);
 }
 
 float CudaEvent::elapsedMs(EventImpl& later) {
@@ -147,6 +154,7 @@ void CudaQueue::waitEvent(EventImpl& event) {
   auto* cudaEvent = dynamic_cast<CudaEvent*>(&event);
   if (cudaEvent == nullptr)
     fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event is not a CUDA event");
+  if (cudaEvent->query()) return;  // complete (cached after the first look): nothing to wait for
   DeviceGuard guard(cudaDevice_->ordinal());
   // Cross-device waits are legal in CUDA (same process), so no device check here.
   check(cudaStreamWaitEvent(stream_, cudaEvent->native(), 0), "cudaStreamWaitEvent");
@@ -276,8 +284,16 @@ std::size_t CudaDevice::freeMemory() {
   return freeBytes;
 }
 
+void CudaDevice::loadKernelsOnce() {
+  std::call_once(kernelsOnce_, [this] {
+    DeviceGuard guard(ordinal_);
+    loadKernels();
+  });
+}
+
 const std::shared_ptr<QueueImpl>& CudaDevice::sdkQueue() {
   std::call_once(sdkOnce_, [this] {
+    loadKernelsOnce();
     DeviceGuard guard(ordinal_);
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -287,6 +303,7 @@ const std::shared_ptr<QueueImpl>& CudaDevice::sdkQueue() {
 }
 
 std::shared_ptr<QueueImpl> CudaDevice::createQueue() {
+  loadKernelsOnce();
   DeviceGuard guard(ordinal_);
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -299,6 +316,7 @@ std::shared_ptr<QueueImpl> CudaDevice::createQueue() {
 }
 
 std::shared_ptr<QueueImpl> CudaDevice::wrapQueue(void* native) {
+  loadKernelsOnce();
   auto stream = static_cast<cudaStream_t>(native);
   // The special handles name the calling thread's stream of the *current* device,
   // which the guard makes this device in every call.

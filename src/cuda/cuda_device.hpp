@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
@@ -125,6 +126,9 @@ class CudaEvent final : public EventImpl {
   cudaEvent_t event_;
   const void* queueKey_;
   bool timing_;
+  /// Seen complete once: an event is recorded exactly once, so it stays complete and
+  /// later queries, waits and stream waits on it need no driver call.
+  std::atomic<bool> done_{false};
 };
 
 /// A stream of one device: owned (destroyed with the object) or wrapped.
@@ -223,9 +227,18 @@ class CudaDevice final : public DeviceImpl {
   /// Frees `p` on the sdk stream after every event in `pending`. Never throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
   PinnedStagingPool& stagingPool() { return staging_; }
+  /// A non-blocking stream of this device (made once) on which the host side of
+  /// pipelined staging runs, concurrently with the transfers on the caller's stream.
+  cudaStream_t stagingStream();
+  /// Contiguous pageable host memory <-> device memory through page-locked staging
+  /// buffers, pipelined: the host copy of one chunk (split over host threads) overlaps
+  /// the DMA of the previous one. In stream order on `stream`; never blocks the host.
+  void stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
   std::size_t maxPitch() const { return maxPitch_; }
   /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
   int blockSizeFor(const void* kernel, const char* name);
+  /// Loads the library's kernels on this device once (kernel_registry.hpp: loadKernels).
+  void loadKernelsOnce();
   /// True when kernels of this device can read `source`'s memory (its pool and
   /// cudaMalloc memory) directly. Enables peer access on the first call per pair
   /// (cuda_peer.cu); false when the hardware or the driver cannot.
@@ -240,6 +253,9 @@ class CudaDevice final : public DeviceImpl {
   std::size_t maxPitch_;
 
   std::once_flag sdkOnce_;
+  std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
+  std::once_flag stagingOnce_;
+  cudaStream_t stagingStream_ = nullptr;
   std::shared_ptr<QueueImpl> sdkQueue_;
   std::once_flag poolOnce_;
   cudaMemPool_t pool_ = nullptr;

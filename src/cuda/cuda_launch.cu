@@ -25,6 +25,7 @@ struct KernelEntry {
 struct KernelTable {
   std::mutex mutex;
   std::unordered_map<std::string, KernelEntry> kernels;
+  std::vector<const void*> preloads;  ///< kernels launched directly, not by name
 };
 
 KernelTable& kernelTable() {
@@ -84,6 +85,34 @@ bool registerKernel(const char* name, const void* function, const ParamKind* par
     return inserted;
   } catch (...) {
     return false;  // out of memory during static init: the launch reports the name as unknown
+  }
+}
+
+bool registerPreload(const void* function) noexcept {
+  try {
+    KernelTable& table = kernelTable();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    table.preloads.push_back(function);
+    return true;
+  } catch (...) {
+    return false;  // then it loads lazily at its first launch
+  }
+}
+
+void loadKernels() noexcept {
+  std::vector<const void*> functions;
+  try {
+    KernelTable& table = kernelTable();
+    std::lock_guard<std::mutex> lock(table.mutex);
+    functions = table.preloads;
+    for (const auto& [name, entry] : table.kernels) functions.push_back(entry.function);
+  } catch (...) {
+    return;
+  }
+  // cudaFuncGetAttributes is CUDA's documented way to load a kernel without launching it.
+  for (const void* f : functions) {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, f) != cudaSuccess) (void)cudaGetLastError();
   }
 }
 

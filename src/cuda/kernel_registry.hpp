@@ -52,6 +52,18 @@ constexpr ParamKind paramKindOf() {
 /// static-init time; never throws. Returns true when the name was new.
 bool registerKernel(const char* name, const void* function, const ParamKind* params, int paramCount) noexcept;
 
+/// Adds a kernel that is not launched by name (the copy engine's templates, the
+/// depth conversions) to the set loadKernels() loads. Static-init time; never throws.
+bool registerPreload(const void* function) noexcept;
+
+/// Loads every kernel of the library (registered by name or with registerPreload)
+/// on the current device. CUDA loads kernels lazily by default (CUDA_MODULE_LOADING
+/// =LAZY), and loading one may synchronize the context: a first launch would then
+/// block the host until the user's running kernels finish, breaking the promise
+/// that stream overloads never block. CudaDevice calls this once per device when
+/// it makes its first queue. Failures are left for the launch to report.
+void loadKernels() noexcept;
+
 template <class... Args>
 bool registerKernelFunction(const char* name, void (*function)(Args...)) noexcept {
   static constexpr ParamKind kParams[sizeof...(Args) + 1] = {paramKindOf<Args>()..., ParamKind::unsupported};

@@ -326,14 +326,24 @@ OpenCLQueue::~OpenCLQueue() { clReleaseCommandQueue(queue_); }
 void OpenCLQueue::synchronize() { checkCl(clFinish(queue_), "Stream::waitForCompletion: clFinish"); }
 
 bool OpenCLQueue::query() {
-  // A marker completes when everything before it has. Even on an idle queue the
-  // driver needs a moment to retire it, so poll briefly (bounded, far below any
-  // real work) rather than report a finished queue as busy.
+  // OpenCL has no "is this queue idle" call: a marker completes when everything
+  // before it has, but drivers retire even a marker on an idle queue only after a
+  // moment (PoCL: microseconds; the NVIDIA driver updates event status from a
+  // polling thread, which took over 1 ms on the H200). So poll the marker for a
+  // bounded time, backing off, and report "busy" only past that bound: a real
+  // queue with work still running stays busy for far longer.
   const auto marker = recordEvent();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-  while (!marker->query()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(20);
+  for (auto pause = std::chrono::microseconds(1); !marker->query();) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now - start < std::chrono::microseconds(100)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
   }
   return true;
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The whole device verification in two calls of the device tool (each under its
+# 10-minute limit), for a machine with two GPUs (nvidia-h200-x2; with one GPU the
+# soak shares it with the sanitizers and benchmarks):
+#
+#   phase1: build (with the Python module), the whole CTest suite (CUDA and every
+#           OpenCL platform), the Python suite, the multi-GPU test + memcheck +
+#           cross-device benchmark, the demo on the GPU; then starts the soak
+#           (scripts/device/soak.sh's soak_main, $SOAK_MINUTES) on the last GPU in
+#           its own process session, so it outlives the call.
+#   phase2: on GPU 0: the C++ benchmarks and bench/compare.py (PyTorch / CuPy peers),
+#           compute-sanitizer memcheck/racecheck/synccheck/initcheck over every CUDA
+#           test, the real out-of-memory test.
+#   collect: waits for the soak (at most ~9 minutes) and prints its report.
+#
+# Logs go to $LOGS (kept across calls on a warm machine) and are packed into
+# $OUT/<phase>.tar.gz with the key summaries copied to $OUT.
+#   scripts/device/session.sh phase1|phase2|collect
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-/tmp/devicearray-out}"
+LOGS="${LOGS:-/root/da-logs}"
+BUILD="${BUILD:-build-device}"
+PY="${PYTHON:-/opt/torch/.venv/bin/python3}"
+SOAK_MINUTES="${SOAK_MINUTES:-10}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+mkdir -p "$OUT" "$LOGS"
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+soakGpu=$((gpus > 1 ? gpus - 1 : 0))
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+
+case "${1:-}" in
+phase1)
+  stamp "build"
+  DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -3
+  cp "$LOGS/machine.txt" "$OUT/" 2>/dev/null
+  {
+    echo "== toolchain"; g++ --version | head -1; g++ -print-file-name=libstdc++.so; g++ -print-file-name=libstdc++.a
+    echo "== ldd libdevicearray"; ldd "$BUILD/libdevicearray.so"
+    echo "== libstdc++ linked into libdevicearray (definitions of std::locale::classic; 0 when shared)"
+    nm -C "$BUILD/libdevicearray.so" | grep -c "std::locale::classic()"
+    echo "== of those, exported (must be 0: --exclude-libs)"; nm -DC --defined-only "$BUILD/libdevicearray.so" | grep -c "std::locale::classic()"
+  } > "$LOGS/toolchain.txt" 2>&1
+  stamp "ctest"
+  ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 600 > "$LOGS/ctest.log" 2>&1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12
+  stamp "python"
+  PYTHON="$PY" scripts/python-test.sh "$BUILD" -q -p no:randomly > "$LOGS/python.log" 2>&1
+  tail -4 "$LOGS/python.log"
+  stamp "multi-gpu"
+  OUT="$LOGS/multi" BUILD="$BUILD" scripts/device/multi-gpu.sh test memcheck bench | tail -12
+  stamp "demo"
+  scripts/demo.sh "$BUILD" > "$LOGS/demo.log" 2>&1; echo "demo rc=$?"; grep -iE "stage|total|wrote|ms" "$LOGS/demo.log" | head -30
+  cp "$BUILD"/demo/*.png "$LOGS/" 2>/dev/null
+  stamp "soak start on GPU $soakGpu ($SOAK_MINUTES min)"
+  c++ -std=c++20 -O2 -g tests/soak_main.cpp -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -ldevicearray \
+      -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
+  rm -f "$LOGS/soak.done"
+  CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+  sleep 2; head -3 "$LOGS/soak.log"
+  ;;
+phase2)
+  export CUDA_VISIBLE_DEVICES=0
+  stamp "benchmarks"
+  OUT="$LOGS" BENCH_MIN_TIME="${BENCH_MIN_TIME:-0.2}" scripts/device/run-all.sh bench
+  PYTHONPATH="$BUILD/python" "$PY" bench/compare.py --from-json "$LOGS"/core_bench.json "$LOGS"/convert_bench.json \
+      "$LOGS"/pointcloud_bench.json "$LOGS"/dlpack_bench.json --output "$OUT/PERFORMANCE.md" \
+      --chart "$OUT/perf_bandwidth.png" --json-out "$LOGS/compare.json" > "$LOGS/compare.log" 2>&1
+  echo "compare rc=$?"; grep -E "PASS|MISS|n/a" "$LOGS/compare.log" | head -40
+  stamp "device_oom_test"
+  "$BUILD/tests/device_oom_test" > "$LOGS/device_oom_test.log" 2>&1; echo "device_oom_test rc=$?"
+  stamp "compute-sanitizer (4 tools in parallel)"
+  for tool in memcheck racecheck synccheck initcheck; do
+    ( OUT="$LOGS/san-$tool" SANITIZE_TOOLS=$tool SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-240}" \
+        scripts/device/run-all.sh sanitize > /dev/null 2>&1 ) &
+  done
+  wait
+  cat "$LOGS"/san-*/sanitizer-summary.txt
+  ;;
+collect)
+  stamp "waiting for the soak"
+  while [ ! -f "$LOGS/soak.done" ] && [ $(( $(date +%s) - t0 )) -lt 560 ]; do sleep 5; done
+  echo "soak exit: $(cat "$LOGS/soak.done" 2>/dev/null || echo 'still running')"; cat "$LOGS/soak.log"
+  ;;
+*) echo "usage: $0 phase1|phase2|collect" >&2; exit 2 ;;
+esac
+tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
+stamp "done"
