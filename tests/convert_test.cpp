@@ -411,6 +411,162 @@ TEST_P(ConvertTest, ChainedConversionsOnOneStreamNeedNoHostSync) {
   EXPECT_EQ(back.shape(), (std::vector<int>{8, 32, 3}));
 }
 
+// ------------------------------------------------ group kernels and fallbacks --
+// u8 -> u8 colour and PointXYZ <-> PointXYZW run group kernels (4 consecutive elements
+// per work item, the n % 4 after the last group one by one) when both sides are aligned
+// (4 bytes for colour, 16 for points), and the per-element kernels otherwise. These
+// tests drive both at element counts around multiples of 4 and at source / destination
+// byte offsets that keep or break the alignment.
+
+/// Counts around multiples of the group size: 4k + 0..3 for small and larger k.
+const std::vector<int> kGroupEdgeCounts = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 257, 258, 259, 260};
+
+/// (source element offset, destination byte offset) pairs. Colour: RGB / BGR at element
+/// 1 or 2 (3 or 6 bytes) and destinations at bytes 1, 2, 3 break 4-byte alignment;
+/// element 4 of RGB (12 bytes) and byte 4 / 12 keep it without 16-byte alignment (word
+/// instead of vector access for 4-channel sides). Points: PointXYZ at element 1..3 and
+/// destinations at bytes 4, 8, 12 break 16-byte alignment, element 4 (48 bytes) and
+/// byte 48 keep it.
+struct Placement {
+  int srcElement;
+  std::size_t dstByte;
+};
+const std::vector<Placement> kColourPlacements = {{0, 0}, {0, 4}, {0, 12}, {1, 0}, {2, 16},
+                                                  {4, 0}, {4, 4}, {0, 1}, {0, 2}, {3, 3}};
+const std::vector<Placement> kPointPlacements = {{0, 0}, {4, 48}, {1, 0}, {2, 16}, {3, 32},
+                                                 {0, 4}, {0, 8}, {0, 12}, {1, 12}, {4, 0}};
+
+/// A view of format F over `count` elements at byte `byteOffset` of `backing`.
+template <class F, class B>
+da::DeviceArrayView<F> viewAtByte(const DeviceArray<B>& backing, std::size_t byteOffset, int count) {
+  const ComputeDevice device = backing.device();
+  if (device.backend() == ComputeBackend::cuda)
+    return device.createDeviceArrayView<F>(
+        da::CUDADevicePointer{static_cast<unsigned char*>(backing.devicePointer()) + byteOffset}, count, 1,
+        device.sdkStreamOrQueue());
+  return device.createDeviceArrayView<F>(da::OpenCLBufferPtr{backing.devicePointer(), backing.byteOffset() + byteOffset},
+                                         count, 1, device.sdkStreamOrQueue());
+}
+
+/// Converts elements [srcElement, srcElement + n) of `all` into a view at byte `dstByte`
+/// of a buffer filled with a guard pattern; every element must equal expect(input) byte
+/// for byte and no byte outside the view may change. Returns false after a failure.
+template <class To, class From, class Expect>
+bool checkPlacedConversion(const ComputeDevice& device, const std::vector<From>& all, int n, Placement at,
+                           Expect expect) {
+  SCOPED_TRACE(std::string(da::formatInfo<From>().name) + " -> " + std::string(da::formatInfo<To>().name) +
+               ", n " + std::to_string(n) + ", source element " + std::to_string(at.srcElement) +
+               ", destination byte " + std::to_string(at.dstByte));
+  const auto whole = DeviceArray<From>::fromHost(all.data(), all.size(), device);
+  const auto src =
+      DeviceArray<From>::fromGpuMatND(whole.toGpuMatND()({da::Range(at.srcElement, at.srcElement + n)}));
+
+  const std::size_t viewBytes = static_cast<std::size_t>(n) * sizeof(To);
+  const std::size_t backingBytes = (at.dstByte + viewBytes + 16 + 3) / 4 * 4;  // 16 guard bytes after the view
+  std::vector<std::uint8_t> guard(backingBytes);
+  for (std::size_t i = 0; i < backingBytes; ++i) guard[i] = static_cast<std::uint8_t>(0xA5 ^ (i * 29));
+  const auto backing = DeviceArray<da::ColorRGBA>::fromHost(reinterpret_cast<const da::ColorRGBA*>(guard.data()),
+                                                            backingBytes / 4, device);
+  const auto dst = viewAtByte<To>(backing, at.dstByte, n);
+  da::convertInto(dst, src, device.sdkStreamOrQueue());
+  const std::vector<da::ColorRGBA> afterElements = backing.toHost();  // same queue: after the conversion
+  std::vector<std::uint8_t> after(backingBytes);
+  std::memcpy(after.data(), afterElements.data(), backingBytes);
+
+  for (std::size_t i = 0; i < backingBytes; ++i) {
+    if (i >= at.dstByte && i < at.dstByte + viewBytes) continue;
+    if (after[i] != guard[i]) {
+      ADD_FAILURE() << "byte " << i << " outside the destination view was overwritten";
+      return false;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    To out;
+    std::memcpy(&out, after.data() + at.dstByte + static_cast<std::size_t>(i) * sizeof(To), sizeof(To));
+    const To expected = expect(all[static_cast<std::size_t>(at.srcElement + i)]);
+    if (!sameBytes(out, expected)) {
+      ADD_FAILURE() << "element " << i << ": input " << describe(all[static_cast<std::size_t>(at.srcElement + i)])
+                    << " gave " << describe(out) << ", expected " << describe(expected);
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_P(ConvertTest, ColourGroupKernelAndFallbackMatchTheReferenceAtEveryCountAndOffset) {
+  const ComputeDevice device = GetParam();
+  da::ColorFormats::forEach([&]<class From>() {
+    if constexpr (!std::is_same_v<From, da::ColorRGBAf>) {
+      const std::vector<From> all = byteInputs<From>(kGroupEdgeCounts.back() + 4);
+      da::ColorFormats::forEach([&]<class To>() {
+        if constexpr (!std::is_same_v<To, da::ColorRGBAf>) {
+          for (const Placement at : kColourPlacements)
+            for (const int n : kGroupEdgeCounts)
+              if (!checkPlacedConversion<To>(device, all, n, at, [](const From& p) { return reference<To>(p); }))
+                return;
+        }
+      });
+    }
+  });
+}
+
+/// PointXYZ / PointXYZW inputs whose values must survive bit for bit: NaN with payloads
+/// and sign, infinities, -0, denormals, and ordinary coordinates.
+template <class F>
+std::vector<F> pointInputs(int count) {
+  const std::uint32_t special[] = {0x7FC00000u, 0xFFC00000u, 0x7FC12345u, 0x7F812345u, 0xFF80000Fu, 0x7F800000u,
+                                   0xFF800000u, 0x80000000u, 0x00000001u, 0x807FFFFFu};
+  auto value = [&](int i, int channel) {
+    const int k = i * 4 + channel;
+    if (k % 7 == 3) {
+      float f;
+      std::memcpy(&f, &special[(k / 7) % 10], 4);
+      return f;
+    }
+    return 0.25f * static_cast<float>(k) - 50.0f;
+  };
+  std::vector<F> v(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    v[i].x = value(i, 0);
+    v[i].y = value(i, 1);
+    v[i].z = value(i, 2);
+    if constexpr (std::is_same_v<F, da::PointXYZW>) v[i].w = value(i, 3);
+  }
+  return v;
+}
+
+/// Independent reference: x, y, z copied (memcpy, so bit for bit), w = 1.
+template <class To, class From>
+To pointReference(const From& p) {
+  To out{};
+  if constexpr (std::is_same_v<To, da::PointZ>) {
+    std::memcpy(&out.z, &p.z, 4);
+  } else {
+    std::memcpy(&out.x, &p.x, 4);
+    std::memcpy(&out.y, &p.y, 4);
+    std::memcpy(&out.z, &p.z, 4);
+    if constexpr (std::is_same_v<To, da::PointXYZW>) out.w = 1.0f;
+  }
+  return out;
+}
+
+template <class To, class From>
+void checkPointPlacements(const ComputeDevice& device) {
+  const std::vector<From> all = pointInputs<From>(kGroupEdgeCounts.back() + 4);
+  for (const Placement at : kPointPlacements)
+    for (const int n : kGroupEdgeCounts)
+      if (!checkPlacedConversion<To>(device, all, n, at, [](const From& p) { return pointReference<To>(p); }))
+        return;
+}
+
+TEST_P(ConvertTest, PointGroupKernelAndFallbackCopyBitsAtEveryCountAndOffset) {
+  const ComputeDevice device = GetParam();
+  checkPointPlacements<da::PointXYZW, da::PointXYZ>(device);
+  checkPointPlacements<da::PointXYZ, da::PointXYZW>(device);
+  checkPointPlacements<da::PointZ, da::PointXYZ>(device);
+  checkPointPlacements<da::PointZ, da::PointXYZW>(device);
+}
+
 }  // namespace
 
 DATEST_INSTANTIATE_OVER_DEVICES(ConvertTest);
