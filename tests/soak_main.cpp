@@ -1,12 +1,17 @@
 // Soak: allocate / upload / convert / view+clone / export to DLPack / drop in a
-// loop on several threads for N minutes, on one device, then report the device's
-// free memory before and after (it must come back to where it started) and the
-// library's live Allocation count (must return to its baseline).
+// loop on several threads for N minutes, on one device. Reports the device's free
+// memory every 30 s and at the end, and the library's live Allocation count (must
+// return to its baseline). Memory must be flat: the library's caches (the CUDA
+// pool keeps freed blocks for reuse, the OpenCL buffer cache) fill up to the
+// loop's working set in the first seconds, so "flat" means the free memory at the
+// end is no lower than after the first quarter of the run (at most one minute),
+// within 64 MiB; a leak of the loop's allocations would be gigabytes.
 //
 //   soak_main MINUTES [THREADS=8] [DEVICE=cuda:0|opencl:N]
 //
 // Not a gtest (it runs for minutes); built and run by scripts/device/soak.sh.
 // Exit status 0 when every result check passed and nothing leaked.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -60,8 +65,31 @@ int main(int argc, char** argv) {
   std::printf("soak: device free memory before: %zu bytes (%.1f MiB); live allocations %" PRId64 "\n", freeBefore,
               mib(freeBefore), liveBefore);
 
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double, std::ratio<60>>(minutes);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double, std::ratio<60>>(minutes);
+  const auto warm = start + std::chrono::duration<double, std::ratio<60>>(std::min(1.0, minutes / 4));
   std::atomic<long long> iterations{0}, failures{0}, bytesMoved{0};
+  std::atomic<std::size_t> freeWarm{0};
+  std::thread monitor([&] {
+    bool haveWarm = false;
+    auto next = start + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const auto now = std::chrono::steady_clock::now();
+      if (!haveWarm && now >= warm) {
+        freeWarm = device.freeMemory();
+        haveWarm = true;
+        std::printf("soak: t=%.0fs free %.1f MiB (reference for flatness)\n",
+                    std::chrono::duration<double>(now - start).count(), mib(freeWarm));
+      }
+      if (now >= next) {
+        std::printf("soak: t=%.0fs free %.1f MiB, %lld iterations so far\n",
+                    std::chrono::duration<double>(now - start).count(), mib(device.freeMemory()), iterations.load());
+        std::fflush(stdout);
+        next += std::chrono::seconds(30);
+      }
+    }
+  });
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -91,8 +119,8 @@ int main(int argc, char** argv) {
           if (std::memcmp(p, &ref, sizeof(ref)) != 0 || p[3] != 1.0f) failures.fetch_add(1);
           bytesMoved.fetch_add(static_cast<long long>(a.sizeInBytes() + b.sizeInBytes() + c.totalMemSize()));
           ++it;
+          iterations.fetch_add(1);
         }
-        iterations.fetch_add(it);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "soak: thread %d: %s\n", t, e.what());
         failures.fetch_add(1);
@@ -100,6 +128,7 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& th : pool) th.join();
+  monitor.join();
   synchronizeStream(device.sdkStreamOrQueue());
   const std::size_t freeAfter = device.freeMemory();
   const std::int64_t liveAfter = detail::liveAllocations();
@@ -107,11 +136,10 @@ int main(int argc, char** argv) {
               iterations.load(), threads, static_cast<double>(bytesMoved.load()) / (1 << 30), failures.load());
   std::printf("soak: device free memory after:  %zu bytes (%.1f MiB); live allocations %" PRId64 "\n", freeAfter,
               mib(freeAfter), liveAfter);
-  const double drift = mib(freeBefore) - mib(freeAfter);
-  std::printf("soak: free-memory drift %.1f MiB (positive = less free after)\n", drift);
-  // The backends keep a bounded cache of freed blocks (CUDA pool release
-  // threshold, OpenCL buffer cache); 64 MiB of slack covers it, a leak of the
-  // loop's allocations would be gigabytes.
+  std::printf("soak: free memory: start %.1f MiB, after warm-up %.1f MiB, end %.1f MiB; the caches hold %.1f MiB\n",
+              mib(freeBefore), mib(freeWarm), mib(freeAfter), mib(freeBefore) - mib(freeAfter));
+  const double drift = mib(freeWarm) - mib(freeAfter);
+  std::printf("soak: free-memory drift since warm-up %.1f MiB (positive = less free at the end)\n", drift);
   const bool flat = drift < 64.0;
   const bool ok = failures.load() == 0 && liveAfter == liveBefore && flat;
   std::printf("soak: %s\n", ok ? "PASS" : "FAIL");

@@ -11,11 +11,14 @@
 #   phase2: on GPU 0: the C++ benchmarks and bench/compare.py (PyTorch / CuPy peers),
 #           compute-sanitizer memcheck/racecheck/synccheck/initcheck over every CUDA
 #           test, the real out-of-memory test.
+#   final:  one call after a change: build, a $SOAK_MINUTES soak on the last GPU in
+#           the background, CTest, pytest, the conversion benchmarks + compare.py
+#           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
 #   collect: waits for the soak (at most ~9 minutes) and prints its report.
 #
 # Logs go to $LOGS (kept across calls on a warm machine) and are packed into
 # $OUT/<phase>.tar.gz with the key summaries copied to $OUT.
-#   scripts/device/session.sh phase1|phase2|collect
+#   scripts/device/session.sh phase1|phase2|final|collect
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/devicearray-out}"
@@ -78,12 +81,50 @@ phase2)
   wait
   cat "$LOGS"/san-*/sanitizer-summary.txt
   ;;
+final)
+  # One call after a code change: build, a shorter soak on the last GPU in the
+  # background, the suites, the conversion benchmarks (+ compare.py with the other
+  # benchmarks' JSON from $CARRY when given), and the four sanitizers over the tests
+  # that have CUDA instances.
+  stamp "build"
+  DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -2
+  c++ -std=c++20 -O2 -g tests/soak_main.cpp -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -ldevicearray \
+      -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
+  rm -f "$LOGS/soak.done"
+  CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+  stamp "ctest"
+  ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 300 > "$LOGS/ctest.log" 2>&1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12
+  stamp "python"
+  PYTHON="$PY" scripts/python-test.sh "$BUILD" -q -p no:randomly > "$LOGS/python.log" 2>&1
+  grep -E "passed|failed|error" "$LOGS/python.log" | tail -3
+  stamp "convert_bench + compare.py (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 "$BUILD/bench/convert_bench" --benchmark_min_time=0.2 --benchmark_format=json \
+      --benchmark_out="$LOGS/convert_bench.json" > "$LOGS/convert_bench.txt" 2>&1
+  jsons=("$LOGS/convert_bench.json")
+  for b in core_bench pointcloud_bench dlpack_bench; do [ -f "${CARRY:-/nonexistent}/$b.json" ] && jsons+=("$CARRY/$b.json"); done
+  CUDA_VISIBLE_DEVICES=0 PYTHONPATH="$BUILD/python" "$PY" bench/compare.py --from-json "${jsons[@]}" \
+      --output "$OUT/PERFORMANCE.md" --chart "$OUT/perf_bandwidth.png" > "$LOGS/compare.log" 2>&1
+  echo "compare rc=$?"; grep -E "PASS|MISS" "$LOGS/compare.log" | head -40
+  stamp "compute-sanitizer (4 tools in parallel, GPU 0)"
+  cudaTests=""
+  for t in backend convert cuda_backend device_array device device_oom dlpack fault_injection gpu_mat_nd_external \
+           gpu_mat_nd gpu_mat ordering_cuda ordering point_cloud stress; do cudaTests+=" $BUILD/tests/${t}_test"; done
+  for tool in memcheck racecheck synccheck initcheck; do
+    ( CUDA_VISIBLE_DEVICES=0 OUT="$LOGS/san-$tool" SANITIZE_TOOLS=$tool SANITIZE_TESTS="$cudaTests" \
+        SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-200}" scripts/device/run-all.sh sanitize > /dev/null 2>&1 ) &
+  done
+  wait
+  for tool in memcheck racecheck synccheck initcheck; do
+    echo "$tool: $(grep -c 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt") clean of $(wc -l < "$LOGS/san-$tool/sanitizer-summary.txt"); $(grep -v 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt" | tr '\n' ' ')"
+  done
+  ;&
 collect)
   stamp "waiting for the soak"
   while [ ! -f "$LOGS/soak.done" ] && [ $(( $(date +%s) - t0 )) -lt 560 ]; do sleep 5; done
   echo "soak exit: $(cat "$LOGS/soak.done" 2>/dev/null || echo 'still running')"; cat "$LOGS/soak.log"
   ;;
-*) echo "usage: $0 phase1|phase2|collect" >&2; exit 2 ;;
+*) echo "usage: $0 phase1|phase2|final|collect" >&2; exit 2 ;;
 esac
 tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
 stamp "done"

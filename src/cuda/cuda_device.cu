@@ -45,6 +45,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 
@@ -180,6 +181,35 @@ CudaAllocation::~CudaAllocation() {
 
 // ---------------------------------------------------------- staging pool ---
 
+namespace {
+
+/// Pools whose retained buffers are freed at exit. Registered at their first
+/// cudaHostAlloc, after the CUDA runtime set up its own exit handler, so this one
+/// runs first (atexit handlers run in reverse order).
+std::mutex gExitPoolsMutex;
+std::vector<PinnedStagingPool*>* gExitPools = nullptr;
+
+void freeRetainedStagingAtExit() {
+  std::lock_guard<std::mutex> lock(gExitPoolsMutex);
+  if (gExitPools == nullptr) return;
+  for (PinnedStagingPool* pool : *gExitPools) pool->freeRetained();
+}
+
+void freeAtExit(PinnedStagingPool* pool) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(gExitPoolsMutex);
+    if (gExitPools == nullptr) {
+      gExitPools = new std::vector<PinnedStagingPool*>;  // leaked: read by the exit handler
+      if (std::atexit(&freeRetainedStagingAtExit) != 0) return;
+    }
+    if (std::find(gExitPools->begin(), gExitPools->end(), pool) == gExitPools->end()) gExitPools->push_back(pool);
+  } catch (...) {
+    // The buffers then stay allocated until the process ends.
+  }
+}
+
+}  // namespace
+
 PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
   std::vector<Buffer> surplus;
   Buffer found;
@@ -217,6 +247,7 @@ PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
   while (rounded < bytes && rounded <= (std::numeric_limits<std::size_t>::max() >> 1)) rounded <<= 1;
   if (rounded < bytes) rounded = bytes;
   void* p = nullptr;
+  freeAtExit(this);
   cudaError_t err = cudaHostAlloc(&p, rounded, cudaHostAllocPortable);
   if (err != cudaSuccess && rounded != bytes) {
     (void)cudaGetLastError();
@@ -231,6 +262,19 @@ PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
   check(err, "cudaHostAlloc");
   return Buffer{p, rounded};
 }
+
+void PinnedStagingPool::freeRetained() noexcept {
+  std::vector<Buffer> retained;
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    retained.swap(free_);
+  } catch (...) {
+    return;
+  }
+  for (const Buffer& b : retained)
+    if (cudaFreeHost(b.data) != cudaSuccess) (void)cudaGetLastError();
+}
+
 
 void PinnedStagingPool::release(Buffer buffer) noexcept {
   try {

@@ -171,6 +171,9 @@ class PinnedStagingPool {
   Buffer acquire(std::size_t bytes);
   /// Returns a buffer; callable from a host callback (no CUDA calls).
   void release(Buffer buffer) noexcept;
+  /// Frees the buffers the pool retains (not those in use). Runs at exit, so that
+  /// the page-locked memory is handed back while the CUDA runtime still exists.
+  void freeRetained() noexcept;
 
  private:
   static constexpr std::size_t kMaxRetainedBytes = std::size_t{256} << 20;
