@@ -208,14 +208,12 @@ std::shared_ptr<Allocation> deviceColorTables(const std::shared_ptr<detail::Devi
 
 KernelArg bufferArg(const ArraySpan& s) { return KernelArg::buf(s.storage.get(), s.offset); }
 
-/// Whether element 0 of `s` is aligned to `bytes`.
-bool alignedTo(const ArraySpan& s, std::size_t bytes) {
-  return alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset) % bytes == 0;
-}
-
 /// 4-channel u8 data aligned for 32-bit word access.
 int wordAccess(const FormatInfo& f, const ArraySpan& s) {
-  return (f.channels == 4 && f.depth == Depth::U8 && alignedTo(s, 4)) ? 1 : 0;
+  return (f.channels == 4 && f.depth == Depth::U8 &&
+          alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset) % 4 == 0)
+             ? 1
+             : 0;
 }
 
 void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
@@ -231,15 +229,6 @@ void pushU8Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArrayS
   args.push_back(KernelArg::i32(f.channels));
   pushLayout(args, f);
   args.push_back(KernelArg::i32(wordAccess(f, s)));
-}
-
-/// A u8 colour operand of da_convert_color_u8_u8_x4 (4-byte aligned): buffer, channels,
-/// channel layout, 16-byte vector access of a 4-channel side.
-void pushU8GroupColor(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
-  args.push_back(bufferArg(s));
-  args.push_back(KernelArg::i32(f.channels));
-  pushLayout(args, f);
-  args.push_back(KernelArg::i32(f.channels == 4 && alignedTo(s, 16) ? 1 : 0));
 }
 
 /// A float (ColorRGBAf) operand of the colour kernels: buffer, channel layout.
@@ -268,51 +257,27 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     return;
   }
 
-  // Per-element kernels: each work item converts kItemsPerWorkItem elements `workItems`
-  // apart. Group kernels (*_x4): work item g converts the kGroup consecutive elements of
-  // group g, plus one work item for the n % kGroup after the last group (convert_formats.h).
+  // Each work item converts kItemsPerWorkItem elements `workItems` apart (convert_formats.h).
   constexpr std::size_t kItemsPerWorkItem = 4;
-  constexpr std::size_t kGroup = 4;
   const std::size_t workItems = (n + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
-  const std::size_t groups = n / kGroup;
   detail::KernelLaunch launch;
   launch.workDims = 1;
+  launch.globalSize = {workItems, 1, 1};
   auto& args = launch.args;
-  auto perElement = [&] {
-    launch.globalSize = {workItems, 1, 1};
-    args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
-    args.push_back(KernelArg::i64(static_cast<std::int64_t>(workItems)));
-  };
-  auto byGroups = [&] {
-    launch.globalSize = {groups + (n % kGroup != 0 ? 1 : 0), 1, 1};
-    args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
-    args.push_back(KernelArg::i64(static_cast<std::int64_t>(groups)));
-  };
+  args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
+  args.push_back(KernelArg::i64(static_cast<std::int64_t>(workItems)));
 
   if (!to.isColor) {
-    // PointXYZ <-> PointXYZW by groups of 4 points (three or four float4 per side) when
-    // both sides are 16-byte aligned.
-    if (to.channels >= 3 && alignedTo(src, 16) && alignedTo(dst, 16)) {
-      launch.name = "da_convert_points_x4";
-      byGroups();
-      args.push_back(bufferArg(src));
-      args.push_back(KernelArg::i32(from.channels));
-      args.push_back(bufferArg(dst));
-      args.push_back(KernelArg::i32(to.channels));
-      device->launch(launch, q);
-      use.commit();
-      return;
-    }
-    // Otherwise, and PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
+    // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
     launch.name = "da_convert_points";
-    perElement();
     int map[4] = {0, 1, 2, -1};
     if (toId == FormatId::PointZ) map[0] = 2;
     args.push_back(bufferArg(src));
     args.push_back(KernelArg::i32(from.channels));
     args.push_back(bufferArg(dst));
     args.push_back(KernelArg::i32(to.channels));
-    const bool vector = to.channels == 4 && alignedTo(dst, 16);
+    const bool vector = to.channels == 4 &&
+                        alignmentAddress(dst.device.backend(), dst.storage->handle(), dst.offset) % 16 == 0;
     args.push_back(KernelArg::i32(vector ? 1 : 0));
     for (int m : map) args.push_back(KernelArg::i32(m));
     device->launch(launch, q);
@@ -323,19 +288,8 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   const std::shared_ptr<Allocation> tables = deviceColorTables(device, q);
   use.add(tables.get());
   Allocation* t = tables.get();
-  if (from.depth == Depth::U8 && to.depth == Depth::U8 && alignedTo(src, 4) && alignedTo(dst, 4)) {
-    // By groups of 4 pixels: a 3-channel side is three 32-bit words per group, a
-    // 4-channel side four words or one 16-byte vector.
-    launch.name = "da_convert_color_u8_u8_x4";
-    byGroups();
-    pushU8GroupColor(args, from, src);
-    pushU8GroupColor(args, to, dst);
-    args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
-    args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToLinear)
-                                                 : offsetof(ColorTables, linearToSrgb)));
-  } else if (from.depth == Depth::U8 && to.depth == Depth::U8) {
+  if (from.depth == Depth::U8 && to.depth == Depth::U8) {
     launch.name = "da_convert_color_u8_u8";
-    perElement();
     pushU8Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
@@ -343,7 +297,6 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
                                                  : offsetof(ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     launch.name = "da_convert_color_u8_f32";
-    perElement();
     pushU8Color(args, from, src);
     pushF32Color(args, to, dst);
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)
@@ -351,7 +304,6 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
     launch.name = "da_convert_color_f32_u8";
-    perElement();
     pushF32Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));

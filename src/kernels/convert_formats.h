@@ -1,8 +1,7 @@
 /* Format conversions of DeviceArray (API.md §6a), written once for CUDA and OpenCL.
  *
- * Consecutive work items touch consecutive elements (or groups of elements), so every
- * access of a warp / sub-group falls in one contiguous span (see DA_CVT_ITEMS and
- * DA_CVT_GROUP below).
+ * Consecutive work items touch consecutive elements, so every access of a warp /
+ * sub-group falls in one contiguous span (see DA_CVT_ITEMS below).
  * Channel layouts are kernel arguments (channel count and the index of r, g, b, a,
  * -1 when absent) so that one kernel serves every pair of formats of a family
  * without a branch that differs between work items.
@@ -66,11 +65,10 @@ DA_FN da_u8 da_cvt_quantize(float x, int srgb, DA_GLOBAL const float* thresholds
  * instruction leaves every sector partly written, which halved the throughput of
  * PointXYZ -> PointXYZW on H200. */
 #if defined(__OPENCL_VERSION__)
-#define DA_CVT_FLOAT4(a, b, c, d) ((float4)((a), (b), (c), (d)))
+#define DA_CVT_STORE_FLOAT4(p, a, b, c, d) (*(DA_GLOBAL float4*)(p) = (float4)((a), (b), (c), (d)))
 #elif defined(__CUDACC__)
-#define DA_CVT_FLOAT4(a, b, c, d) make_float4((a), (b), (c), (d))
+#define DA_CVT_STORE_FLOAT4(p, a, b, c, d) (*(float4*)(p) = make_float4((a), (b), (c), (d)))
 #endif
-#define DA_CVT_STORE_FLOAT4(p, a, b, c, d) (*(DA_GLOBAL float4*)(p) = DA_CVT_FLOAT4((a), (b), (c), (d)))
 
 DA_KERNEL(da_convert_points)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src), int srcChannels,
                              DA_BUFFER(float, dst), int dstChannels, int dstVector, int map0, int map1, int map2,
@@ -103,71 +101,6 @@ DA_KERNEL(da_convert_points)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src
       if (dstChannels > 2) d[2] = v[k][2];
       if (dstChannels > 3) d[3] = v[k][3];
     }
-  }
-}
-
-/* Group path, used by the host when both sides are aligned for it (device_array.cpp):
- * work item g converts the DA_CVT_GROUP consecutive elements of group g, so that a
- * group of 3-byte pixels is exactly three 32-bit words and a group of 12-byte points
- * exactly three float4. Every access of a work item is then a whole word / vector and
- * consecutive work items touch consecutive groups, whereas the per-element path above
- * reads and writes such elements byte by byte or float by float, leaving sectors partly
- * used per instruction (55-78% of the copy bandwidth on H200). The n % DA_CVT_GROUP
- * elements after the last whole group go to one extra work item (g == groups), which
- * converts them one by one like the per-element path. */
-#define DA_CVT_GROUP 4
-
-/* PointXYZ <-> PointXYZW by groups; both sides 16-byte aligned (the host launches it
- * only for 3 <-> 4 channels). Values are copied bit for bit, w = 1 is written for
- * PointXYZW. */
-DA_KERNEL(da_convert_points_x4)(da_i64 n, da_i64 groups, DA_BUFFER(const float, src), int srcChannels,
-                                DA_BUFFER(float, dst), int dstChannels) {
-  DA_BUFFER_INIT(const float, src);
-  DA_BUFFER_INIT(float, dst);
-  const da_i64 g = DA_ID(0);
-  if (g > groups) return; /* backends may round the launch up */
-  if (g < groups) {
-    float4 p0, p1, p2, p3; /* x, y, z of the four points; w is 1 or the source's (dropped) */
-    if (srcChannels == 3) {
-      DA_GLOBAL const float4* s = (DA_GLOBAL const float4*)src + 3 * g;
-      const float4 a = s[0];
-      const float4 b = s[1];
-      const float4 c = s[2];
-      p0 = DA_CVT_FLOAT4(a.x, a.y, a.z, 1.0f);
-      p1 = DA_CVT_FLOAT4(a.w, b.x, b.y, 1.0f);
-      p2 = DA_CVT_FLOAT4(b.z, b.w, c.x, 1.0f);
-      p3 = DA_CVT_FLOAT4(c.y, c.z, c.w, 1.0f);
-    } else {
-      DA_GLOBAL const float4* s = (DA_GLOBAL const float4*)src + 4 * g;
-      p0 = s[0];
-      p1 = s[1];
-      p2 = s[2];
-      p3 = s[3];
-    }
-    if (dstChannels == 3) {
-      DA_GLOBAL float4* d = (DA_GLOBAL float4*)dst + 3 * g;
-      d[0] = DA_CVT_FLOAT4(p0.x, p0.y, p0.z, p1.x);
-      d[1] = DA_CVT_FLOAT4(p1.y, p1.z, p2.x, p2.y);
-      d[2] = DA_CVT_FLOAT4(p2.z, p3.x, p3.y, p3.z);
-    } else {
-      DA_GLOBAL float4* d = (DA_GLOBAL float4*)dst + 4 * g;
-      d[0] = p0;
-      d[1] = p1;
-      d[2] = p2;
-      d[3] = p3;
-    }
-    return;
-  }
-  for (da_i64 i = g * DA_CVT_GROUP; i < n; ++i) { /* the tail: fewer than DA_CVT_GROUP points */
-    DA_GLOBAL const float* s = src + i * srcChannels;
-    DA_GLOBAL float* d = dst + i * dstChannels;
-    const float x = s[0];
-    const float y = s[1];
-    const float z = s[2];
-    d[0] = x;
-    d[1] = y;
-    d[2] = z;
-    if (dstChannels == 4) d[3] = 1.0f;
   }
 }
 
@@ -234,103 +167,6 @@ DA_KERNEL(da_convert_color_u8_u8)(da_i64 n, da_i64 stride, DA_BUFFER(const da_u8
   for (int k = 0; k < DA_CVT_ITEMS; ++k) {
     const da_i64 i = first + k * stride;
     if (i < n) da_cvt_store_u8(dst, i, dstChannels, dstR, dstG, dstB, dstA, dstWords, c[k]);
-  }
-}
-
-/* Loads the pixels of group g as one 32-bit word each, channel k in byte k (byte 3 of a
- * 3-channel pixel is left over from its neighbour and never read). Little-endian only.
- * vector: a 4-channel side that is 16-byte aligned, read as one uint4. */
-DA_FN void da_cvt_load_group_u8(DA_GLOBAL const da_u8* src, da_i64 g, int channels, int vector, da_u32* px) {
-  if (channels == 3) {
-    DA_GLOBAL const da_u32* w = (DA_GLOBAL const da_u32*)src + 3 * g;
-    const da_u32 w0 = w[0];
-    const da_u32 w1 = w[1];
-    const da_u32 w2 = w[2];
-    px[0] = w0;
-    px[1] = (w0 >> 24) | (w1 << 8);
-    px[2] = (w1 >> 16) | (w2 << 16);
-    px[3] = w2 >> 8;
-  } else if (vector) {
-    const uint4 v = ((DA_GLOBAL const uint4*)src)[g];
-    px[0] = v.x;
-    px[1] = v.y;
-    px[2] = v.z;
-    px[3] = v.w;
-  } else {
-    DA_GLOBAL const da_u32* w = (DA_GLOBAL const da_u32*)src + 4 * g;
-    px[0] = w[0];
-    px[1] = w[1];
-    px[2] = w[2];
-    px[3] = w[3];
-  }
-}
-
-/* Stores the pixels of group g from words laid out as da_cvt_load_group_u8 reads them;
- * byte 3 of a 3-channel pixel must be 0 (it is packed into the neighbour's word). */
-DA_FN void da_cvt_store_group_u8(DA_GLOBAL da_u8* dst, da_i64 g, int channels, int vector, const da_u32* px) {
-  if (channels == 3) {
-    DA_GLOBAL da_u32* w = (DA_GLOBAL da_u32*)dst + 3 * g;
-    w[0] = px[0] | (px[1] << 24);
-    w[1] = (px[1] >> 8) | (px[2] << 16);
-    w[2] = (px[2] >> 16) | (px[3] << 8);
-  } else if (vector) {
-#if defined(__OPENCL_VERSION__)
-    ((DA_GLOBAL uint4*)dst)[g] = (uint4)(px[0], px[1], px[2], px[3]);
-#else
-    ((uint4*)dst)[g] = make_uint4(px[0], px[1], px[2], px[3]);
-#endif
-  } else {
-    DA_GLOBAL da_u32* w = (DA_GLOBAL da_u32*)dst + 4 * g;
-    w[0] = px[0];
-    w[1] = px[1];
-    w[2] = px[2];
-    w[3] = px[3];
-  }
-}
-
-/* da_convert_color_u8_u8 by groups (see DA_CVT_GROUP), same arguments except: both
- * sides 4-byte aligned; srcVector / dstVector: a 4-channel side that is 16-byte aligned.
- * A big-endian device converts every group one pixel at a time, bytewise. */
-DA_KERNEL(da_convert_color_u8_u8_x4)(da_i64 n, da_i64 groups, DA_BUFFER(const da_u8, src), int srcChannels,
-                                     int srcR, int srcG, int srcB, int srcA, int srcVector, DA_BUFFER(da_u8, dst),
-                                     int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstVector,
-                                     int useTable, DA_BUFFER(const da_u8, table)) {
-  DA_BUFFER_INIT(const da_u8, src);
-  DA_BUFFER_INIT(da_u8, dst);
-  DA_BUFFER_INIT(const da_u8, table);
-  const da_i64 g = DA_ID(0);
-  if (g > groups) return; /* backends may round the launch up */
-  if (DA_CVT_LITTLE_ENDIAN && g < groups) {
-    da_u32 px[DA_CVT_GROUP];
-    da_cvt_load_group_u8(src, g, srcChannels, srcVector, px);
-    for (int k = 0; k < DA_CVT_GROUP; ++k) {
-      da_u8 r = (da_u8)(px[k] >> (8 * srcR));
-      da_u8 gr = (da_u8)(px[k] >> (8 * srcG));
-      da_u8 b = (da_u8)(px[k] >> (8 * srcB));
-      const da_u8 a = srcA >= 0 ? (da_u8)(px[k] >> (8 * srcA)) : (da_u8)255;
-      if (useTable) {
-        r = table[r];
-        gr = table[gr];
-        b = table[b];
-      }
-      px[k] = ((da_u32)r << (8 * dstR)) | ((da_u32)gr << (8 * dstG)) | ((da_u32)b << (8 * dstB)) |
-              (dstA >= 0 ? (da_u32)a << (8 * dstA) : 0u);
-    }
-    da_cvt_store_group_u8(dst, g, dstChannels, dstVector, px);
-    return;
-  }
-  /* The tail (g == groups; big-endian: every group). Both sides are 4-byte aligned, so a
-   * 4-channel side may use word access. */
-  const da_i64 end = g * DA_CVT_GROUP + DA_CVT_GROUP < n ? g * DA_CVT_GROUP + DA_CVT_GROUP : n;
-  for (da_i64 i = g * DA_CVT_GROUP; i < end; ++i) {
-    da_u8 c[4];
-    da_cvt_load_u8(src, i, srcChannels, srcR, srcG, srcB, srcA, srcChannels == 4, c);
-    if (useTable) {
-      c[0] = table[c[0]];
-      c[1] = table[c[1]];
-      c[2] = table[c[2]];
-    }
-    da_cvt_store_u8(dst, i, dstChannels, dstR, dstG, dstB, dstA, dstChannels == 4, c);
   }
 }
 
