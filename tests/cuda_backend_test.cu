@@ -6,16 +6,20 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "cuda/cuda_device.hpp"
+#include "cuda/host_copy_threads.hpp"
 #include "devicearray/error.hpp"
 
 using namespace devicearray;
@@ -356,4 +360,33 @@ TEST(CudaBackend, WrappedStreamsAndTheCurrentDeviceAreRespected) {
   wrapped.reset();
   EXPECT_EQ(cudaStreamDestroy(user), cudaSuccess);  // non-owning wrapper left it alive
   EXPECT_NE(dev->nativeContext(), nullptr);
+}
+
+// Host side of the pageable staging: parallelMemcpy splits large copies over the
+// copy threads (ctest runs this binary with DEVICEARRAY_COPY_THREADS=4, so the
+// split runs even on a 2-core machine). No device needed.
+TEST(HostCopyThreads, ParallelMemcpyCopiesEveryByteFromSeveralCallersAtOnce) {
+  EXPECT_GE(cuda::copyThreadCount(), 1u) << "DEVICEARRAY_COPY_THREADS=4 should start 3 workers";
+  const std::size_t sizes[] = {0, 1, 4095, (512u << 10) - 1, 512u << 10, (512u << 10) + 1, (1u << 20) + 7,
+                               (5u << 20) + 3, (33u << 20) + 1};
+  constexpr std::size_t kGuard = 64;
+  std::vector<std::thread> callers;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 3; ++t) {
+    callers.emplace_back([&, t] {
+      for (std::size_t n : sizes) {
+        // Odd offsets on both sides: the parts must not assume alignment.
+        const auto src = randomBytes(n + 3, static_cast<std::uint32_t>(1000 + t * 17 + n % 97));
+        auto dst = randomBytes(n + 5 + kGuard, static_cast<std::uint32_t>(2000 + t));
+        const auto before = dst;
+        cuda::parallelMemcpy(dst.data() + 5, src.data() + 3, n);
+        if (std::memcmp(dst.data() + 5, src.data() + 3, n) != 0) ++mismatches;
+        if (std::memcmp(dst.data(), before.data(), 5) != 0 ||
+            std::memcmp(dst.data() + 5 + n, before.data() + 5 + n, kGuard) != 0)
+          ++mismatches;  // bytes outside the destination range changed
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }

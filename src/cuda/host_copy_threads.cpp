@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <latch>
@@ -73,8 +74,14 @@ class CopyThreads {
   CopyThreads() {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     // Half the cores (at most 8): a PCIe 5 x16 link is saturated well before that,
-    // and the rest stay free for the application.
-    const unsigned count = std::min(8u, std::max(1u, cores / 2)) - 1;
+    // and the rest stay free for the application. DEVICEARRAY_COPY_THREADS (1..64)
+    // overrides it; the calling thread is one of them.
+    unsigned total = std::min(8u, std::max(1u, cores / 2));
+    if (const char* env = std::getenv("DEVICEARRAY_COPY_THREADS")) {
+      const long value = std::strtol(env, nullptr, 10);
+      if (value >= 1 && value <= 64) total = static_cast<unsigned>(value);
+    }
+    const unsigned count = total - 1;
     try {
       for (unsigned i = 0; i < count; ++i) workers_.emplace_back([this] { work(); });
     } catch (...) {

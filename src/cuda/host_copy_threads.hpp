@@ -14,6 +14,8 @@ namespace devicearray::detail::cuda {
 void parallelMemcpy(void* dst, const void* src, std::size_t bytes) noexcept;
 
 /// Number of worker threads (0 when none could be started: copies run inline).
+/// Half the cores, at most 8, counting the caller; DEVICEARRAY_COPY_THREADS=N
+/// (1..64, read once) sets the total instead.
 std::size_t copyThreadCount() noexcept;
 
 }  // namespace devicearray::detail::cuda
