@@ -14,7 +14,9 @@
 #   final:  one call after a change: build, a $SOAK_MINUTES soak on the last GPU in
 #           the background, CTest, pytest, the conversion benchmarks + compare.py
 #           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
-#   collect: waits for the soak (at most ~9 minutes) and prints its report.
+#   collect: waits for the soak (at most ~9 minutes) and prints its report; then,
+#           with the GPUs free, memcheck --leak-check full over the multi-GPU test
+#           and racecheck over the stress test with 2 threads.
 #
 # Logs go to $LOGS (kept across calls on a warm machine) and are packed into
 # $OUT/<phase>.tar.gz with the key summaries copied to $OUT.
@@ -123,6 +125,16 @@ collect)
   stamp "waiting for the soak"
   while [ ! -f "$LOGS/soak.done" ] && [ $(( $(date +%s) - t0 )) -lt 560 ]; do sleep 5; done
   echo "soak exit: $(cat "$LOGS/soak.done" 2>/dev/null || echo 'still running')"; cat "$LOGS/soak.log"
+  if [ -f "$LOGS/soak.done" ]; then
+    # Now that no soak shares the GPUs: the multi-GPU test under memcheck with the
+    # leak check (it allocates a quarter of each device), and racecheck over the
+    # stress test with 2 threads (with 8 threads launching at once the tool loses
+    # track of a launch and reports an internal error).
+    [ "$gpus" -gt 1 ] && OUT="$LOGS/multi-final" BUILD="$BUILD" scripts/device/multi-gpu.sh memcheck | tail -2
+    DATEST_STRESS_THREADS=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 99 \
+        "$BUILD/tests/stress_test" --gtest_brief=1 --gtest_filter='*cuda*' > "$LOGS/stress-racecheck.log" 2>&1
+    echo "racecheck stress_test (2 threads): rc=$? $(grep 'RACECHECK SUMMARY' "$LOGS/stress-racecheck.log")"
+  fi
   ;;
 *) echo "usage: $0 phase1|phase2|final|collect" >&2; exit 2 ;;
 esac
