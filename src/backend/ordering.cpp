@@ -30,8 +30,8 @@ void Allocation::beforeUse(QueueImpl& q) {
     for (const auto& e : pending_)
       if (e->queueKey() != q.key()) waits.push_back(e);
   }
-  // Same-queue work is already ordered (in-order queues); waiting on a
-  // completed event is cheap, so no query is made here.
+  // Same-queue work is already ordered (in-order queues). The backend's waitEvent
+  // skips events it knows (or finds, without blocking) to be complete.
   for (const auto& e : waits) q.waitEvent(*e);
 }
 
@@ -46,7 +46,15 @@ void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event)
   }
   // A new queue: drop entries that have completed to keep the list short.
   if (pending_.size() >= 4)
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const auto& e) { return e->query(); }),
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [](const auto& e) {
+                                    // A failing query keeps the entry (a later wait reports the error).
+                                    try {
+                                      return e->query();
+                                    } catch (...) {
+                                      return false;
+                                    }
+                                  }),
                    pending_.end());
   pending_.push_back(event);
 }

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -341,7 +343,12 @@ class EventSet {
  public:
   EventSet(CudaDevice& device, std::size_t count) : device_(device) {
     events_.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) events_.push_back(device.acquireOrderingEvent());
+    try {
+      for (std::size_t i = 0; i < count; ++i) events_.push_back(device.acquireOrderingEvent());
+    } catch (...) {
+      for (cudaEvent_t e : events_) device_.releaseOrderingEvent(e);
+      throw;
+    }
   }
   EventSet(const EventSet&) = delete;
   EventSet& operator=(const EventSet&) = delete;
@@ -357,35 +364,66 @@ class EventSet {
 
 /// Makes `stream` wait for everything enqueued on `side` so far: joins the staging
 /// stream back into the caller's stream (also when an error cut the sequence short,
-/// so staging buffers are never returned while the host side still uses them).
+/// so staging buffers are never returned while the host side still uses them), then
+/// gives the side stream back to the device. When an exception is leaving the
+/// transfer, it also waits for the host copies already enqueued: the caller's
+/// memory must not be touched after a call has failed.
 class JoinOnExit {
  public:
-  JoinOnExit(cudaStream_t stream, cudaStream_t side, cudaEvent_t event) : stream_(stream), side_(side), event_(event) {}
+  JoinOnExit(CudaDevice& device, cudaStream_t stream, cudaStream_t side, cudaEvent_t event)
+      : device_(device), stream_(stream), side_(side), event_(event), exceptions_(std::uncaught_exceptions()) {}
   JoinOnExit(const JoinOnExit&) = delete;
   JoinOnExit& operator=(const JoinOnExit&) = delete;
   ~JoinOnExit() {
-    if (cudaEventRecord(event_, side_) != cudaSuccess || cudaStreamWaitEvent(stream_, event_, 0) != cudaSuccess) {
+    const bool failing = std::uncaught_exceptions() > exceptions_;
+    if (cudaEventRecord(event_, side_) != cudaSuccess || cudaStreamWaitEvent(stream_, event_, 0) != cudaSuccess ||
+        failing) {
       (void)cudaGetLastError();
-      // Cannot order the buffers' return after the host side: wait for it here.
       (void)cudaStreamSynchronize(side_);
       (void)cudaGetLastError();
     }
+    device_.releaseStagingStream(side_);
   }
 
  private:
+  CudaDevice& device_;
   cudaStream_t stream_;
   cudaStream_t side_;
   cudaEvent_t event_;
+  int exceptions_;
 };
 
 }  // namespace
 
-cudaStream_t CudaDevice::stagingStream() {
-  std::call_once(stagingOnce_, [this] {
+cudaStream_t CudaDevice::acquireStagingStream() {
+  {
+    std::lock_guard<std::mutex> lock(stagingMutex_);
     DeviceGuard guard(ordinal_);
-    check(cudaStreamCreateWithFlags(&stagingStream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  });
-  return stagingStream_;
+    for (auto it = stagingStreams_.begin(); it != stagingStreams_.end(); ++it) {
+      // Idle: every transfer that used it has finished its host side.
+      if (cudaStreamQuery(*it) == cudaSuccess) {
+        cudaStream_t stream = *it;
+        stagingStreams_.erase(it);
+        return stream;
+      }
+      (void)cudaGetLastError();
+    }
+  }
+  DeviceGuard guard(ordinal_);
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return stream;
+}
+
+void CudaDevice::releaseStagingStream(cudaStream_t stream) noexcept {
+  // Kept for reuse (as many as transfers ever ran at once on this device; the
+  // device object, and so its streams, live until the process ends).
+  try {
+    std::lock_guard<std::mutex> lock(stagingMutex_);
+    stagingStreams_.push_back(stream);
+  } catch (...) {
+    // Not pooled: left to the process's end rather than destroyed while busy.
+  }
 }
 
 void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind,
@@ -399,7 +437,6 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
   const std::size_t chunks = (bytes + chunk - 1) / chunk;
   const std::size_t slots = std::min(kSlots, chunks);
   const bool upload = kind == cudaMemcpyHostToDevice;
-  cudaStream_t side = stagingStream();
 
   std::vector<std::unique_ptr<StagingLease>> buffers;
   for (std::size_t i = 0; i < slots; ++i)
@@ -407,7 +444,8 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
   // hostDone[s]: the host copy into / out of slot s finished (staging stream);
   // dmaDone[s]: the transfer of slot s finished (caller's stream).
   EventSet hostDone(*this, slots), dmaDone(*this, slots), join(*this, 2);
-  const JoinOnExit joinOnExit(stream, side, join[1]);  // before the leases return their buffers
+  cudaStream_t side = acquireStagingStream();
+  const JoinOnExit joinOnExit(*this, stream, side, join[1]);  // before the leases return their buffers
 
   // The host side starts after the caller's earlier work (e.g. a download into the
   // memory this upload reads).

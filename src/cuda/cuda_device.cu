@@ -85,6 +85,26 @@ bool CudaEvent::query() {
   throwCudaError("cudaEventQuery", err);
 }
 
+bool CudaEvent::completeNoThrow(cudaStream_t waiter) noexcept {
+  if (done_.load(std::memory_order_acquire)) return true;
+  // Not while the waiting stream is being captured into a graph: querying an event
+  // there can invalidate the capture, and the wait is what the graph needs anyway.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(waiter, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  DeviceGuard guard(device_->ordinal(), std::nothrow);
+  if (!guard.ok()) return false;
+  const cudaError_t err = cudaEventQuery(event_);
+  if (err == cudaSuccess) {
+    done_.store(true, std::memory_order_release);
+    return true;
+  }
+  if (err != cudaErrorNotReady) (void)cudaGetLastError();  // e.g. an event recorded during a capture
+  return false;
+}
+
 void CudaEvent::synchronize() {
   if (done_.load(std::memory_order_acquire)) return;
   DeviceGuard guard(device_->ordinal());
@@ -155,7 +175,7 @@ void CudaQueue::waitEvent(EventImpl& event) {
   auto* cudaEvent = dynamic_cast<CudaEvent*>(&event);
   if (cudaEvent == nullptr)
     fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event is not a CUDA event");
-  if (cudaEvent->query()) return;  // complete (cached after the first look): nothing to wait for
+  if (cudaEvent->completeNoThrow(stream_)) return;  // finished work needs no wait
   DeviceGuard guard(cudaDevice_->ordinal());
   // Cross-device waits are legal in CUDA (same process), so no device check here.
   check(cudaStreamWaitEvent(stream_, cudaEvent->native(), 0), "cudaStreamWaitEvent");

@@ -115,6 +115,9 @@ class CudaEvent final : public EventImpl {
       : device_(device), event_(event), queueKey_(queueKey), timing_(timing) {}
   ~CudaEvent() override;
   bool query() override;
+  /// True when the event is known or found to be complete; false when it is not,
+  /// or cannot be asked (errors, `waiter` capturing into a graph). Never throws.
+  bool completeNoThrow(cudaStream_t waiter) noexcept;
   void synchronize() override;
   float elapsedMs(EventImpl& later) override;
   const void* queueKey() const override { return queueKey_; }
@@ -230,9 +233,12 @@ class CudaDevice final : public DeviceImpl {
   /// Frees `p` on the sdk stream after every event in `pending`. Never throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
   PinnedStagingPool& stagingPool() { return staging_; }
-  /// A non-blocking stream of this device (made once) on which the host side of
-  /// pipelined staging runs, concurrently with the transfers on the caller's stream.
-  cudaStream_t stagingStream();
+  /// A non-blocking stream of this device, idle and reserved for the caller, on
+  /// which the host side of one pipelined staging runs; give it back with
+  /// releaseStagingStream once the transfer is enqueued. Transfers never share a
+  /// busy side stream: that would order unrelated user streams after each other.
+  cudaStream_t acquireStagingStream();
+  void releaseStagingStream(cudaStream_t stream) noexcept;
   /// Contiguous pageable host memory <-> device memory through page-locked staging
   /// buffers, pipelined: the host copy of one chunk (split over host threads) overlaps
   /// the DMA of the previous one. In stream order on `stream`; never blocks the host.
@@ -257,8 +263,8 @@ class CudaDevice final : public DeviceImpl {
 
   std::once_flag sdkOnce_;
   std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
-  std::once_flag stagingOnce_;
-  cudaStream_t stagingStream_ = nullptr;
+  std::mutex stagingMutex_;
+  std::vector<cudaStream_t> stagingStreams_;  ///< side streams not reserved by a transfer
   std::shared_ptr<QueueImpl> sdkQueue_;
   std::once_flag poolOnce_;
   cudaMemPool_t pool_ = nullptr;

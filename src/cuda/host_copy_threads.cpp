@@ -41,22 +41,25 @@ class CopyThreads {
     const std::size_t per = ((bytes + parts - 1) / parts + 63) & ~std::size_t{63};
     parts = (bytes + per - 1) / per;
     std::latch done(static_cast<std::ptrdiff_t>(parts - 1));
+    bool queued = false;
     try {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<Task> mine;
+      mine.reserve(parts - 1);
       for (std::size_t p = 1; p < parts; ++p) {
         const std::size_t offset = p * per;
-        tasks_.push_back(Task{dst + offset, src + offset, std::min(per, bytes - offset), &done});
+        mine.push_back(Task{dst + offset, src + offset, std::min(per, bytes - offset), &done});
       }
-    } catch (...) {
-      // No memory for the queue: copy what was not queued here, in this thread.
       std::lock_guard<std::mutex> lock(mutex_);
-      std::size_t queued = 0;
-      for (const Task& t : tasks_) queued += t.done == &done ? 1 : 0;
-      for (std::size_t p = 1 + queued; p < parts; ++p) {
-        const std::size_t offset = p * per;
-        std::memcpy(dst + offset, src + offset, std::min(per, bytes - offset));
-        done.count_down();
-      }
+      tasks_.insert(tasks_.end(), mine.begin(), mine.end());  // all or nothing (insert at an end)
+      queued = true;
+    } catch (...) {
+      // No memory for the task list: nothing was queued, so copy every part here.
+    }
+    if (!queued) {
+      std::memcpy(dst, src, bytes);
+      done.count_down(static_cast<std::ptrdiff_t>(parts - 1));
+      done.wait();
+      return;
     }
     wake_.notify_all();
     std::memcpy(dst, src, std::min(per, bytes));
