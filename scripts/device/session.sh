@@ -34,6 +34,15 @@ gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
 soakGpu=$((gpus > 1 ? gpus - 1 : 0))
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# Compiles soak_main against the build and starts it on the last GPU in its own
+# process session (it outlives the call); it writes $LOGS/soak.log and, when done,
+# its exit status to $LOGS/soak.done.
+start_soak() {
+  c++ -std=c++20 -O2 -g tests/soak_main.cpp -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -ldevicearray \
+      -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
+  rm -f "$LOGS/soak.done"
+  CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+}
 
 case "${1:-}" in
 phase1)
@@ -59,10 +68,7 @@ phase1)
   scripts/demo.sh "$BUILD" > "$LOGS/demo.log" 2>&1; echo "demo rc=$?"; grep -iE "stage|total|wrote|ms" "$LOGS/demo.log" | head -30
   cp "$BUILD"/demo/*.png "$LOGS/" 2>/dev/null
   stamp "soak start on GPU $soakGpu ($SOAK_MINUTES min)"
-  c++ -std=c++20 -O2 -g tests/soak_main.cpp -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -ldevicearray \
-      -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
-  rm -f "$LOGS/soak.done"
-  CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+  start_soak
   sleep 2; head -3 "$LOGS/soak.log"
   ;;
 phase2)
@@ -90,10 +96,7 @@ final)
   # that have CUDA instances.
   stamp "build"
   DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -2
-  c++ -std=c++20 -O2 -g tests/soak_main.cpp -Iinclude -Isrc -L"$BUILD" -Wl,-rpath,"$PWD/$BUILD" -ldevicearray \
-      -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
-  rm -f "$LOGS/soak.done"
-  CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+  start_soak
   stamp "ctest"
   ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 300 > "$LOGS/ctest.log" 2>&1
   grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12

@@ -396,9 +396,9 @@ class JoinOnExit {
 }  // namespace
 
 cudaStream_t CudaDevice::acquireStagingStream() {
+  DeviceGuard guard(ordinal_);
   {
     std::lock_guard<std::mutex> lock(stagingMutex_);
-    DeviceGuard guard(ordinal_);
     for (auto it = stagingStreams_.begin(); it != stagingStreams_.end(); ++it) {
       // Idle: every transfer that used it has finished its host side.
       if (cudaStreamQuery(*it) == cudaSuccess) {
@@ -409,7 +409,6 @@ cudaStream_t CudaDevice::acquireStagingStream() {
       (void)cudaGetLastError();
     }
   }
-  DeviceGuard guard(ordinal_);
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   return stream;
@@ -508,12 +507,12 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   // stream reaches the copy (a device-to-host copy behind a slow kernel).
   const bool hostInvolved = kind != cudaMemcpyDeviceToDevice;
   const bool hostPinned = hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst);
-  const bool stageHost = hostInvolved && !hostPinned && !desc.hostMayBlock;
+  const bool pageable = hostInvolved && !hostPinned;
+  const bool stageHost = pageable && !desc.hostMayBlock;
 
   // Pageable memory, contiguous on both sides: the pipelined staging, which beats
   // the driver's own pageable path (one thread, no overlap) also for the blocking
   // overloads (hostMayBlock), from a megabyte up.
-  const bool pageable = hostInvolved && !hostPinned;
   if (pageable && dstPacked && srcPacked && (stageHost || packedBytes >= (std::int64_t{1} << 20))) {
     stagedTransfer(dst, src, static_cast<std::size_t>(packedBytes), kind, stream);
     return;

@@ -94,15 +94,11 @@ bool CudaEvent::completeNoThrow(cudaStream_t waiter) noexcept {
     (void)cudaGetLastError();
     return false;
   }
-  DeviceGuard guard(device_->ordinal(), std::nothrow);
-  if (!guard.ok()) return false;
-  const cudaError_t err = cudaEventQuery(event_);
-  if (err == cudaSuccess) {
-    done_.store(true, std::memory_order_release);
-    return true;
+  try {
+    return query();
+  } catch (...) {
+    return false;  // e.g. an event recorded during a capture: let the wait decide
   }
-  if (err != cudaErrorNotReady) (void)cudaGetLastError();  // e.g. an event recorded during a capture
-  return false;
 }
 
 void CudaEvent::synchronize() {
@@ -294,7 +290,6 @@ void PinnedStagingPool::freeRetained() noexcept {
   for (const Buffer& b : retained)
     if (cudaFreeHost(b.data) != cudaSuccess) (void)cudaGetLastError();
 }
-
 
 void PinnedStagingPool::release(Buffer buffer) noexcept {
   try {

@@ -4,10 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
