@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -963,6 +964,11 @@ TEST_P(Backend, AdoptedContextSharesBuffersWithTheCaller) {
   // Everything the library retained is released with the last handle.
   EXPECT_TRUE(weak.expired()) << "the adopted device outlived its last handle";
   ASSERT_EQ(touch(), CL_SUCCESS);
+  // Event callbacks may still be running when clFinish returns (the OpenCL spec
+  // does not order them with it); the events they release hold a queue reference
+  // until then. Wait for them, boundedly, before comparing.
+  for (int i = 0; i < 200 && (user.queueRefs() != queueRefs || user.contextRefs() != contextRefs); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(user.queueRefs(), queueRefs);
   EXPECT_EQ(user.contextRefs(), contextRefs);
   cl->releaseMemObject(userBuffer);
