@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "devicearray/devicearray.hpp"
@@ -221,6 +222,67 @@ TEST_P(ConvertTest, EveryColourPairMatchesTheReferenceExactly) {
   });
 }
 
+/// convertInto between sub-array views of larger buffers: the kernels work on tiles of
+/// consecutive elements and pick 16-, 4- or 1-byte global accesses by alignment, so
+/// every pair is run over several tiles with a ragged end, with source and destination
+/// at element offsets that give each alignment. The destination's neighbours must keep
+/// their bytes.
+template <class To, class From, class Reference>
+void checkAcrossTilesAndAlignments(const ComputeDevice& device, const da::StreamOrQueue& sq,
+                                   const std::vector<From>& input, Reference reference, std::size_t srcOffset,
+                                   std::size_t dstOffset) {
+  SCOPED_TRACE(std::string(da::formatInfo<From>().name) + " @" + std::to_string(srcOffset) + " -> " +
+               std::string(da::formatInfo<To>().name) + " @" + std::to_string(dstOffset));
+  const std::size_t n = input.size();
+  constexpr std::size_t kSpare = 4;  // elements around the views
+  std::vector<From> srcHost(n + kSpare);
+  std::memset(srcHost.data(), 0x5A, srcHost.size() * sizeof(From));
+  std::copy(input.begin(), input.end(), srcHost.begin() + static_cast<std::ptrdiff_t>(srcOffset));
+  std::vector<To> dstHost(n + kSpare);
+  std::memset(dstHost.data(), 0xA5, dstHost.size() * sizeof(To));
+  const std::vector<To> guard = dstHost;
+
+  const auto srcWhole = DeviceArray<From>::fromHost(srcHost.data(), srcHost.size(), device);
+  const auto dstWhole = DeviceArray<To>::fromHost(dstHost.data(), dstHost.size(), device);
+  const int srcBegin = static_cast<int>(srcOffset), dstBegin = static_cast<int>(dstOffset);
+  const auto src = DeviceArray<From>::fromGpuMatND(srcWhole.toGpuMatND()({da::Range(srcBegin, srcBegin + static_cast<int>(n))}));
+  const auto dst = DeviceArray<To>::fromGpuMatND(dstWhole.toGpuMatND()({da::Range(dstBegin, dstBegin + static_cast<int>(n))}));
+  ASSERT_EQ(src.size(), n);
+  ASSERT_EQ(dst.size(), n);
+  da::convertInto(dst.view(), src, sq);
+  const std::vector<To> out = dstWhole.toHost();
+  int failures = 0;
+  for (std::size_t i = 0; i < out.size() && failures < 5; ++i) {
+    const bool inside = i >= dstOffset && i < dstOffset + n;
+    const To expected = inside ? reference(input[i - dstOffset]) : guard[i];
+    if (!sameBytes(out[i], expected)) {
+      ++failures;
+      ADD_FAILURE() << (inside ? "element " : "neighbour ") << i << " is " << describe(out[i]) << ", expected "
+                    << describe(expected);
+    }
+  }
+}
+
+/// Source / destination element offsets: aligned (0), and offsets that leave 4- or
+/// 1-byte alignment depending on the element size.
+constexpr std::pair<std::size_t, std::size_t> kViewOffsets[] = {{0, 0}, {1, 2}, {3, 1}};
+
+TEST_P(ConvertTest, EveryColourPairIsExactAcrossTilesAndAlignments) {
+  const ComputeDevice device = GetParam();
+  const da::StreamOrQueue sq = device.sdkStreamOrQueue();
+  da::ColorFormats::forEach([&]<class From>() {
+    std::vector<From> input;
+    if constexpr (std::is_same_v<From, da::ColorRGBAf>) input = floatInputs();  // 6,405 elements
+    else input = byteInputs<From>(5 * 1024 + 37);
+    da::ColorFormats::forEach([&]<class To>() {
+      if constexpr (!std::is_same_v<To, From>)
+        for (const auto& [srcOffset, dstOffset] : kViewOffsets)
+          checkAcrossTilesAndAlignments<To>(device, sq, input, [](const From& c) { return reference<To>(c); },
+                                            srcOffset, dstOffset);
+    });
+  });
+}
+
 TEST_P(ConvertTest, SrgbDecodeAndEncodeAreExactForAll256Codes) {
   // The headline tables, checked on their own so a failure names the code.
   const ComputeDevice device = GetParam();
@@ -327,6 +389,30 @@ TEST_P(ConvertTest, PointsToPointZKeepOnlyZ) {
   for (std::size_t i = 0; i < points.size(); ++i) {
     EXPECT_TRUE(sameFloat(a[i].z, points[i].z)) << i;
     EXPECT_TRUE(sameFloat(b[i].z, points[i].z)) << i;
+  }
+}
+
+TEST_P(ConvertTest, EveryPointPairIsExactAcrossTilesAndAlignments) {
+  const ComputeDevice device = GetParam();
+  const da::StreamOrQueue sq = device.sdkStreamOrQueue();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<da::PointXYZ> xyz(3 * 1024 + 29);
+  std::vector<da::PointXYZW> xyzw(xyz.size());
+  for (std::size_t i = 0; i < xyz.size(); ++i) {
+    const float f = static_cast<float>(i);
+    xyz[i] = i % 7 == 3 ? da::PointXYZ{nan, nan, nan} : da::PointXYZ{f, -0.5f * f, 1000.0f + f};
+    xyzw[i] = {xyz[i].x, xyz[i].y, xyz[i].z, 2.0f + f};  // a w that must not leak into the result
+  }
+  for (const auto& [srcOffset, dstOffset] : kViewOffsets) {
+    checkAcrossTilesAndAlignments<da::PointXYZW>(
+        device, sq, xyz, [](const da::PointXYZ& p) { return da::PointXYZW{p.x, p.y, p.z, 1.0f}; }, srcOffset,
+        dstOffset);
+    checkAcrossTilesAndAlignments<da::PointXYZ>(
+        device, sq, xyzw, [](const da::PointXYZW& p) { return da::PointXYZ{p.x, p.y, p.z}; }, srcOffset, dstOffset);
+    checkAcrossTilesAndAlignments<da::PointZ>(
+        device, sq, xyz, [](const da::PointXYZ& p) { return da::PointZ{p.z}; }, srcOffset, dstOffset);
+    checkAcrossTilesAndAlignments<da::PointZ>(
+        device, sq, xyzw, [](const da::PointXYZW& p) { return da::PointZ{p.z}; }, srcOffset, dstOffset);
   }
 }
 

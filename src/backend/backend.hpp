@@ -201,10 +201,15 @@ struct KernelArg {
 /// Launch of a shared kernel over a 1-, 2- or 3-D index space of exactly
 /// globalSize work items (the kernel itself bounds-checks against its own size
 /// arguments; backends may round the launch up).
+///
+/// localSize 0 lets the backend choose the work-group shape. A kernel declared with
+/// DA_KERNEL_GROUP(name, size) (local memory, barriers) needs localSize == size, a
+/// 1-D launch, and a globalSize that is a multiple of it; the launch is then exact.
 struct KernelLaunch {
   const char* name = nullptr;
   int workDims = 1;
   std::array<std::size_t, 3> globalSize{1, 1, 1};
+  std::size_t localSize = 0;
   std::vector<KernelArg> args;
 };
 

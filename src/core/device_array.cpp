@@ -16,6 +16,7 @@
 
 #include "backend/backend.hpp"
 #include "core/layout.hpp"
+#include "kernels/convert_formats.h"
 
 namespace devicearray {
 
@@ -208,12 +209,10 @@ std::shared_ptr<Allocation> deviceColorTables(const std::shared_ptr<detail::Devi
 
 KernelArg bufferArg(const ArraySpan& s) { return KernelArg::buf(s.storage.get(), s.offset); }
 
-/// 4-channel u8 data aligned for 32-bit word access.
-int wordAccess(const FormatInfo& f, const ArraySpan& s) {
-  return (f.channels == 4 && f.depth == Depth::U8 &&
-          alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset) % 4 == 0)
-             ? 1
-             : 0;
+/// The alignment the conversion kernels may assume of a buffer: 16, 4 or 1 bytes.
+int accessAlignment(const ArraySpan& s) {
+  const std::uintptr_t address = alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset);
+  return address % 16 == 0 ? 16 : (address % 4 == 0 ? 4 : 1);
 }
 
 void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
@@ -223,18 +222,19 @@ void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
   args.push_back(KernelArg::i32(f.alpha));
 }
 
-/// A u8 colour operand of the colour kernels: buffer, channels, channel layout, word access.
+/// A u8 colour operand of the colour kernels: buffer, channels, channel layout, alignment.
 void pushU8Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
   args.push_back(bufferArg(s));
   args.push_back(KernelArg::i32(f.channels));
   pushLayout(args, f);
-  args.push_back(KernelArg::i32(wordAccess(f, s)));
+  args.push_back(KernelArg::i32(accessAlignment(s)));
 }
 
-/// A float (ColorRGBAf) operand of the colour kernels: buffer, channel layout.
+/// A float (ColorRGBAf) operand of the colour kernels: buffer, channel layout, alignment.
 void pushF32Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
   args.push_back(bufferArg(s));
   pushLayout(args, f);
+  args.push_back(KernelArg::i32(accessAlignment(s)));
 }
 
 /// Enqueues dst = convert(src) on q. Sizes, devices and overlap are already checked.
@@ -257,28 +257,33 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     return;
   }
 
-  // Each work item converts kItemsPerWorkItem elements `workItems` apart (convert_formats.h).
-  constexpr std::size_t kItemsPerWorkItem = 4;
-  const std::size_t workItems = (n + kItemsPerWorkItem - 1) / kItemsPerWorkItem;
+  // One work-group of DA_CVT_GROUP work items per tile of consecutive elements
+  // (convert_formats.h); the tile length depends on the kernel.
   detail::KernelLaunch launch;
   launch.workDims = 1;
-  launch.globalSize = {workItems, 1, 1};
+  launch.localSize = DA_CVT_GROUP;
+  auto tiles = [&](std::size_t tile) {
+    launch.globalSize = {(n + tile - 1) / tile * DA_CVT_GROUP, 1, 1};
+  };
   auto& args = launch.args;
   args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
-  args.push_back(KernelArg::i64(static_cast<std::int64_t>(workItems)));
 
   if (!to.isColor) {
     // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
     launch.name = "da_convert_points";
+    tiles(DA_CVT_POINT_TILE);
     int map[4] = {0, 1, 2, -1};
     if (toId == FormatId::PointZ) map[0] = 2;
+    // The kernel's local tile holds 28 bytes per element (PointXYZW <-> PointXYZ at most).
+    static_assert(DA_CVT_POINT_TILE_BYTES == DA_CVT_POINT_TILE * 4 * (4 + 3));
+    if (from.channels + to.channels > 7)
+      fail(ErrorCode::InvalidState, "convert: a point conversion with more than 28 bytes per element");
     args.push_back(bufferArg(src));
     args.push_back(KernelArg::i32(from.channels));
+    args.push_back(KernelArg::i32(accessAlignment(src)));
     args.push_back(bufferArg(dst));
     args.push_back(KernelArg::i32(to.channels));
-    const bool vector = to.channels == 4 &&
-                        alignmentAddress(dst.device.backend(), dst.storage->handle(), dst.offset) % 16 == 0;
-    args.push_back(KernelArg::i32(vector ? 1 : 0));
+    args.push_back(KernelArg::i32(accessAlignment(dst)));
     for (int m : map) args.push_back(KernelArg::i32(m));
     device->launch(launch, q);
     use.commit();
@@ -290,6 +295,7 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   Allocation* t = tables.get();
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
     launch.name = "da_convert_color_u8_u8";
+    tiles(DA_CVT_U8_TILE);
     pushU8Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
@@ -297,6 +303,7 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
                                                  : offsetof(ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     launch.name = "da_convert_color_u8_f32";
+    tiles(DA_CVT_F32_TILE);
     pushU8Color(args, from, src);
     pushF32Color(args, to, dst);
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)
@@ -304,6 +311,7 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
     launch.name = "da_convert_color_f32_u8";
+    tiles(DA_CVT_F32_TILE);
     pushF32Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));

@@ -187,13 +187,19 @@ void CudaDevice::launch(const KernelLaunch& launch, QueueImpl& q) {
     pointers[i] = &slot;
   }
 
+  if (launch.localSize != 0 && (launch.workDims != 1 || launch.localSize > 1024 ||
+                                 launch.globalSize[0] % launch.localSize != 0))
+    fail(ErrorCode::InvalidArgument, fn + ": work-group size " + std::to_string(launch.localSize) +
+                                         " needs a 1-D launch whose global size (" +
+                                         std::to_string(launch.globalSize[0]) + ") is a multiple of it, at most 1024");
   for (int d = 0; d < launch.workDims; ++d)
     if (launch.globalSize[d] == 0) return;  // empty index space: nothing to run
 
   DeviceGuard guard(ordinal_);
   // The occupancy-optimal 1-D block size doubles as the thread budget of 2-/3-D
   // blocks, which are 32 wide so rows of an image stay coalesced.
-  const int budget = blockSizeFor(entry.function, name.c_str());
+  const int budget = launch.localSize != 0 ? static_cast<int>(launch.localSize)
+                                           : blockSizeFor(entry.function, name.c_str());
   dim3 block(1, 1, 1);
   if (launch.workDims == 1) {
     block.x = static_cast<unsigned>(budget);

@@ -13,14 +13,27 @@
  * byte offset in); on OpenCL it is a (global T* base, ulong offset) pair, since a
  * cl_mem cannot carry an offset and sub-buffers have alignment rules.
  * The CUDA backend registers each kernel by name (DA_CUDA_REGISTER), the OpenCL
- * backend compiles all of src/kernels/ into one program. */
+ * backend compiles all of src/kernels/ into one program.
+ *
+ * Kernels that cooperate through local (shared) memory are declared with
+ * DA_KERNEL_GROUP(name, size): they run in work-groups of exactly `size` work items
+ * (KernelLaunch::localSize), may declare DA_LOCAL_ARRAY(T, name, n) at kernel scope,
+ * pass DA_LOCAL pointers to helpers, and synchronise with DA_BARRIER(). */
 #ifndef DEVICEARRAY_KERNELS_PRELUDE_H
 #define DEVICEARRAY_KERNELS_PRELUDE_H
 
 #if defined(__OPENCL_VERSION__)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define DA_KERNEL(name) kernel void name
+#define DA_KERNEL_GROUP(name, size) kernel __attribute__((reqd_work_group_size(size, 1, 1))) void name
 #define DA_GLOBAL global
+#define DA_LOCAL local
+#define DA_LOCAL_ARRAY(T, name, n) local T name[n]
+#define DA_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define DA_LOCAL_ID() ((int)get_local_id(0))
+#define DA_GROUP_ID() ((long)get_group_id(0))
+#define da_make_float4(a, b, c, d) ((float4)((a), (b), (c), (d)))
+typedef uint4 da_u32x4;
 #define DA_BUFFER(T, name) global T* name##_base, ulong name##_offset
 #define DA_BUFFER_INIT(T, name) global T* name = (global T*)((global uchar*)name##_base + name##_offset)
 #define DA_ID(d) ((long)get_global_id(d))
@@ -47,6 +60,13 @@ typedef ulong da_u64;
 #include <cstdint>
 #if defined(__CUDACC__)
 #define DA_KERNEL(name) extern "C" __global__ void name
+#define DA_KERNEL_GROUP(name, size) extern "C" __global__ void __launch_bounds__(size) name
+#define DA_LOCAL_ARRAY(T, name, n) __shared__ T name[n]
+#define DA_BARRIER() __syncthreads()
+#define DA_LOCAL_ID() ((int)threadIdx.x)
+#define DA_GROUP_ID() ((long)blockIdx.x)
+#define da_make_float4(a, b, c, d) make_float4((a), (b), (c), (d))
+typedef uint4 da_u32x4;
 #define DA_FN __host__ __device__ inline
 #define DA_ID(d) \
   ((long)((d) == 0 ? blockIdx.x * (long)blockDim.x + threadIdx.x \
@@ -55,6 +75,7 @@ typedef ulong da_u64;
 #define DA_FN inline
 #endif
 #define DA_GLOBAL
+#define DA_LOCAL
 #define DA_BUFFER(T, name) T* name
 #define DA_BUFFER_INIT(T, name) (void)0
 #define DA_NAN NAN

@@ -770,7 +770,8 @@ OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
 }
 
 void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
-                                 const std::size_t* global, const std::vector<RawArg>& args) {
+                                 const std::size_t* global, const std::vector<RawArg>& args,
+                                 const std::size_t* local) {
   KernelSlot& k = kernel(name);
   if (args.size() != k.numArgs)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": kernel '" + name + "' takes " + std::to_string(k.numArgs) +
@@ -785,7 +786,7 @@ void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& 
                                            ")");
     checkCl(err, std::string(fn) + ": clSetKernelArg(" + name + ", " + std::to_string(i) + ")");
   }
-  checkCl(clEnqueueNDRangeKernel(q.queue(), k.kernel, workDims, nullptr, global, nullptr, 0, nullptr, nullptr),
+  checkCl(clEnqueueNDRangeKernel(q.queue(), k.kernel, workDims, nullptr, global, local, 0, nullptr, nullptr),
           std::string(fn) + ": clEnqueueNDRangeKernel(" + name + ")");
 }
 
@@ -796,6 +797,10 @@ void OpenCLDevice::launch(const KernelLaunch& l, QueueImpl& qi) {
   if (l.workDims < 1 || l.workDims > 3)
     fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": workDims " + std::to_string(l.workDims) +
                                          " is not 1, 2 or 3");
+  if (l.localSize != 0 && (l.workDims != 1 || l.globalSize[0] % l.localSize != 0))
+    fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": work-group size " +
+                                         std::to_string(l.localSize) + " needs a 1-D launch whose global size (" +
+                                         std::to_string(l.globalSize[0]) + ") is a multiple of it");
   for (int i = 0; i < l.workDims; ++i)
     if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
 
@@ -829,7 +834,8 @@ void OpenCLDevice::launch(const KernelLaunch& l, QueueImpl& qi) {
     }
   }
   const std::size_t global[3] = {l.globalSize[0], l.globalSize[1], l.globalSize[2]};
-  enqueueKernel(fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw);
+  const std::size_t local[3] = {l.localSize, 1, 1};
+  enqueueKernel(fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw, l.localSize != 0 ? local : nullptr);
 }
 
 // ------------------------------------------------------- free functions ----

@@ -149,8 +149,9 @@ class OpenCLDevice final : public DeviceImpl {
   /// Returns an owned buffer to the cache (or releases it when the cache is full).
   void recycle(cl_mem mem, std::size_t capacity, std::vector<std::shared_ptr<EventImpl>> pending) noexcept;
   /// Sets the arguments of kernel `name` and enqueues it on `q` (thread-safe).
+  /// `local`: the work-group shape, or null to let the implementation choose.
   void enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims, const std::size_t* global,
-                     const std::vector<RawArg>& args);
+                     const std::vector<RawArg>& args, const std::size_t* local = nullptr);
   /// "opencl:1 (model / vendor)" or "adopted OpenCL device (model / vendor)", for messages.
   std::string describe() const;
 

@@ -3,9 +3,9 @@
  * Why hand-written: Boost.Compute would bring its own context/queue/program cache and
  * is barely maintained; clpp/VexCL are heavier still. These primitives are small.
  *
- * Why chunk-per-work-item: DeviceImpl::launch chooses no work-group size (KernelLaunch
- * has only a global size), so the kernels must not depend on one: no local memory, no
- * barriers. Each work item owns one contiguous chunk of `chunk` elements and processes
+ * Why chunk-per-work-item: the kernels depend on no work-group size (no local memory,
+ * no barriers; KernelLaunch::localSize stays 0), so every OpenCL implementation runs
+ * them with the shape it prefers. Each work item owns one contiguous chunk of `chunk` elements and processes
  * it sequentially; a level of per-chunk results is combined by the same kernels
  * recursively. Every algorithm stays work-efficient (O(n) work per pass) and
  * deterministic, and the radix sort is stable because each chunk scatters its keys in
