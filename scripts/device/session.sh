@@ -14,13 +14,15 @@
 #   final:  one call after a change: build, a $SOAK_MINUTES soak on the last GPU in
 #           the background, CTest, pytest, the conversion benchmarks + compare.py
 #           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
+#   verify: final without the soak and with the sanitizers over the conversion tests
+#           only, for a kernel change on a short device budget (one GPU is enough).
 #   collect: waits for the soak (at most ~9 minutes) and prints its report; then,
 #           with the GPUs free, memcheck --leak-check full over the multi-GPU test
 #           and racecheck over the stress test with 2 threads.
 #
 # Logs go to $LOGS (kept across calls on a warm machine) and are packed into
 # $OUT/<phase>.tar.gz with the key summaries copied to $OUT.
-#   scripts/device/session.sh phase1|phase2|final|collect
+#   scripts/device/session.sh phase1|phase2|final|verify|collect
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/devicearray-out}"
@@ -42,6 +44,47 @@ start_soak() {
       -pthread -o "$BUILD/soak_main" 2> "$LOGS/soak-compile.log" || cat "$LOGS/soak-compile.log"
   rm -f "$LOGS/soak.done"
   CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
+}
+
+# The steps of final and verify.
+build_all() {
+  stamp "build"
+  DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -2
+}
+suites() {
+  stamp "ctest"
+  ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 300 > "$LOGS/ctest.log" 2>&1
+  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12
+  stamp "python"
+  PYTHON="$PY" scripts/python-test.sh "$BUILD" -q -p no:randomly > "$LOGS/python.log" 2>&1
+  grep -E "passed|failed|error" "$LOGS/python.log" | tail -3
+}
+convert_benchmarks() {
+  stamp "convert_bench + compare.py (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 "$BUILD/bench/convert_bench" --benchmark_min_time=0.2 --benchmark_format=json \
+      --benchmark_out="$LOGS/convert_bench.json" > "$LOGS/convert_bench.txt" 2>&1
+  local jsons=("$LOGS/convert_bench.json")
+  for b in core_bench pointcloud_bench dlpack_bench; do [ -f "${CARRY:-/nonexistent}/$b.json" ] && jsons+=("$CARRY/$b.json"); done
+  CUDA_VISIBLE_DEVICES=0 PYTHONPATH="$BUILD/python" "$PY" bench/compare.py --from-json "${jsons[@]}" \
+      --output "$OUT/PERFORMANCE.md" --chart "$OUT/perf_bandwidth.png" > "$LOGS/compare.log" 2>&1
+  echo "compare rc=$?"; grep -E "PASS|MISS" "$LOGS/compare.log" | head -40
+}
+# device_oom_test is not among the sanitized tests: it has no test named after CUDA
+# (the filter would run none, which compute-sanitizer reports as an error), and
+# exhausting device memory under a tool that shadows it measures the tool.
+cudaTests=""
+for t in backend convert cuda_backend device_array device dlpack fault_injection gpu_mat_nd_external \
+         gpu_mat_nd gpu_mat ordering_cuda ordering point_cloud stress; do cudaTests+=" $BUILD/tests/${t}_test"; done
+sanitize() {  # the four compute-sanitizer tools in parallel on GPU 0 over the executables in $1
+  stamp "compute-sanitizer (4 tools in parallel, GPU 0)"
+  for tool in memcheck racecheck synccheck initcheck; do
+    ( CUDA_VISIBLE_DEVICES=0 OUT="$LOGS/san-$tool" SANITIZE_TOOLS=$tool SANITIZE_TESTS="$1" \
+        SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-200}" scripts/device/run-all.sh sanitize > /dev/null 2>&1 ) &
+  done
+  wait
+  for tool in memcheck racecheck synccheck initcheck; do
+    echo "$tool: $(grep -c 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt") clean of $(wc -l < "$LOGS/san-$tool/sanitizer-summary.txt"); $(grep -v 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt" | tr '\n' ' ')"
+  done
 }
 
 case "${1:-}" in
@@ -90,39 +133,15 @@ phase2)
   cat "$LOGS"/san-*/sanitizer-summary.txt
   ;;
 final)
-  # One call after a code change: build, a shorter soak on the last GPU in the
+  # One call after a change: build, a shorter soak on the last GPU in the
   # background, the suites, the conversion benchmarks (+ compare.py with the other
   # benchmarks' JSON from $CARRY when given), and the four sanitizers over the tests
   # that have CUDA instances.
-  stamp "build"
-  DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -2
+  build_all
   start_soak
-  stamp "ctest"
-  ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 300 > "$LOGS/ctest.log" 2>&1
-  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12
-  stamp "python"
-  PYTHON="$PY" scripts/python-test.sh "$BUILD" -q -p no:randomly > "$LOGS/python.log" 2>&1
-  grep -E "passed|failed|error" "$LOGS/python.log" | tail -3
-  stamp "convert_bench + compare.py (GPU 0)"
-  CUDA_VISIBLE_DEVICES=0 "$BUILD/bench/convert_bench" --benchmark_min_time=0.2 --benchmark_format=json \
-      --benchmark_out="$LOGS/convert_bench.json" > "$LOGS/convert_bench.txt" 2>&1
-  jsons=("$LOGS/convert_bench.json")
-  for b in core_bench pointcloud_bench dlpack_bench; do [ -f "${CARRY:-/nonexistent}/$b.json" ] && jsons+=("$CARRY/$b.json"); done
-  CUDA_VISIBLE_DEVICES=0 PYTHONPATH="$BUILD/python" "$PY" bench/compare.py --from-json "${jsons[@]}" \
-      --output "$OUT/PERFORMANCE.md" --chart "$OUT/perf_bandwidth.png" > "$LOGS/compare.log" 2>&1
-  echo "compare rc=$?"; grep -E "PASS|MISS" "$LOGS/compare.log" | head -40
-  stamp "compute-sanitizer (4 tools in parallel, GPU 0)"
-  cudaTests=""
-  for t in backend convert cuda_backend device_array device device_oom dlpack fault_injection gpu_mat_nd_external \
-           gpu_mat_nd gpu_mat ordering_cuda ordering point_cloud stress; do cudaTests+=" $BUILD/tests/${t}_test"; done
-  for tool in memcheck racecheck synccheck initcheck; do
-    ( CUDA_VISIBLE_DEVICES=0 OUT="$LOGS/san-$tool" SANITIZE_TOOLS=$tool SANITIZE_TESTS="$cudaTests" \
-        SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-200}" scripts/device/run-all.sh sanitize > /dev/null 2>&1 ) &
-  done
-  wait
-  for tool in memcheck racecheck synccheck initcheck; do
-    echo "$tool: $(grep -c 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt") clean of $(wc -l < "$LOGS/san-$tool/sanitizer-summary.txt"); $(grep -v 'rc=0' "$LOGS/san-$tool/sanitizer-summary.txt" | tr '\n' ' ')"
-  done
+  suites
+  convert_benchmarks
+  sanitize "$cudaTests"
   ;&
 collect)
   stamp "waiting for the soak"
@@ -139,7 +158,16 @@ collect)
     echo "racecheck stress_test (2 threads): rc=$? $(grep 'RACECHECK SUMMARY' "$LOGS/stress-racecheck.log")"
   fi
   ;;
-*) echo "usage: $0 phase1|phase2|final|collect" >&2; exit 2 ;;
+verify)
+  # After a kernel change, without the soak (fits one GPU and a short budget): build,
+  # the suites, the conversion benchmarks + compare.py, and the four sanitizers over
+  # the tests that run the conversions.
+  build_all
+  suites
+  convert_benchmarks
+  sanitize "$BUILD/tests/convert_test $BUILD/tests/device_array_test $BUILD/tests/stress_test"
+  ;;
+*) echo "usage: $0 phase1|phase2|final|verify|collect" >&2; exit 2 ;;
 esac
 tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
 stamp "done"

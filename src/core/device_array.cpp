@@ -257,27 +257,24 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     return;
   }
 
-  // One work-group of DA_CVT_GROUP work items per tile of consecutive elements
-  // (convert_formats.h); the tile length depends on the kernel.
+  // One work-group of DA_CVT_GROUP work items per tile of consecutive elements, as
+  // many as fit the kernel's local memory (convert_formats.h).
+  constexpr std::size_t kColorTableBytes = 2 * 256 * sizeof(float);  // the float kernels' tables
+  static_assert(DA_CVT_LOCAL_BYTES + kColorTableBytes <= 32 * 1024, "OpenCL 1.2 guarantees 32 KiB of local memory");
+  const int tile = DA_CVT_TILE(from.bytes, to.bytes);
   detail::KernelLaunch launch;
   launch.workDims = 1;
   launch.localSize = DA_CVT_GROUP;
-  auto tiles = [&](std::size_t tile) {
-    launch.globalSize = {(n + tile - 1) / tile * DA_CVT_GROUP, 1, 1};
-  };
+  launch.globalSize = {(n + tile - 1) / tile * DA_CVT_GROUP, 1, 1};
   auto& args = launch.args;
   args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
+  args.push_back(KernelArg::i32(tile));
 
   if (!to.isColor) {
     // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
     launch.name = "da_convert_points";
-    tiles(DA_CVT_POINT_TILE);
     int map[4] = {0, 1, 2, -1};
     if (toId == FormatId::PointZ) map[0] = 2;
-    // The kernel's local tile holds 28 bytes per element (PointXYZW <-> PointXYZ at most).
-    static_assert(DA_CVT_POINT_TILE_BYTES == DA_CVT_POINT_TILE * 4 * (4 + 3));
-    if (from.channels + to.channels > 7)
-      fail(ErrorCode::InvalidState, "convert: a point conversion with more than 28 bytes per element");
     args.push_back(bufferArg(src));
     args.push_back(KernelArg::i32(from.channels));
     args.push_back(KernelArg::i32(accessAlignment(src)));
@@ -295,7 +292,6 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   Allocation* t = tables.get();
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
     launch.name = "da_convert_color_u8_u8";
-    tiles(DA_CVT_U8_TILE);
     pushU8Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
@@ -303,7 +299,6 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
                                                  : offsetof(ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     launch.name = "da_convert_color_u8_f32";
-    tiles(DA_CVT_F32_TILE);
     pushU8Color(args, from, src);
     pushF32Color(args, to, dst);
     args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(ColorTables, srgbToFloat)
@@ -311,7 +306,6 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
     launch.name = "da_convert_color_f32_u8";
-    tiles(DA_CVT_F32_TILE);
     pushF32Color(args, from, src);
     pushU8Color(args, to, dst);
     args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));

@@ -46,15 +46,32 @@
 #define DA_CVT_FAST_POW(x, y) powf((x), (y))
 #endif
 
-/* Work items per work-group of every conversion kernel, and elements per tile. The
- * tiles fit the local memory every OpenCL 1.2 device has (32 KiB): points take at most
- * 16 + 12 bytes per element (PointXYZW <-> PointXYZ), 8-bit colour 4 + 4, and
- * float <-> 8-bit colour 16 + 4 plus two 1 KiB tables. */
+/* Work items per work-group of every conversion kernel, and the local memory of one
+ * work-group for its tile: the tile's source bytes followed by its converted bytes.
+ * The host picks the tile length (DA_CVT_TILE below) from the two element sizes, so
+ * every conversion stages as many source bytes as fit: the H200 needs tens of KiB of
+ * loads in flight per multiprocessor to reach its copy bandwidth, and a fixed tile
+ * length left 3- and 4-byte sources with a third of that (RGB -> BGRA ran at 59 % of
+ * copy). 28 KiB plus the 2 KiB tables of the float colour kernels stays within the
+ * 32 KiB of local memory every OpenCL 1.2 device has.
+ *
+ * Work-groups per multiprocessor that CUDA must fit (__launch_bounds__, which caps the
+ * registers; measured on the H200 at 64M elements with 4, 7, and 8 with smaller tiles):
+ * 7 suits the colour kernels (RGB -> BGRA at 84 % of copy where 4 gave 77 %), 4 the
+ * point kernel, whose registers it leaves free (PointXYZ <-> PointXYZW at 98-99 %
+ * where 7 gave 89 %). */
 #define DA_CVT_GROUP 256
-#define DA_CVT_POINT_TILE 1024
-#define DA_CVT_POINT_TILE_BYTES (DA_CVT_POINT_TILE * 28)
-#define DA_CVT_U8_TILE 2048
-#define DA_CVT_F32_TILE 1024
+#ifndef DA_CVT_LOCAL_BYTES
+#define DA_CVT_LOCAL_BYTES 28672
+#endif
+#define DA_CVT_POINT_MIN_GROUPS 4
+#define DA_CVT_COLOR_MIN_GROUPS 7
+/* Elements per tile for the given source and destination element sizes: a multiple
+ * of 16, so that both parts of the tile, and every tile's start in global memory,
+ * stay 16-byte aligned. */
+#define DA_CVT_TILE(srcBytes, dstBytes) ((DA_CVT_LOCAL_BYTES / ((srcBytes) + (dstBytes))) / 16 * 16)
+/* 16-byte loads each work item keeps in flight while it stages a tile. */
+#define DA_CVT_BATCH 4
 
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
 
@@ -79,8 +96,19 @@ DA_FN void da_cvt_tile_load(DA_GLOBAL const da_u8* g, DA_LOCAL da_u8* l, int byt
   const int t = DA_LOCAL_ID();
   int done = 0;
   if (align >= 16) {
+    /* All loads of a batch are issued before the first local store. */
+    DA_GLOBAL const da_u32x4* from = (DA_GLOBAL const da_u32x4*)g;
+    DA_LOCAL da_u32x4* to = (DA_LOCAL da_u32x4*)l;
     const int words = bytes >> 4;
-    for (int w = t; w < words; w += DA_CVT_GROUP) ((DA_LOCAL da_u32x4*)l)[w] = ((DA_GLOBAL const da_u32x4*)g)[w];
+    for (int w = t; w < words; w += DA_CVT_BATCH * DA_CVT_GROUP) {
+      da_u32x4 r[DA_CVT_BATCH];
+#pragma unroll
+      for (int k = 0; k < DA_CVT_BATCH; ++k)
+        if (w + k * DA_CVT_GROUP < words) r[k] = from[w + k * DA_CVT_GROUP];
+#pragma unroll
+      for (int k = 0; k < DA_CVT_BATCH; ++k)
+        if (w + k * DA_CVT_GROUP < words) to[w + k * DA_CVT_GROUP] = r[k];
+    }
     done = words << 4;
   } else if (align >= 4) {
     const int words = bytes >> 2;
@@ -117,7 +145,7 @@ DA_FN float4 da_cvt_place(float r, float g, float b, float a, int pr, int pg, in
                         pr == 2 ? r : (pg == 2 ? g : (pb == 2 ? b : a)), pr == 3 ? r : (pg == 3 ? g : (pb == 3 ? b : a)));
 }
 
-/* The tile of the calling work-group: its first element, and how many it converts. */
+/* How many elements the tile starting at `first` converts. */
 DA_FN int da_cvt_tile_count(da_i64 n, da_i64 first, int tile) {
   const da_i64 left = n - first;
   return left < tile ? (int)left : tile;
@@ -125,18 +153,18 @@ DA_FN int da_cvt_tile_count(da_i64 n, da_i64 first, int tile) {
 
 /* Points: dst channel j = src channel map_j, or 1 where map_j < 0 (the w of
  * PointXYZW). Values are moved bit for bit, so NaN coordinates stay NaN.
- * srcChannels + dstChannels <= 7 (the host only pairs PointXYZ, PointXYZW, PointZ). */
-DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const float, src), int srcChannels, int srcAlign,
-                                                 DA_BUFFER(float, dst), int dstChannels, int dstAlign, int map0,
-                                                 int map1, int map2, int map3) {
+ * `tile`: DA_CVT_TILE of the two element sizes. */
+DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(
+    da_i64 n, int tile, DA_BUFFER(const float, src), int srcChannels, int srcAlign, DA_BUFFER(float, dst),
+    int dstChannels, int dstAlign, int map0, int map1, int map2, int map3) {
   DA_BUFFER_INIT(const float, src);
   DA_BUFFER_INIT(float, dst);
-  DA_LOCAL_ARRAY(da_u32x4, tile, DA_CVT_POINT_TILE_BYTES / 16);
-  const da_i64 first = DA_GROUP_ID() * DA_CVT_POINT_TILE;
+  DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
+  const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return; /* the whole group leaves: no barrier is skipped by part of it */
-  const int count = da_cvt_tile_count(n, first, DA_CVT_POINT_TILE);
-  DA_LOCAL float* in = (DA_LOCAL float*)tile;
-  DA_LOCAL float* out = in + DA_CVT_POINT_TILE * srcChannels; /* 16-byte aligned: the tile is a multiple of 4 */
+  const int count = da_cvt_tile_count(n, first, tile);
+  DA_LOCAL float* in = (DA_LOCAL float*)staging;
+  DA_LOCAL float* out = in + tile * srcChannels;
   da_cvt_tile_load((DA_GLOBAL const da_u8*)(src + first * srcChannels), (DA_LOCAL da_u8*)in, count * srcChannels * 4,
                    srcAlign);
   DA_BARRIER();
@@ -205,21 +233,20 @@ DA_FN void da_cvt_store_u8(DA_LOCAL da_u8* tile, int e, int channels, int ri, in
 /* 8-bit colour -> 8-bit colour: swizzle, alpha kept / added (255) / dropped, and
  * optionally the colour channels (never alpha) mapped through a 256-entry table
  * (sRGB encode or decode). */
-DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const da_u8, src), int srcChannels,
-                                                      int srcR, int srcG, int srcB, int srcA, int srcAlign,
-                                                      DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG,
-                                                      int dstB, int dstA, int dstAlign, int useTable,
-                                                      DA_BUFFER(const da_u8, table)) {
+DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
+    da_i64 n, int tile, DA_BUFFER(const da_u8, src), int srcChannels, int srcR, int srcG, int srcB, int srcA,
+    int srcAlign, DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,
+    int useTable, DA_BUFFER(const da_u8, table)) {
   DA_BUFFER_INIT(const da_u8, src);
   DA_BUFFER_INIT(da_u8, dst);
   DA_BUFFER_INIT(const da_u8, table);
-  DA_LOCAL_ARRAY(da_u32x4, tile, DA_CVT_U8_TILE * 8 / 16);
+  DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   DA_LOCAL_ARRAY(da_u8, lut, 256);
-  const da_i64 first = DA_GROUP_ID() * DA_CVT_U8_TILE;
+  const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return;
-  const int count = da_cvt_tile_count(n, first, DA_CVT_U8_TILE);
-  DA_LOCAL da_u8* in = (DA_LOCAL da_u8*)tile;
-  DA_LOCAL da_u8* out = in + DA_CVT_U8_TILE * srcChannels;
+  const int count = da_cvt_tile_count(n, first, tile);
+  DA_LOCAL da_u8* in = (DA_LOCAL da_u8*)staging;
+  DA_LOCAL da_u8* out = in + tile * srcChannels;
   if (useTable)
     for (int i = DA_LOCAL_ID(); i < 256; i += DA_CVT_GROUP) lut[i] = table[i];
   da_cvt_tile_load(src + first * srcChannels, in, count * srcChannels, srcAlign);
@@ -241,23 +268,22 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const 
 /* 8-bit colour -> float colour (4 channels): colour channels through colorTable
  * (c / 255 or the sRGB decoding), alpha through alphaTable (c / 255), 1.0 when the
  * source has no alpha. */
-DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const da_u8, src), int srcChannels,
-                                                       int srcR, int srcG, int srcB, int srcA, int srcAlign,
-                                                       DA_BUFFER(float, dst), int dstR, int dstG, int dstB, int dstA,
-                                                       int dstAlign, DA_BUFFER(const float, colorTable),
-                                                       DA_BUFFER(const float, alphaTable)) {
+DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
+    da_i64 n, int tile, DA_BUFFER(const da_u8, src), int srcChannels, int srcR, int srcG, int srcB, int srcA,
+    int srcAlign, DA_BUFFER(float, dst), int dstR, int dstG, int dstB, int dstA, int dstAlign,
+    DA_BUFFER(const float, colorTable), DA_BUFFER(const float, alphaTable)) {
   DA_BUFFER_INIT(const da_u8, src);
   DA_BUFFER_INIT(float, dst);
   DA_BUFFER_INIT(const float, colorTable);
   DA_BUFFER_INIT(const float, alphaTable);
-  DA_LOCAL_ARRAY(da_u32x4, tile, DA_CVT_F32_TILE * 20 / 16);
+  DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   DA_LOCAL_ARRAY(float, colorLut, 256);
   DA_LOCAL_ARRAY(float, alphaLut, 256);
-  const da_i64 first = DA_GROUP_ID() * DA_CVT_F32_TILE;
+  const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return;
-  const int count = da_cvt_tile_count(n, first, DA_CVT_F32_TILE);
-  DA_LOCAL da_u8* in = (DA_LOCAL da_u8*)tile;
-  DA_LOCAL float4* out = (DA_LOCAL float4*)(in + DA_CVT_F32_TILE * srcChannels);
+  const int count = da_cvt_tile_count(n, first, tile);
+  DA_LOCAL da_u8* in = (DA_LOCAL da_u8*)staging;
+  DA_LOCAL float4* out = (DA_LOCAL float4*)(in + tile * srcChannels);
   for (int i = DA_LOCAL_ID(); i < 256; i += DA_CVT_GROUP) {
     colorLut[i] = colorTable[i];
     alphaLut[i] = alphaTable[i];
@@ -276,23 +302,22 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const
 
 /* Float colour (4 channels) -> 8-bit colour: colour channels quantized linearly or
  * sRGB-encoded, alpha quantized linearly (dropped when the destination has none). */
-DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP)(da_i64 n, DA_BUFFER(const float, src), int srcR, int srcG,
-                                                       int srcB, int srcA, int srcAlign, DA_BUFFER(da_u8, dst),
-                                                       int dstChannels, int dstR, int dstG, int dstB, int dstA,
-                                                       int dstAlign, int srgb, DA_BUFFER(const float, colorThresholds),
-                                                       DA_BUFFER(const float, alphaThresholds)) {
+DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
+    da_i64 n, int tile, DA_BUFFER(const float, src), int srcR, int srcG, int srcB, int srcA, int srcAlign,
+    DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign, int srgb,
+    DA_BUFFER(const float, colorThresholds), DA_BUFFER(const float, alphaThresholds)) {
   DA_BUFFER_INIT(const float, src);
   DA_BUFFER_INIT(da_u8, dst);
   DA_BUFFER_INIT(const float, colorThresholds);
   DA_BUFFER_INIT(const float, alphaThresholds);
-  DA_LOCAL_ARRAY(da_u32x4, tile, DA_CVT_F32_TILE * 20 / 16);
+  DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   DA_LOCAL_ARRAY(float, colorSteps, 255);
   DA_LOCAL_ARRAY(float, alphaSteps, 255);
-  const da_i64 first = DA_GROUP_ID() * DA_CVT_F32_TILE;
+  const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return;
-  const int count = da_cvt_tile_count(n, first, DA_CVT_F32_TILE);
-  DA_LOCAL float4* in = (DA_LOCAL float4*)tile;
-  DA_LOCAL da_u8* out = (DA_LOCAL da_u8*)(in + DA_CVT_F32_TILE);
+  const int count = da_cvt_tile_count(n, first, tile);
+  DA_LOCAL float4* in = (DA_LOCAL float4*)staging;
+  DA_LOCAL da_u8* out = (DA_LOCAL da_u8*)(in + tile);
   for (int i = DA_LOCAL_ID(); i < 255; i += DA_CVT_GROUP) {
     colorSteps[i] = colorThresholds[i];
     alphaSteps[i] = alphaThresholds[i];

@@ -16,8 +16,9 @@
  * backend compiles all of src/kernels/ into one program.
  *
  * Kernels that cooperate through local (shared) memory are declared with
- * DA_KERNEL_GROUP(name, size): they run in work-groups of exactly `size` work items
- * (KernelLaunch::localSize), may declare DA_LOCAL_ARRAY(T, name, n) at kernel scope,
+ * DA_KERNEL_GROUP(name, size, minGroups): they run in work-groups of exactly `size`
+ * work items (KernelLaunch::localSize; CUDA fits at least minGroups of them on a
+ * multiprocessor), may declare DA_LOCAL_ARRAY(T, name, n) at kernel scope,
  * pass DA_LOCAL pointers to helpers, and synchronise with DA_BARRIER(). */
 #ifndef DEVICEARRAY_KERNELS_PRELUDE_H
 #define DEVICEARRAY_KERNELS_PRELUDE_H
@@ -25,7 +26,7 @@
 #if defined(__OPENCL_VERSION__)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define DA_KERNEL(name) kernel void name
-#define DA_KERNEL_GROUP(name, size) kernel __attribute__((reqd_work_group_size(size, 1, 1))) void name
+#define DA_KERNEL_GROUP(name, size, minGroups) kernel __attribute__((reqd_work_group_size(size, 1, 1))) void name
 #define DA_GLOBAL global
 #define DA_LOCAL local
 #define DA_LOCAL_ARRAY(T, name, n) local T name[n]
@@ -60,7 +61,7 @@ typedef ulong da_u64;
 #include <cstdint>
 #if defined(__CUDACC__)
 #define DA_KERNEL(name) extern "C" __global__ void name
-#define DA_KERNEL_GROUP(name, size) extern "C" __global__ void __launch_bounds__(size) name
+#define DA_KERNEL_GROUP(name, size, minGroups) extern "C" __global__ void __launch_bounds__(size, minGroups) name
 #define DA_LOCAL_ARRAY(T, name, n) __shared__ T name[n]
 #define DA_BARRIER() __syncthreads()
 #define DA_LOCAL_ID() ((int)threadIdx.x)
