@@ -811,13 +811,17 @@ def machine_info(m: Measurements) -> dict:
                 info["gpu"], info["driver"] = name, driver
         except (OSError, subprocess.SubprocessError, ValueError):
             pass
-    try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        if rev:
-            info["devicearray"] = f"commit {rev}"
-    except (OSError, subprocess.SubprocessError):
-        pass
+    # The device machine gets a copy of the working tree whose .git may be stale:
+    # DEVICEARRAY_COMMIT (set by whoever starts the run) names the measured commit.
+    rev = os.environ.get("DEVICEARRAY_COMMIT", "")
+    if not rev:
+        try:
+            rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            rev = ""
+    if rev:
+        info["devicearray"] = f"commit {rev}"
     for mod in ("torch", "cupy"):
         if mod in sys.modules:
             info[mod] = getattr(sys.modules[mod], "__version__", "?")

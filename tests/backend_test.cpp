@@ -683,6 +683,26 @@ TEST_P(Backend, LaunchRunsASharedKernelWithBufferOffsets) {
   KernelLaunch missing = l;
   missing.args.pop_back();
   expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(missing, q()); }, "missing argument");
+  // A fixed work-group size must divide a 1-D global size.
+  KernelLaunch ragged = l;
+  ragged.localSize = 64;
+  ragged.globalSize = {65, 1, 1};
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(ragged, q()); }, "global size not a multiple");
+  KernelLaunch twoD = l;
+  twoD.localSize = 64;
+  twoD.workDims = 2;
+  twoD.globalSize = {64, 2, 1};
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(twoD, q()); }, "work-group size of a 2-D launch");
+  // ... and one that does is honoured: the same axpy again, in groups of 64.
+  KernelLaunch grouped = l;
+  grouped.localSize = 64;
+  grouped.globalSize = {(static_cast<std::size_t>(n) + 63) / 64 * 64, 1, 1};
+  dev().launch(grouped, q());
+  const Bytes again = read(*by, yOff, n * sizeof(float));
+  std::memcpy(result.data(), again.data(), again.size());
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(result[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)] + 2.5f * x[static_cast<std::size_t>(i)])
+        << "index " << i;
 }
 
 TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
