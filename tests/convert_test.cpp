@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -222,50 +223,76 @@ TEST_P(ConvertTest, EveryColourPairMatchesTheReferenceExactly) {
   });
 }
 
-/// convertInto between sub-array views of larger buffers: the kernels work on tiles of
-/// consecutive elements and pick 16-, 4- or 1-byte global accesses by alignment, so
-/// every pair is run over several tiles with a ragged end, with source and destination
-/// at element offsets that give each alignment. The destination's neighbours must keep
-/// their bytes.
+/// `n` elements of format F at `byteOffset` into the bytes of `whole` (wrapped as external
+/// memory: a CUDA pointer, or the cl_mem with an offset). `whole` must outlive the view.
+template <class F>
+DeviceArray<F> viewAt(const da::GpuMatND& whole, std::size_t byteOffset, std::size_t n, const ComputeDevice& device) {
+  const int type = da::makeType(F::depth, F::channels);
+  const da::GpuMatND::SizeArray size = {static_cast<int>(n)};
+  if (device.backend() == ComputeBackend::cuda)
+    return DeviceArray<F>::fromGpuMatND(da::GpuMatND(size, type, whole.getDevicePtr() + byteOffset));
+  da::OpenCLBufferPtr buffer = whole.getOpenCLBuffer();
+  buffer.offset += byteOffset;
+  return DeviceArray<F>::fromGpuMatND(da::GpuMatND(size, type, buffer, device));
+}
+
+/// convertInto between views at byte offsets into larger buffers: the kernels work on
+/// tiles of consecutive elements and pick 16-, 4- or 1-byte global accesses by each
+/// side's alignment, so every pair is run over several tiles with a ragged end, with
+/// source and destination at offsets that give each alignment. The bytes around the
+/// destination must keep their values.
 template <class To, class From, class Reference>
 void checkAcrossTilesAndAlignments(const ComputeDevice& device, const da::StreamOrQueue& sq,
                                    const std::vector<From>& input, Reference reference, std::size_t srcOffset,
                                    std::size_t dstOffset) {
-  SCOPED_TRACE(std::string(da::formatInfo<From>().name) + " @" + std::to_string(srcOffset) + " -> " +
-               std::string(da::formatInfo<To>().name) + " @" + std::to_string(dstOffset));
+  SCOPED_TRACE(std::string(da::formatInfo<From>().name) + " at byte " + std::to_string(srcOffset) + " -> " +
+               std::string(da::formatInfo<To>().name) + " at byte " + std::to_string(dstOffset));
   const std::size_t n = input.size();
-  constexpr std::size_t kSpare = 4;  // elements around the views
-  std::vector<From> srcHost(n + kSpare);
-  std::memset(srcHost.data(), 0x5A, srcHost.size() * sizeof(From));
-  std::copy(input.begin(), input.end(), srcHost.begin() + static_cast<std::ptrdiff_t>(srcOffset));
-  std::vector<To> dstHost(n + kSpare);
-  std::memset(dstHost.data(), 0xA5, dstHost.size() * sizeof(To));
-  const std::vector<To> guard = dstHost;
+  constexpr std::size_t kSpare = 64;  // bytes after the views
+  std::vector<unsigned char> srcHost(srcOffset + n * sizeof(From) + kSpare, 0x5A);
+  std::memcpy(srcHost.data() + srcOffset, input.data(), n * sizeof(From));
+  const std::vector<unsigned char> guard(dstOffset + n * sizeof(To) + kSpare, 0xA5);
 
-  const auto srcWhole = DeviceArray<From>::fromHost(srcHost.data(), srcHost.size(), device);
-  const auto dstWhole = DeviceArray<To>::fromHost(dstHost.data(), dstHost.size(), device);
-  const int srcBegin = static_cast<int>(srcOffset), dstBegin = static_cast<int>(dstOffset);
-  const auto src = DeviceArray<From>::fromGpuMatND(srcWhole.toGpuMatND()({da::Range(srcBegin, srcBegin + static_cast<int>(n))}));
-  const auto dst = DeviceArray<To>::fromGpuMatND(dstWhole.toGpuMatND()({da::Range(dstBegin, dstBegin + static_cast<int>(n))}));
-  ASSERT_EQ(src.size(), n);
-  ASSERT_EQ(dst.size(), n);
+  const auto bytesType = da::makeType(da::Depth::U8, 1);
+  da::GpuMatND srcWhole({static_cast<int>(srcHost.size())}, bytesType, device);
+  da::GpuMatND dstWhole({static_cast<int>(guard.size())}, bytesType, device);
+  srcWhole.upload(da::HostMat({static_cast<int>(srcHost.size())}, bytesType, srcHost.data()));
+  dstWhole.upload(da::HostMat({static_cast<int>(guard.size())}, bytesType, const_cast<unsigned char*>(guard.data())));
+  const auto src = viewAt<From>(srcWhole, srcOffset, n, device);
+  const auto dst = viewAt<To>(dstWhole, dstOffset, n, device);
   da::convertInto(dst.view(), src, sq);
-  const std::vector<To> out = dstWhole.toHost();
+  // The views wrap the buffers as external memory (allocations of their own), so the
+  // download is ordered by waiting for the queue, not by the library's tracking.
+  da::synchronizeStream(sq);
+  std::vector<unsigned char> out(guard.size());
+  da::HostMat outMat({static_cast<int>(out.size())}, bytesType, out.data());
+  dstWhole.download(outMat);
   int failures = 0;
-  for (std::size_t i = 0; i < out.size() && failures < 5; ++i) {
-    const bool inside = i >= dstOffset && i < dstOffset + n;
-    const To expected = inside ? reference(input[i - dstOffset]) : guard[i];
-    if (!sameBytes(out[i], expected)) {
+  for (std::size_t b = 0; b < dstOffset && failures < 5; ++b)
+    if (out[b] != guard[b]) ADD_FAILURE() << "byte " << b << " before the destination changed" << (++failures, "");
+  for (std::size_t b = dstOffset + n * sizeof(To); b < out.size() && failures < 5; ++b)
+    if (out[b] != guard[b]) ADD_FAILURE() << "byte " << b << " after the destination changed" << (++failures, "");
+  for (std::size_t i = 0; i < n && failures < 5; ++i) {
+    To got;
+    std::memcpy(&got, out.data() + dstOffset + i * sizeof(To), sizeof(To));
+    const To expected = reference(input[i]);
+    if (!sameBytes(got, expected)) {
       ++failures;
-      ADD_FAILURE() << (inside ? "element " : "neighbour ") << i << " is " << describe(out[i]) << ", expected "
-                    << describe(expected);
+      ADD_FAILURE() << "element " << i << " is " << describe(got) << ", expected " << describe(expected);
     }
   }
 }
 
-/// Source / destination element offsets: aligned (0), and offsets that leave 4- or
-/// 1-byte alignment depending on the element size.
-constexpr std::pair<std::size_t, std::size_t> kViewOffsets[] = {{0, 0}, {1, 2}, {3, 1}};
+/// Source / destination byte offsets: 16-byte aligned, 4-byte aligned (also for 3- and
+/// 16-byte elements), and, where the element's own alignment allows it, 1-byte aligned.
+constexpr std::pair<std::size_t, std::size_t> kFloatOffsets[] = {{0, 0}, {4, 8}, {12, 4}, {16, 36}};
+constexpr std::pair<std::size_t, std::size_t> kByteOffsets[] = {{0, 0}, {4, 8}, {1, 3}, {12, 5}, {7, 16}};
+
+template <class F>
+constexpr std::span<const std::pair<std::size_t, std::size_t>> offsetsFor() {
+  if constexpr (std::is_same_v<typename F::ValueType, float>) return kFloatOffsets;
+  else return kByteOffsets;
+}
 
 TEST_P(ConvertTest, EveryColourPairIsExactAcrossTilesAndAlignments) {
   const ComputeDevice device = GetParam();
@@ -276,9 +303,12 @@ TEST_P(ConvertTest, EveryColourPairIsExactAcrossTilesAndAlignments) {
     else input = byteInputs<From>(5 * 1024 + 37);
     da::ColorFormats::forEach([&]<class To>() {
       if constexpr (!std::is_same_v<To, From>)
-        for (const auto& [srcOffset, dstOffset] : kViewOffsets)
+        for (const auto& [srcOffset, dstOffset] : offsetsFor<From>()) {
+          // Float elements must stay 4-byte aligned.
+          const std::size_t d = std::is_same_v<typename To::ValueType, float> ? (dstOffset + 3) / 4 * 4 : dstOffset;
           checkAcrossTilesAndAlignments<To>(device, sq, input, [](const From& c) { return reference<To>(c); },
-                                            srcOffset, dstOffset);
+                                            srcOffset, d);
+        }
     });
   });
 }
@@ -403,7 +433,7 @@ TEST_P(ConvertTest, EveryPointPairIsExactAcrossTilesAndAlignments) {
     xyz[i] = i % 7 == 3 ? da::PointXYZ{nan, nan, nan} : da::PointXYZ{f, -0.5f * f, 1000.0f + f};
     xyzw[i] = {xyz[i].x, xyz[i].y, xyz[i].z, 2.0f + f};  // a w that must not leak into the result
   }
-  for (const auto& [srcOffset, dstOffset] : kViewOffsets) {
+  for (const auto& [srcOffset, dstOffset] : kFloatOffsets) {
     checkAcrossTilesAndAlignments<da::PointXYZW>(
         device, sq, xyz, [](const da::PointXYZ& p) { return da::PointXYZW{p.x, p.y, p.z, 1.0f}; }, srcOffset,
         dstOffset);

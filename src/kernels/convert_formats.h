@@ -61,9 +61,7 @@
  * point kernel, whose registers it leaves free (PointXYZ <-> PointXYZW at 98-99 %
  * where 7 gave 89 %). */
 #define DA_CVT_GROUP 256
-#ifndef DA_CVT_LOCAL_BYTES
 #define DA_CVT_LOCAL_BYTES 28672
-#endif
 #define DA_CVT_POINT_MIN_GROUPS 4
 #define DA_CVT_COLOR_MIN_GROUPS 7
 /* da_convert_color_f32_u8 stages only its destination: elements per work item, per

@@ -41,7 +41,6 @@
 #include <tuple>
 
 #include "opencl/cl_error.hpp"
-#include "kernels/convert_formats.h"
 
 namespace devicearray::detail {
 extern const char* const kOpenCLProgramSource;
@@ -723,9 +722,7 @@ cl_program OpenCLDevice::program() {
   cl_int err = CL_SUCCESS;
   cl_program p = clCreateProgramWithSource(context_, 1, &source, &length, &err);
   checkCl(err, "building the OpenCL program: clCreateProgramWithSource");
-  // The conversion kernels' local memory size comes from the host's definition, so
-  // both sides agree on the tile length even when a build overrides it.
-  std::string options = "-cl-std=CL1.2 -DDA_CVT_LOCAL_BYTES=" + std::to_string(DA_CVT_LOCAL_BYTES);
+  std::string options = "-cl-std=CL1.2";
   if (hasFp64_) options += " -DDA_HAS_FP64=1";
   err = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
