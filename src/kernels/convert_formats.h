@@ -105,10 +105,10 @@ DA_FN void da_cvt_tile_load(DA_GLOBAL const da_u8* g, DA_LOCAL da_u8* l, int byt
     const int words = bytes >> 4;
     for (int w = t; w < words; w += DA_CVT_BATCH * DA_CVT_GROUP) {
       da_u32x4 r[DA_CVT_BATCH];
-#pragma unroll
+DA_UNROLL
       for (int k = 0; k < DA_CVT_BATCH; ++k)
         if (w + k * DA_CVT_GROUP < words) r[k] = from[w + k * DA_CVT_GROUP];
-#pragma unroll
+DA_UNROLL
       for (int k = 0; k < DA_CVT_BATCH; ++k)
         if (w + k * DA_CVT_GROUP < words) to[w + k * DA_CVT_GROUP] = r[k];
     }
@@ -332,7 +332,7 @@ DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)
   }
   DA_GLOBAL const float* s = src + first * 4;
   float4 v[DA_CVT_F32_U8_ITEMS];
-#pragma unroll
+DA_UNROLL
   for (int k = 0; k < DA_CVT_F32_U8_ITEMS; ++k) {
     const int e = t + k * DA_CVT_GROUP;
     if (e < count)
@@ -340,7 +340,7 @@ DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)
                             : da_make_float4(s[4 * e], s[4 * e + 1], s[4 * e + 2], s[4 * e + 3]);
   }
   DA_BARRIER(); /* the threshold tables are in local memory */
-#pragma unroll
+DA_UNROLL
   for (int k = 0; k < DA_CVT_F32_U8_ITEMS; ++k) {
     const int e = t + k * DA_CVT_GROUP;
     if (e < count) {

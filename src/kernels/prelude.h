@@ -31,6 +31,7 @@
 #define DA_LOCAL local
 #define DA_LOCAL_ARRAY(T, name, n) local T name[n]
 #define DA_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define DA_UNROLL /* OpenCL C 1.2 has no unroll pragma; constant trip counts unroll anyway */
 #define DA_LOCAL_ID() ((int)get_local_id(0))
 #define DA_GROUP_ID() ((long)get_group_id(0))
 #define da_make_float4(a, b, c, d) ((float4)((a), (b), (c), (d)))
@@ -64,6 +65,12 @@ typedef ulong da_u64;
 #define DA_KERNEL_GROUP(name, size, minGroups) extern "C" __global__ void __launch_bounds__(size, minGroups) name
 #define DA_LOCAL_ARRAY(T, name, n) __shared__ T name[n]
 #define DA_BARRIER() __syncthreads()
+/* Loop unrolling hint for device code (the host pass of nvcc's compiler ignores it). */
+#if defined(__CUDA_ARCH__)
+#define DA_UNROLL _Pragma("unroll")
+#else
+#define DA_UNROLL
+#endif
 #define DA_LOCAL_ID() ((int)threadIdx.x)
 #define DA_GROUP_ID() ((long)blockIdx.x)
 #define da_make_float4(a, b, c, d) make_float4((a), (b), (c), (d))
