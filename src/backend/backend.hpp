@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -211,6 +212,11 @@ struct KernelLaunch {
   std::array<std::size_t, 3> globalSize{1, 1, 1};
   std::size_t localSize = 0;
   std::vector<KernelArg> args;
+
+  /// Throws InvalidArgument naming `fn` unless localSize is 0, or divides the global
+  /// size of a 1-D launch and is at most maxLocalSize.
+  void checkWorkGroup(const std::string& fn,
+                      std::size_t maxLocalSize = std::numeric_limits<std::size_t>::max()) const;
 };
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {

@@ -187,11 +187,7 @@ void CudaDevice::launch(const KernelLaunch& launch, QueueImpl& q) {
     pointers[i] = &slot;
   }
 
-  if (launch.localSize != 0 && (launch.workDims != 1 || launch.localSize > 1024 ||
-                                 launch.globalSize[0] % launch.localSize != 0))
-    fail(ErrorCode::InvalidArgument, fn + ": work-group size " + std::to_string(launch.localSize) +
-                                         " needs a 1-D launch whose global size (" +
-                                         std::to_string(launch.globalSize[0]) + ") is a multiple of it, at most 1024");
+  launch.checkWorkGroup(fn, 1024);  // CUDA's limit on threads per block
   for (int d = 0; d < launch.workDims; ++d)
     if (launch.globalSize[d] == 0) return;  // empty index space: nothing to run
 

@@ -797,10 +797,7 @@ void OpenCLDevice::launch(const KernelLaunch& l, QueueImpl& qi) {
   if (l.workDims < 1 || l.workDims > 3)
     fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": workDims " + std::to_string(l.workDims) +
                                          " is not 1, 2 or 3");
-  if (l.localSize != 0 && (l.workDims != 1 || l.globalSize[0] % l.localSize != 0))
-    fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": work-group size " +
-                                         std::to_string(l.localSize) + " needs a 1-D launch whose global size (" +
-                                         std::to_string(l.globalSize[0]) + ") is a multiple of it");
+  l.checkWorkGroup(std::string("launch: ") + l.name);
   for (int i = 0; i < l.workDims; ++i)
     if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
 
