@@ -140,10 +140,9 @@ DA_FN void da_cvt_tile_store(DA_LOCAL const da_u8* l, DA_GLOBAL da_u8* g, int by
  * not a private array indexed at run time (which would spill to memory). */
 DA_FN float da_cvt_component(float4 v, int i) { return i == 0 ? v.x : (i == 1 ? v.y : (i == 2 ? v.z : v.w)); }
 
-/* The float4 whose component at position pr / pg / pb / pa is r / g / b / a (a
- * permutation of 0..3). */
-DA_FN float4 da_cvt_place(float r, float g, float b, float a, int pr, int pg, int pb, int pa) {
-  (void)pa;
+/* The float4 whose components at positions pr, pg, pb are r, g, b (distinct, in
+ * 0..3) and whose remaining component is a. */
+DA_FN float4 da_cvt_place(float r, float g, float b, float a, int pr, int pg, int pb) {
   return da_make_float4(pr == 0 ? r : (pg == 0 ? g : (pb == 0 ? b : a)), pr == 1 ? r : (pg == 1 ? g : (pb == 1 ? b : a)),
                         pr == 2 ? r : (pg == 2 ? g : (pb == 2 ? b : a)), pr == 3 ? r : (pg == 3 ? g : (pb == 3 ? b : a)));
 }
@@ -297,7 +296,7 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
     da_u8 c[4];
     da_cvt_load_u8(in, e, srcChannels, srcR, srcG, srcB, srcA, c);
     out[e] = da_cvt_place(colorLut[c[0]], colorLut[c[1]], colorLut[c[2]], srcA >= 0 ? alphaLut[c[3]] : 1.0f, dstR,
-                          dstG, dstB, dstA);
+                          dstG, dstB);
   }
   DA_BARRIER();
   da_cvt_tile_store((DA_LOCAL const da_u8*)out, (DA_GLOBAL da_u8*)(dst + first * 4), count * 16, dstAlign);
