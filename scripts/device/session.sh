@@ -46,7 +46,7 @@ start_soak() {
   CUDA_VISIBLE_DEVICES=$soakGpu setsid bash -c "'$BUILD/soak_main' $SOAK_MINUTES 8 cuda:0 > '$LOGS/soak.log' 2>&1; echo \$? > '$LOGS/soak.done'" < /dev/null > /dev/null 2>&1 &
 }
 
-# The steps of final and verify.
+# Steps of the phases.
 build_all() {
   stamp "build"
   DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -2
@@ -89,8 +89,7 @@ sanitize() {  # the four compute-sanitizer tools in parallel on GPU 0 over the e
 
 case "${1:-}" in
 phase1)
-  stamp "build"
-  DEVICEARRAY_BUILD_PYTHON=ON OUT="$LOGS" scripts/device/run-all.sh build | tail -3
+  build_all
   cp "$LOGS/machine.txt" "$OUT/" 2>/dev/null
   {
     echo "== toolchain"; g++ --version | head -1; g++ -print-file-name=libstdc++.so; g++ -print-file-name=libstdc++.a
@@ -99,12 +98,7 @@ phase1)
     nm -C "$BUILD/libdevicearray.so" | grep -c "std::locale::classic()"
     echo "== of those, exported (must be 0: --exclude-libs)"; nm -DC --defined-only "$BUILD/libdevicearray.so" | grep -c "std::locale::classic()"
   } > "$LOGS/toolchain.txt" 2>&1
-  stamp "ctest"
-  ctest --test-dir "$BUILD" --output-on-failure -j8 --timeout 600 > "$LOGS/ctest.log" 2>&1
-  grep -E "tests passed|tests failed|\*\*\*Failed|\(Failed\)" "$LOGS/ctest.log" | tail -12
-  stamp "python"
-  PYTHON="$PY" scripts/python-test.sh "$BUILD" -q -p no:randomly > "$LOGS/python.log" 2>&1
-  tail -4 "$LOGS/python.log"
+  suites
   stamp "multi-gpu"
   OUT="$LOGS/multi" BUILD="$BUILD" scripts/device/multi-gpu.sh test memcheck bench | tail -12
   stamp "demo"
@@ -124,13 +118,7 @@ phase2)
   echo "compare rc=$?"; grep -E "PASS|MISS|n/a" "$LOGS/compare.log" | head -40
   stamp "device_oom_test"
   "$BUILD/tests/device_oom_test" > "$LOGS/device_oom_test.log" 2>&1; echo "device_oom_test rc=$?"
-  stamp "compute-sanitizer (4 tools in parallel)"
-  for tool in memcheck racecheck synccheck initcheck; do
-    ( OUT="$LOGS/san-$tool" SANITIZE_TOOLS=$tool SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-240}" \
-        scripts/device/run-all.sh sanitize > /dev/null 2>&1 ) &
-  done
-  wait
-  cat "$LOGS"/san-*/sanitizer-summary.txt
+  SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-240}" sanitize "$cudaTests"
   ;;
 final)
   # One call after a change: build, a shorter soak on the last GPU in the
