@@ -257,6 +257,18 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     return;
   }
 
+  if (toId == FormatId::PointZ) {  // element-wise, no tile (convert_formats.h)
+    const std::size_t workItems = (n + DA_CVT_Z_ITEMS - 1) / DA_CVT_Z_ITEMS;
+    detail::KernelLaunch z;
+    z.name = "da_convert_points_z";
+    z.globalSize = {workItems, 1, 1};
+    z.args = {KernelArg::i64(static_cast<std::int64_t>(n)), KernelArg::i64(static_cast<std::int64_t>(workItems)),
+              bufferArg(src), KernelArg::i32(from.channels), bufferArg(dst)};
+    device->launch(z, q);
+    use.commit();
+    return;
+  }
+
   // One work-group of DA_CVT_GROUP work items per tile of consecutive elements, as
   // many as fit the kernel's local memory (convert_formats.h).
   constexpr std::size_t kColorTableBytes = 2 * 256 * sizeof(float);  // the float kernels' tables
@@ -272,10 +284,9 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   args.push_back(KernelArg::i32(tile));
 
   if (!to.isColor) {
-    // PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ: x, y, z are channels 0..2.
+    // PointXYZ <-> PointXYZW: x, y, z are channels 0..2.
     launch.name = "da_convert_points";
-    int map[4] = {0, 1, 2, -1};
-    if (toId == FormatId::PointZ) map[0] = 2;
+    const int map[4] = {0, 1, 2, -1};
     args.push_back(bufferArg(src));
     args.push_back(KernelArg::i32(from.channels));
     args.push_back(KernelArg::i32(accessAlignment(src)));

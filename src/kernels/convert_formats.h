@@ -73,6 +73,8 @@
  * of 16, so that both parts of the tile, and every tile's start in global memory,
  * stay 16-byte aligned. */
 #define DA_CVT_TILE(srcBytes, dstBytes) ((DA_CVT_LOCAL_BYTES / ((srcBytes) + (dstBytes))) / 16 * 16)
+/* Elements per work item of da_convert_points_z (not tiled). */
+#define DA_CVT_Z_ITEMS 4
 /* 16-byte loads each work item keeps in flight while it stages a tile. */
 #define DA_CVT_BATCH 4
 
@@ -197,6 +199,30 @@ DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(
   DA_BARRIER();
   da_cvt_tile_store((DA_LOCAL const da_u8*)out, (DA_GLOBAL da_u8*)(dst + first * dstChannels), count * dstChannels * 4,
                     dstAlign);
+}
+
+/* PointXYZ / PointXYZW -> PointZ, element-wise rather than tiled: the 4-byte
+ * destination is contiguous, so a warp's stores are whole sectors already, and reading
+ * z straight from the source measured 1.04x the copy bandwidth on the H200 against
+ * 0.83x through a tile. Each work item converts DA_CVT_Z_ITEMS elements `stride`
+ * apart (stride = the number of work items), issuing all loads before any store. */
+DA_KERNEL(da_convert_points_z)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src), int srcChannels,
+                               DA_BUFFER(float, dst)) {
+  DA_BUFFER_INIT(const float, src);
+  DA_BUFFER_INIT(float, dst);
+  const da_i64 first = DA_ID(0);
+  if (first >= stride) return; /* backends may round the launch up: extra items would alias others */
+  float z[DA_CVT_Z_ITEMS];
+#pragma unroll
+  for (int k = 0; k < DA_CVT_Z_ITEMS; ++k) {
+    const da_i64 i = first + k * stride;
+    if (i < n) z[k] = src[i * srcChannels + 2];
+  }
+#pragma unroll
+  for (int k = 0; k < DA_CVT_Z_ITEMS; ++k) {
+    const da_i64 i = first + k * stride;
+    if (i < n) dst[i] = z[k];
+  }
 }
 
 /* Reads channel codes r, g, b, a (a = 255 when absent) of 8-bit element e of a tile. */
