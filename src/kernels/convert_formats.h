@@ -213,12 +213,12 @@ DA_KERNEL(da_convert_points_z)(da_i64 n, da_i64 stride, DA_BUFFER(const float, s
   const da_i64 first = DA_ID(0);
   if (first >= stride) return; /* backends may round the launch up: extra items would alias others */
   float z[DA_CVT_Z_ITEMS];
-#pragma unroll
+DA_UNROLL
   for (int k = 0; k < DA_CVT_Z_ITEMS; ++k) {
     const da_i64 i = first + k * stride;
     if (i < n) z[k] = src[i * srcChannels + 2];
   }
-#pragma unroll
+DA_UNROLL
   for (int k = 0; k < DA_CVT_Z_ITEMS; ++k) {
     const da_i64 i = first + k * stride;
     if (i < n) dst[i] = z[k];
