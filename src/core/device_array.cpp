@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -136,8 +137,8 @@ int quantizeFloat(float x, bool srgb) {
 struct ColorTables {
   float linearToFloat[256];     ///< c / 255
   float srgbToFloat[256];       ///< decode(c / 255)
-  float linearThresholds[256];  ///< [k]: least float x with quantizeFloat(x, false) > k (k < 255)
-  float srgbThresholds[256];    ///< [k]: least float x with quantizeFloat(x, true) > k
+  std::uint32_t linearBuckets[DA_CVT_BUCKETS];  ///< quantizeFloat(x, false) by buckets (da_cvt_quantize)
+  std::uint32_t srgbBuckets[DA_CVT_BUCKETS];    ///< quantizeFloat(x, true) by buckets
   std::uint8_t srgbToLinear[256];
   std::uint8_t linearToSrgb[256];
 };
@@ -159,6 +160,37 @@ float threshold(int k, bool srgb) {
   return x;
 }
 
+/// The bucket table of da_cvt_quantize (convert_formats.h) for quantizeFloat(., srgb):
+/// bucket b covers the floats whose bit patterns are first + b * 2^16 ... + 2^16 - 1;
+/// its entry is the code of its first float << 17 | the low 16 bits of the least float
+/// in it with a greater code (0x10000 when there is none).
+void bucketTable(bool srgb, std::uint32_t* table) {
+  float thresholds[255];  // [k]: least float x with quantizeFloat(x) > k
+  for (int k = 0; k < 255; ++k) thresholds[k] = threshold(k, srgb);
+  constexpr std::uint32_t kFirst = static_cast<std::uint32_t>(127 - DA_CVT_BUCKET_OCTAVES) << 23;
+  constexpr std::uint32_t kWidth = 1u << (23 - DA_CVT_BUCKET_BITS);
+  static_assert(kWidth == 0x10000u, "an entry keeps 16 bits of the boundary");
+  for (std::uint32_t b = 0; b < DA_CVT_BUCKETS; ++b) {
+    const std::uint32_t lo = kFirst + b * kWidth;
+    float x;
+    std::memcpy(&x, &lo, sizeof x);
+    const int code = quantizeFloat(x, srgb);
+    std::uint32_t low = 0x10000u;
+    if (code < 255) {
+      std::uint32_t boundary;
+      std::memcpy(&boundary, &thresholds[code], sizeof boundary);
+      if (boundary < lo + kWidth) low = boundary - lo;
+      // One boundary per bucket at most: the next one must lie beyond it.
+      if (code < 254) {
+        std::uint32_t next;
+        std::memcpy(&next, &thresholds[code + 1], sizeof next);
+        if (next < lo + kWidth) throw std::logic_error("colour tables: two rounding boundaries in one bucket");
+      }
+    }
+    table[b] = static_cast<std::uint32_t>(code) << 17 | low;
+  }
+}
+
 const ColorTables& hostColorTables() {
   static const ColorTables tables = [] {
     ColorTables t{};
@@ -169,11 +201,8 @@ const ColorTables& hostColorTables() {
       t.srgbToLinear[c] = static_cast<std::uint8_t>(quantize(srgbDecode(v)));
       t.linearToSrgb[c] = static_cast<std::uint8_t>(quantize(srgbEncode(v)));
     }
-    for (int k = 0; k < 255; ++k) {
-      t.linearThresholds[k] = threshold(k, false);
-      t.srgbThresholds[k] = threshold(k, true);
-    }
-    t.linearThresholds[255] = t.srgbThresholds[255] = std::numeric_limits<float>::infinity();  // never read
+    bucketTable(false, t.linearBuckets);
+    bucketTable(true, t.srgbBuckets);
     return t;
   }();
   return tables;
@@ -320,10 +349,9 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
     launch.name = "da_convert_color_f32_u8";
     pushF32Color(args, from, src);
     pushU8Color(args, to, dst);
-    args.push_back(KernelArg::i32(to.isSRGB ? 1 : 0));
-    args.push_back(KernelArg::buf(t, to.isSRGB ? offsetof(ColorTables, srgbThresholds)
-                                               : offsetof(ColorTables, linearThresholds)));
-    args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearThresholds)));
+    args.push_back(KernelArg::buf(t, to.isSRGB ? offsetof(ColorTables, srgbBuckets)
+                                               : offsetof(ColorTables, linearBuckets)));
+    args.push_back(KernelArg::buf(t, offsetof(ColorTables, linearBuckets)));
   }
   device->launch(launch, q);
   use.commit();

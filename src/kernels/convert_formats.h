@@ -19,9 +19,12 @@
  *  - u8 -> u8 and u8 -> float are 256-entry lookups;
  *  - float -> u8 must equal round(255 * f(x)) evaluated in double for every float x,
  *    which single-precision arithmetic cannot guarantee near the rounding boundaries.
- *    The kernel makes a float estimate and then steps to the exact answer using
- *    `thresholds[k]` = the least float x whose exact result is > k (255 entries). The
- *    estimate is off by at most one, so this costs one or two cached loads. */
+ *    The kernel looks the answer up instead (da_cvt_quantize): x's bit pattern picks one
+ *    of DA_CVT_BUCKETS buckets (an exponent and the top 7 mantissa bits), and a bucket
+ *    holds the code of its first float and the low bits of the one rounding boundary
+ *    it may contain. No bucket holds two boundaries: the steepest part of either curve
+ *    puts fewer than one code into a bucket (0.996 codes for linear at [0.5, 1)). One
+ *    cached 4-byte load per channel, no pow, no loop. */
 #ifndef DEVICEARRAY_KERNELS_CONVERT_FORMATS_H
 #define DEVICEARRAY_KERNELS_CONVERT_FORMATS_H
 
@@ -35,16 +38,6 @@
 #define DA_CVT_LITTLE_ENDIAN 1
 #endif
 
-/* The estimate below only has to land within a few codes of the answer (the threshold
- * steps make it exact), so the hardware approximation of pow is enough; full-precision
- * powf made the float -> sRGB kernel compute-bound. */
-#if defined(__OPENCL_VERSION__)
-#define DA_CVT_FAST_POW(x, y) native_powr((x), (y))
-#elif defined(__CUDA_ARCH__)
-#define DA_CVT_FAST_POW(x, y) __powf((x), (y))
-#else
-#define DA_CVT_FAST_POW(x, y) powf((x), (y))
-#endif
 
 /* Work items per work-group of every conversion kernel, and the local memory of one
  * work-group for its tile: the tile's source bytes followed by its converted bytes.
@@ -75,22 +68,29 @@
 #define DA_CVT_TILE(srcBytes, dstBytes) ((DA_CVT_LOCAL_BYTES / ((srcBytes) + (dstBytes))) / 16 * 16)
 /* Elements per work item of da_convert_points_z (not tiled). */
 #define DA_CVT_Z_ITEMS 4
+/* Quantization buckets (see da_cvt_quantize): floats in [2^-DA_CVT_BUCKET_OCTAVES, 1),
+ * 2^DA_CVT_BUCKET_BITS buckets per octave. Below that range every float quantizes to
+ * 0 (the first boundary is 2^-12.69 for sRGB, 2^-8.99 for linear). */
+#define DA_CVT_BUCKET_OCTAVES 13
+#define DA_CVT_BUCKET_BITS 7
+#define DA_CVT_BUCKETS (DA_CVT_BUCKET_OCTAVES << DA_CVT_BUCKET_BITS)
 /* 16-byte loads each work item keeps in flight while it stages a tile. */
 #define DA_CVT_BATCH 4
 
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
 
-/* float in [0, 1] (NaN -> 0, saturated outside) -> u8, exactly round(255 * f(x)) where
- * f is the identity or the sRGB encoding. */
-DA_FN da_u8 da_cvt_quantize(float x, int srgb, DA_LOCAL const float* thresholds) {
-  x = da_isnan(x) ? 0.0f : da_fminf(da_fmaxf(x, 0.0f), 1.0f);
-  float encoded = x;
-  if (srgb) encoded = x <= 0.0031308f ? 12.92f * x : 1.055f * DA_CVT_FAST_POW(x, 1.0f / 2.4f) - 0.055f;
-  int k = (int)(encoded * 255.0f + 0.5f);
-  k = k < 0 ? 0 : (k > 255 ? 255 : k);
-  while (k < 255 && x >= thresholds[k]) ++k;
-  while (k > 0 && x < thresholds[k - 1]) --k;
-  return (da_u8)k;
+/* float (NaN -> 0, saturated to [0, 1]) -> u8, exactly round(255 * f(x)) where f is the
+ * identity or the sRGB encoding, from the bucket table of f: entry = code << 17 | t,
+ * where t is the low 16 bits of the bucket's rounding boundary, or 0x10000 when the
+ * bucket has none. Non-negative floats order like their bit patterns. */
+DA_FN da_u8 da_cvt_quantize(float x, DA_GLOBAL const da_u32* buckets) {
+  const da_u32 bits = da_float_bits(x);
+  /* >= 1 and +inf -> 255; NaN, -0 and negative numbers (sign bit set) -> 0 */
+  if (bits >= 0x3F800000u) return (da_u8)(bits <= 0x7F800000u ? 255 : 0);
+  const da_u32 first = (da_u32)(127 - DA_CVT_BUCKET_OCTAVES) << 23;
+  if (bits < first) return 0;
+  const da_u32 entry = buckets[(bits - first) >> (23 - DA_CVT_BUCKET_BITS)];
+  return (da_u8)((entry >> 17) + ((bits & 0xFFFFu) >= (entry & 0x1FFFFu) ? 1u : 0u));
 }
 
 /* The work-group copies `bytes` bytes from global to local memory (load) or back
@@ -337,24 +337,18 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
  * source too measured 49 % of copy on the H200). `tile` is DA_CVT_F32_U8_TILE. */
 DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)(
     da_i64 n, int tile, DA_BUFFER(const float, src), int srcR, int srcG, int srcB, int srcA, int srcAlign,
-    DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign, int srgb,
-    DA_BUFFER(const float, colorThresholds), DA_BUFFER(const float, alphaThresholds)) {
+    DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,
+    DA_BUFFER(const da_u32, colorBuckets), DA_BUFFER(const da_u32, alphaBuckets)) {
   DA_BUFFER_INIT(const float, src);
   DA_BUFFER_INIT(da_u8, dst);
-  DA_BUFFER_INIT(const float, colorThresholds);
-  DA_BUFFER_INIT(const float, alphaThresholds);
+  DA_BUFFER_INIT(const da_u32, colorBuckets);
+  DA_BUFFER_INIT(const da_u32, alphaBuckets);
   DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_F32_U8_TILE * 4 / 16);
-  DA_LOCAL_ARRAY(float, colorSteps, 255);
-  DA_LOCAL_ARRAY(float, alphaSteps, 255);
   const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return;
   const int count = da_cvt_tile_count(n, first, tile);
   const int t = DA_LOCAL_ID();
   DA_LOCAL da_u8* out = (DA_LOCAL da_u8*)staging;
-  for (int i = t; i < 255; i += DA_CVT_GROUP) {
-    colorSteps[i] = colorThresholds[i];
-    alphaSteps[i] = alphaThresholds[i];
-  }
   DA_GLOBAL const float* s = src + first * 4;
   float4 v[DA_CVT_F32_U8_ITEMS];
 DA_UNROLL
@@ -364,16 +358,15 @@ DA_UNROLL
       v[k] = srcAlign >= 16 ? ((DA_GLOBAL const float4*)s)[e]
                             : da_make_float4(s[4 * e], s[4 * e + 1], s[4 * e + 2], s[4 * e + 3]);
   }
-  DA_BARRIER(); /* the threshold tables are in local memory */
 DA_UNROLL
   for (int k = 0; k < DA_CVT_F32_U8_ITEMS; ++k) {
     const int e = t + k * DA_CVT_GROUP;
     if (e < count) {
       da_u8 c[4];
-      c[0] = da_cvt_quantize(da_cvt_component(v[k], srcR), srgb, colorSteps);
-      c[1] = da_cvt_quantize(da_cvt_component(v[k], srcG), srgb, colorSteps);
-      c[2] = da_cvt_quantize(da_cvt_component(v[k], srcB), srgb, colorSteps);
-      c[3] = dstA >= 0 ? da_cvt_quantize(da_cvt_component(v[k], srcA), 0, alphaSteps) : (da_u8)255;
+      c[0] = da_cvt_quantize(da_cvt_component(v[k], srcR), colorBuckets);
+      c[1] = da_cvt_quantize(da_cvt_component(v[k], srcG), colorBuckets);
+      c[2] = da_cvt_quantize(da_cvt_component(v[k], srcB), colorBuckets);
+      c[3] = dstA >= 0 ? da_cvt_quantize(da_cvt_component(v[k], srcA), alphaBuckets) : (da_u8)255;
       da_cvt_store_u8(out, e, dstChannels, dstR, dstG, dstB, dstA, c);
     }
   }

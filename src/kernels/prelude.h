@@ -56,10 +56,12 @@ typedef ulong da_u64;
 #define da_floorf(x) floor(x)
 #define da_fminf(x, y) fmin((float)(x), (float)(y))
 #define da_fmaxf(x, y) fmax((float)(x), (float)(y))
+#define da_float_bits(x) as_uint(x)
 
 #else /* CUDA C++ or host C++ */
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #if defined(__CUDACC__)
 #define DA_KERNEL(name) extern "C" __global__ void name
 #define DA_KERNEL_GROUP(name, size, minGroups) extern "C" __global__ void __launch_bounds__(size, minGroups) name
@@ -102,6 +104,16 @@ typedef std::uint64_t da_u64;
 #define da_floorf(x) floorf(x)
 #define da_fminf(x, y) fminf((x), (y))
 #define da_fmaxf(x, y) fmaxf((x), (y))
+/* The bit pattern of a float. */
+DA_FN da_u32 da_float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  da_u32 bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
 #endif
 
 #endif /* DEVICEARRAY_KERNELS_PRELUDE_H */
