@@ -8,12 +8,31 @@
 
 #include <devicearray/devicearray.hpp>
 
+#if defined(DEVICEARRAY_HAS_OPENCL)
+#include <CL/cl.h>
+#endif
+
 namespace dabench {
 
 /// "cuda0" / "opencl1": used in benchmark names so compare.py can group by device.
 inline std::string deviceTag(const devicearray::ComputeDevice& d) {
   return std::string(d.backend() == devicearray::ComputeBackend::cuda ? "cuda" : "opencl") +
          std::to_string(d.ordinal() < 0 ? 99 : d.ordinal());
+}
+
+/// Whether `d` is a GPU (or other accelerator): CPU OpenCL devices such as PoCL's
+/// run the small sizes only, since the large ones take minutes there and say nothing
+/// about GPUs. (PoCL names its device "pthread-..." or "cpu-..." by version, so the
+/// device type is asked, not the name.)
+inline bool isGpu(const devicearray::ComputeDevice& d) {
+#if defined(DEVICEARRAY_HAS_OPENCL)
+  if (d.backend() == devicearray::ComputeBackend::opencl) {
+    cl_device_type type = 0;
+    clGetDeviceInfo(static_cast<cl_device_id>(d.nativeDevice()), CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    return (type & CL_DEVICE_TYPE_CPU) == 0;
+  }
+#endif
+  return true;
 }
 
 /// Runs `body` (which enqueues work on `stream`) once per iteration and reports the

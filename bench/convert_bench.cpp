@@ -114,12 +114,6 @@ void convertXyzToXyzwWithAllocation(benchmark::State& state, da::ComputeDevice d
   state.counters["elements"] = static_cast<double>(kFrameElements);
 }
 
-// CPU OpenCL devices (PoCL's pthread device) run the frame size only: 64M elements
-// would take minutes there and say nothing about GPUs.
-bool isGpu(const da::ComputeDevice& device) {
-  return device.backend() == da::ComputeBackend::cuda || device.model().find("pthread") == std::string::npos;
-}
-
 template <class To, class From>
 void registerConversion(const std::string& name, const da::ComputeDevice& device, bool large) {
   auto* b = benchmark::RegisterBenchmark(("convert_" + name + "/" + dabench::deviceTag(device)).c_str(),
@@ -132,7 +126,7 @@ void registerConversion(const std::string& name, const da::ComputeDevice& device
 
 int main(int argc, char** argv) {
   for (const auto& device : da::ComputeDevice::all()) {
-    const bool gpu = isGpu(device);
+    const bool gpu = dabench::isGpu(device);
     // The identity conversion of 16-byte elements: the copy bandwidth every family is compared with.
     registerConversion<da::PointXYZW, da::PointXYZW>("XYZW_to_XYZW", device, gpu);
     registerConversion<da::PointXYZW, da::PointXYZ>("XYZ_to_XYZW", device, gpu);

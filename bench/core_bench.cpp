@@ -104,7 +104,7 @@ void registerCudaBaselines();  // cuda_baseline.cu
 int main(int argc, char** argv) {
   for (const auto& device : da::ComputeDevice::all()) {
     const std::string tag = dabench::deviceTag(device);
-    const bool gpu = device.backend() == da::ComputeBackend::cuda || device.model().find("pthread") == std::string::npos;
+    const bool gpu = dabench::isGpu(device);
     benchmark::RegisterBenchmark(("allocate/" + tag).c_str(), allocate, device)->Arg(1 << 10)->Arg(1 << 20)->Arg(1 << 28);
     sizes(benchmark::RegisterBenchmark(("clone_continuous/" + tag).c_str(), cloneContinuous, device)->UseManualTime(), gpu);
     sizes(benchmark::RegisterBenchmark(("clone_xyz_of_xyzw/" + tag).c_str(), cloneXyzOfXyzw, device)->UseManualTime(), gpu);
