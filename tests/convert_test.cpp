@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,10 @@
 
 #include "devicearray/devicearray.hpp"
 #include "test_support.hpp"
+
+#if defined(DEVICEARRAY_HAS_OPENCL)
+#include <CL/cl.h>
+#endif
 
 namespace da = devicearray;
 using da::ComputeBackend;
@@ -370,6 +375,68 @@ TEST_P(ConvertTest, FloatToSrgbIsCorrectlyRoundedOnADenseSweep) {
                     << +expectedColour << " / " << +expectedAlpha;
     }
   }
+}
+
+/// Whether `device` is a CPU (an OpenCL CPU device such as PoCL's): sweeps that take
+/// seconds on a GPU take many minutes there.
+bool isCpuDevice(const ComputeDevice& device) {
+#if defined(DEVICEARRAY_HAS_OPENCL)
+  if (device.backend() == ComputeBackend::opencl) {
+    cl_device_type type = 0;
+    clGetDeviceInfo(static_cast<cl_device_id>(device.nativeDevice()), CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    return (type & CL_DEVICE_TYPE_CPU) != 0;
+  }
+#endif
+  return false;
+}
+
+TEST_P(ConvertTest, FloatToU8IsExactForEveryFloatInTheUnitInterval) {
+  // Float -> 8-bit is a lookup by the float's bits (bucket tables built on the host),
+  // so every float in [0, 1] is checked through both transfer functions (on a CPU
+  // device, every 4,099th). The expected code of x is the number of rounding
+  // boundaries at or below it, counted while the floats are walked in increasing
+  // order: no transfer function is evaluated per float.
+  const ComputeDevice device = GetParam();
+  const std::uint32_t stride = isCpuDevice(device) ? 4099 : 1;
+  constexpr std::uint32_t kLast = 0x3F800000u;  // 1.0f
+  constexpr std::size_t kChunk = std::size_t{1} << 25;
+  std::vector<float> srgbSteps, linearSteps;
+  for (int k = 0; k < 255; ++k) {
+    srgbSteps.push_back(boundary(k, true));
+    linearSteps.push_back(boundary(k, false));
+  }
+  const da::StreamOrQueue sq = device.sdkStreamOrQueue();
+  std::vector<da::ColorRGBAf> in;
+  std::size_t srgbCode = 0, linearCode = 0;  // boundaries passed so far
+  int failures = 0;
+  std::uint64_t checked = 0;
+  for (std::uint64_t first = 0; first <= kLast && failures == 0; first += kChunk * stride) {
+    in.clear();
+    for (std::uint64_t bits = first; bits <= kLast && in.size() < kChunk; bits += stride) {
+      float x;
+      const auto b = static_cast<std::uint32_t>(bits);
+      std::memcpy(&x, &b, 4);
+      in.push_back({x, x, x, x});
+    }
+    const auto out =
+        da::convert<da::ColorRGBA_SRGB>(DeviceArray<da::ColorRGBAf>::fromHost(in.data(), in.size(), device), sq)
+            .toHost();
+    for (std::size_t i = 0; i < in.size() && failures < 5; ++i) {
+      const float x = in[i].r;
+      while (srgbCode < srgbSteps.size() && srgbSteps[srgbCode] <= x) ++srgbCode;
+      while (linearCode < linearSteps.size() && linearSteps[linearCode] <= x) ++linearCode;
+      if (out[i].r != srgbCode || out[i].g != srgbCode || out[i].b != srgbCode || out[i].a != linearCode) {
+        ++failures;
+        ADD_FAILURE() << "x = " << x << " (0x" << std::hex << std::bit_cast<std::uint32_t>(x) << std::dec
+                      << "): got sRGB " << +out[i].r << " linear " << +out[i].a << ", expected " << srgbCode
+                      << " / " << linearCode;
+      }
+    }
+    checked += in.size();
+  }
+  EXPECT_EQ(srgbCode, 255u);
+  EXPECT_EQ(linearCode, 255u);
+  EXPECT_EQ(checked, (std::uint64_t{kLast} + stride) / stride);
 }
 
 // ------------------------------------------------------------------- points --

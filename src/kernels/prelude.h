@@ -35,6 +35,7 @@
 #define DA_LOCAL_ID() ((int)get_local_id(0))
 #define DA_GROUP_ID() ((long)get_group_id(0))
 #define da_make_float4(a, b, c, d) ((float4)((a), (b), (c), (d)))
+#define da_make_u32x4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
 typedef uint4 da_u32x4;
 #define DA_BUFFER(T, name) global T* name##_base, ulong name##_offset
 #define DA_BUFFER_INIT(T, name) global T* name = (global T*)((global uchar*)name##_base + name##_offset)
@@ -76,6 +77,7 @@ typedef ulong da_u64;
 #define DA_LOCAL_ID() ((int)threadIdx.x)
 #define DA_GROUP_ID() ((long)blockIdx.x)
 #define da_make_float4(a, b, c, d) make_float4((a), (b), (c), (d))
+#define da_make_u32x4(a, b, c, d) make_uint4((a), (b), (c), (d))
 typedef uint4 da_u32x4;
 #define DA_FN __host__ __device__ inline
 #define DA_ID(d) \
