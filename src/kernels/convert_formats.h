@@ -344,8 +344,9 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
  * -> RGBA_SRGB: 86 % of the copy bandwidth this way (NVIDIA OpenCL 83 %), 77 % with the
  * destination staged in a tile, 67 % with the bucket tables in local memory, 67 % with
  * pow and a 256-entry boundary table instead of the buckets. Across a warp, the loads
- * of one element index touch every other 16 bytes; the next index reads the rest from
- * the cache. `tile` is DA_CVT_F32_U8_TILE (the elements of one work-group). */
+ * of one element index read every fourth 16-byte word of 2 KiB; the other three
+ * indices find the rest of those cache lines in the cache. `tile` is
+ * DA_CVT_F32_U8_TILE (the elements of one work-group). */
 DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)(
     da_i64 n, int tile, DA_BUFFER(const float, src), int srcR, int srcG, int srcB, int srcA, int srcAlign,
     DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,
