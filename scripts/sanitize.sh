@@ -81,7 +81,20 @@ run_asan() {
     filter="*"
     if [ "${SANITIZE_FULL:-0}" != 1 ] && [ -n "${SUBSET[$name]:-}" ]; then filter="${SUBSET[$name]}"; fi
     start=$SECONDS
-    if (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1); then
+    local ok=0
+    (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
+    # LeakSanitizer's own tracer can crash at exit ("Tracer caught signal 11" then
+    # "LeakSanitizer has encountered a fatal error", seen once in 13 runs of
+    # fault_injection_test): the leak check did not run, nothing was found. Such a run
+    # is repeated once, and only when every test passed and no sanitizer reported.
+    if [ $ok = 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$dir/$name.asan.log" &&
+       grep -q '^\[  PASSED' "$dir/$name.asan.log" &&
+       ! grep -qE "FAILED|ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir/$name.asan.log"; then
+      echo "  $name: LeakSanitizer's tracer crashed after the tests passed (no report); running it again"
+      mv "$dir/$name.asan.log" "$dir/$name.asan.tool-crash.log"
+      (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
+    fi
+    if [ $ok = 1 ]; then
       printf '  %-28s ok      %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -E '^\[  PASSED' "$dir/$name.asan.log" | tail -1)"
     else
       printf '  %-28s FAILED  %4ds  (log: %s)\n' "$name" $((SECONDS - start)) "$dir/$name.asan.log"
