@@ -83,17 +83,21 @@ run_asan() {
     start=$SECONDS
     local ok=0
     (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
-    # LeakSanitizer's own tracer can crash at exit ("Tracer caught signal 11" then
-    # "LeakSanitizer has encountered a fatal error", seen once in 13 runs of
-    # fault_injection_test): the leak check did not run, nothing was found. Such a run
-    # is repeated once, and only when every test passed and no sanitizer reported.
-    if [ $ok = 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$dir/$name.asan.log" &&
-       grep -q '^\[  PASSED' "$dir/$name.asan.log" &&
-       ! grep -qE "FAILED|ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir/$name.asan.log"; then
-      echo "  $name: LeakSanitizer's tracer crashed after the tests passed (no report); running it again"
-      mv "$dir/$name.asan.log" "$dir/$name.asan.tool-crash.log"
+    # LeakSanitizer's own stop-the-world tracer can crash at exit ("Tracer caught
+    # signal 11", then "LeakSanitizer has encountered a fatal error"; an intermittent
+    # upstream fault, google/sanitizers#1353): the leak check did not run and nothing
+    # was found. Seen here once each in fault_injection_test and gpu_mat_nd_test. Such
+    # a run is repeated, at most twice, and only when every test passed and no
+    # sanitizer reported; any other failure fails the step.
+    local attempt
+    for attempt in 2 3; do
+      [ $ok = 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$dir/$name.asan.log" &&
+        grep -q '^\[  PASSED' "$dir/$name.asan.log" &&
+        ! grep -qE "FAILED|ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir/$name.asan.log" || break
+      echo "  $name: LeakSanitizer's tracer crashed after the tests passed (no report); run $attempt"
+      mv "$dir/$name.asan.log" "$dir/$name.asan.tool-crash-$((attempt - 1)).log"
       (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
-    fi
+    done
     if [ $ok = 1 ]; then
       printf '  %-28s ok      %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -E '^\[  PASSED' "$dir/$name.asan.log" | tail -1)"
     else
