@@ -247,12 +247,17 @@ DA_FN void da_cvt_load_u8(DA_LOCAL const da_u8* tile, int e, int channels, int r
   }
 }
 
+/* Colour codes r, g, b at byte positions ri, gi, bi of a word: an 8-bit element's
+ * colour bytes in memory order on a little-endian device (the callers add alpha). */
+DA_FN da_u32 da_cvt_pack_rgb(da_u32 r, da_u32 g, da_u32 b, int ri, int gi, int bi) {
+  return r << (8 * ri) | g << (8 * gi) | b << (8 * bi);
+}
+
 /* Writes channel codes r, g, b, a (a dropped when absent) of 8-bit element e of a tile. */
 DA_FN void da_cvt_store_u8(DA_LOCAL da_u8* tile, int e, int channels, int ri, int gi, int bi, int ai,
                            const da_u8* c) {
   if (DA_CVT_LITTLE_ENDIAN && channels == 4) {
-    ((DA_LOCAL da_u32*)tile)[e] = ((da_u32)c[0] << (8 * ri)) | ((da_u32)c[1] << (8 * gi)) |
-                                  ((da_u32)c[2] << (8 * bi)) | ((da_u32)c[3] << (8 * ai));
+    ((DA_LOCAL da_u32*)tile)[e] = da_cvt_pack_rgb(c[0], c[1], c[2], ri, gi, bi) | (da_u32)c[3] << (8 * ai);
   } else {
     DA_LOCAL da_u8* d = tile + e * channels;
     d[ri] = c[0];
@@ -374,7 +379,7 @@ DA_UNROLL
       const da_u32 r = da_cvt_quantize(da_cvt_component(v[k], srcR), colorBuckets);
       const da_u32 g = da_cvt_quantize(da_cvt_component(v[k], srcG), colorBuckets);
       const da_u32 b = da_cvt_quantize(da_cvt_component(v[k], srcB), colorBuckets);
-      word[k] = r << (8 * dstR) | g << (8 * dstG) | b << (8 * dstB);
+      word[k] = da_cvt_pack_rgb(r, g, b, dstR, dstG, dstB);
       if (dstA >= 0) word[k] |= (da_u32)da_cvt_quantize(da_cvt_component(v[k], srcA), alphaBuckets) << (8 * dstA);
     }
   }
