@@ -241,9 +241,10 @@ DeviceArray<F> viewAt(const da::GpuMatND& whole, std::size_t byteOffset, std::si
   return DeviceArray<F>::fromGpuMatND(da::GpuMatND(size, type, buffer, device));
 }
 
-/// convertInto between views at byte offsets into larger buffers: the kernels work on
-/// tiles of consecutive elements and pick 16-, 4- or 1-byte global accesses by each
-/// side's alignment, so every pair is run over several tiles with a ragged end, with
+/// convertInto between views at byte offsets into larger buffers: the kernels convert
+/// consecutive elements per work-group (in tiles, or element-wise for PointZ and float
+/// -> 8-bit) and pick 16-, 4- or 1-byte global accesses by each side's alignment, so
+/// every pair is run over several work-groups with a ragged end, with
 /// source and destination at offsets that give each alignment. The bytes around the
 /// destination must keep their values.
 template <class To, class From, class Reference>

@@ -300,7 +300,7 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
 
   // One work-group of DA_CVT_GROUP work items per tile of consecutive elements, as
   // many as fit the kernel's local memory (convert_formats.h).
-  constexpr std::size_t kColorTableBytes = 2 * 256 * sizeof(float);  // the float kernels' tables
+  constexpr std::size_t kColorTableBytes = 2 * 256 * sizeof(float);  // da_convert_color_u8_f32's tables
   static_assert(DA_CVT_LOCAL_BYTES + kColorTableBytes <= 32 * 1024, "OpenCL 1.2 guarantees 32 KiB of local memory");
   const bool floatToU8 = from.isColor && from.depth == Depth::F32 && to.depth == Depth::U8;
   const int tile = floatToU8 ? DA_CVT_F32_U8_TILE : DA_CVT_TILE(from.bytes, to.bytes);

@@ -45,7 +45,7 @@
  * every conversion stages as many source bytes as fit: the H200 needs tens of KiB of
  * loads in flight per multiprocessor to reach its copy bandwidth, and a fixed tile
  * length left 3- and 4-byte sources with a third of that (RGB -> BGRA ran at 59 % of
- * copy). 28 KiB plus the 2 KiB tables of the float colour kernels stays within the
+ * copy). 28 KiB plus the 2 KiB tables of the 8-bit -> float kernel stays within the
  * 32 KiB of local memory every OpenCL 1.2 device has.
  *
  * Work-groups per multiprocessor that CUDA must fit (__launch_bounds__, which caps the
