@@ -41,4 +41,15 @@ cmake --build "$build" --target devicearray_python -j"${JOBS:-$(nproc)}"
 
 cd "$root"
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
-exec "$py" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@"
+# nanobind reports objects still alive when the module is torn down (a leak) on
+# stderr after pytest has finished; such a report fails the run.
+stderr_log="$(mktemp)"
+trap 'rm -f "$stderr_log"' EXIT
+status=0
+"$py" -m pytest -q -p no:cacheprovider "$root/tests/python" "$@" 2> >(tee "$stderr_log" >&2) || status=$?
+wait  # for tee
+if grep -q "nanobind: leaked" "$stderr_log"; then
+  echo "python-test: nanobind reported leaked objects at interpreter exit (above): failing the run" >&2
+  [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"

@@ -20,8 +20,6 @@ namespace devicearray::python {
 
 namespace {
 
-using HostArray = nb::ndarray<nb::device::cpu, nb::ro>;
-
 nb::object numpy() { return nb::module_::import_("numpy"); }
 
 /// A numpy array (anything numpy.asarray accepts) with the host view the library
@@ -34,33 +32,96 @@ struct HostInput {
   const void* data = nullptr;
 };
 
+/// Byte strides of a numpy array with the ones of length-1 axes replaced by the
+/// packed value: numpy leaves any stride on such axes (x[None], a.T of a row), and
+/// they are never stepped over.
+std::vector<std::size_t> canonicalSteps(const std::vector<int>& shape, const std::vector<Py_ssize_t>& strides,
+                                        std::size_t elem, bool& usable) {
+  std::vector<std::size_t> steps(shape.size());
+  std::size_t packed = elem;
+  usable = true;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) {
+      steps[i] = packed;
+    } else if (strides[i] <= 0 || static_cast<std::size_t>(strides[i]) % elem != 0) {
+      usable = false;  // negative, broadcast (0) or unaligned (a view of a structured array)
+    } else {
+      steps[i] = static_cast<std::size_t>(strides[i]);
+    }
+    packed *= static_cast<std::size_t>(shape[i]);
+  }
+  // Descending steps with a contiguous last axis is a HostMat view; anything else
+  // (transposed, interleaved) is packed first.
+  for (std::size_t i = 0; usable && i < steps.size(); ++i) {
+    const std::size_t inner = i + 1 < steps.size() ? steps[i + 1] * static_cast<std::size_t>(shape[i + 1]) : elem;
+    if (shape[i] > 1 && (steps[i] < inner || (i + 1 == steps.size() && steps[i] != elem))) usable = false;
+  }
+  return steps;
+}
+
 HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
   HostInput in;
-  in.keep = numpy().attr(packed ? "ascontiguousarray" : "asarray")(obj);
+  nb::object np = numpy();
+  in.keep = np.attr("asarray")(obj);
   in.depth = depthFromDtype(in.keep.attr("dtype"), fn);
-  auto a = nb::cast<HostArray>(in.keep);
-  if (a.ndim() == 0)
+  // Checked before packing: numpy.ascontiguousarray turns a 0-d array into shape (1,).
+  if (nb::cast<int>(in.keep.attr("ndim")) == 0)
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": a 0-d array (scalar) has no device layout");
-  const std::size_t elem = depthSize(in.depth);
-  bool layoutOk = true;
-  for (std::size_t i = 0; i < a.ndim(); ++i) {
-    if (a.shape(i) < 1 || a.shape(i) > INT_MAX)
-      throw Error(a.shape(i) < 1 ? ErrorCode::InvalidArgument : ErrorCode::OutOfRange,
-                  std::string(fn) + ": axis " + std::to_string(i) + " has length " + std::to_string(a.shape(i)) +
-                      "; lengths must be in [1, " + std::to_string(INT_MAX) + "]");
-    in.shape.push_back(static_cast<int>(a.shape(i)));
-    if (a.stride(i) <= 0) layoutOk = false;
-    in.steps.push_back(static_cast<std::size_t>(a.stride(i)) * elem);
+  if (packed) in.keep = np.attr("ascontiguousarray")(in.keep);
+  for (int attempt = 0;; ++attempt) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(in.keep.ptr(), &view, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
+    in.data = view.buf;
+    in.shape.clear();
+    std::vector<Py_ssize_t> strides(view.strides, view.strides + view.ndim);
+    std::vector<Py_ssize_t> shape(view.shape, view.shape + view.ndim);
+    PyBuffer_Release(&view);  // `keep` owns the memory; the buffer view itself is not needed
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] < 1 || shape[i] > INT_MAX)
+        throw Error(shape[i] < 1 ? ErrorCode::InvalidArgument : ErrorCode::OutOfRange,
+                    std::string(fn) + ": axis " + std::to_string(i) + " has length " + std::to_string(shape[i]) +
+                        "; lengths must be in [1, " + std::to_string(INT_MAX) + "]");
+      in.shape.push_back(static_cast<int>(shape[i]));
+    }
+    bool usable = false;
+    in.steps = canonicalSteps(in.shape, strides, depthSize(in.depth), usable);
+    if (usable) return in;
+    // A C-contiguous copy always passes; a second failure would be a bug here, and
+    // must not loop.
+    if (attempt > 0)
+      throw Error(ErrorCode::InvalidState, std::string(fn) + ": cannot describe the packed array's layout");
+    in.keep = np.attr("ascontiguousarray")(in.keep);
   }
-  // Descending positive steps with a contiguous last axis is a HostMat view;
-  // anything else (negative, transposed, broadcast) is packed first.
-  for (std::size_t i = 0; layoutOk && i < in.steps.size(); ++i) {
-    const std::size_t inner = i + 1 < in.steps.size() ? in.steps[i + 1] * in.shape[i + 1] : elem;
-    if (in.steps[i] < inner || (i + 1 == in.steps.size() && in.steps[i] != elem)) layoutOk = false;
+}
+
+/// The memory of a host array that a copy writes into, exported for as long as
+/// `keep` (a memoryview) lives, so that it can be neither freed nor resized.
+struct HostDestination {
+  nb::object keep;
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+HostDestination hostDestination(nb::handle dst, const char* fn) {
+  PyObject* view = PyMemoryView_FromObject(dst.ptr());
+  if (view == nullptr) {
+    PyErr_Clear();
+    throw nb::type_error((std::string(fn) + ": dst must be a writable, C-contiguous host array (numpy), not " +
+                          pyStr(nb::handle(Py_TYPE(dst.ptr())).attr("__name__")))
+                             .c_str());
   }
-  if (!layoutOk) return hostInput(obj, true, fn);
-  in.data = a.data();
-  return in;
+  HostDestination out{nb::steal(view)};
+  const Py_buffer* b = PyMemoryView_GET_BUFFER(view);
+  if (b->readonly) throw nb::value_error((std::string(fn) + ": dst is read-only").c_str());
+  // A packed temporary in its place would receive the copy and be freed before
+  // the copy ran, leaving dst unchanged: refuse instead.
+  if (PyBuffer_IsContiguous(b, 'C') == 0)
+    throw nb::value_error((std::string(fn) + ": dst must be C-contiguous (numpy.empty or numpy.ascontiguousarray "
+                                             "gives such an array)")
+                              .c_str());
+  out.data = b->buf;
+  out.bytes = static_cast<std::size_t>(b->len);
+  return out;
 }
 
 /// A HostMat view of `in`; with channels > 1 its last axis is folded into the
@@ -161,7 +222,7 @@ GpuMatND indexView(const GpuMatND& m, nb::handle key) {
       drop[i] = true;
     } else {
       throw nb::type_error(("GpuMatND.__getitem__: indices must be slices, integers or '...', not " +
-                            nb::cast<std::string>(nb::str(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(h.ptr())))))
+                            pyStr(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(h.ptr()))))
                            ).c_str());
     }
   }
@@ -207,8 +268,8 @@ AnyDeviceArray fromNumpyAs(const HostInput& in, const ComputeDevice& device) {
   if (in.depth != F::depth)
     throw Error(ErrorCode::InvalidArgument,
                 std::string(fn) + ": format " + std::string(info.name) + " holds " +
-                    nb::cast<std::string>(nb::str(dtypeOf(F::depth))) + " values, the array has dtype " +
-                    nb::cast<std::string>(nb::str(dtypeOf(in.depth))));
+                    pyStr(dtypeOf(F::depth)) + " values, the array has dtype " +
+                    pyStr(dtypeOf(in.depth)));
   const int c = F::channels;
   const bool organized = c > 1 ? s.size() == 3 : s.size() == 2;
   const bool unorganized = c > 1 ? s.size() == 2 : s.size() == 1;
@@ -269,11 +330,11 @@ void bindArrays(nb::module_& m) {
   // ------------------------------------------------------------ Format --
   auto format = nb::enum_<FormatId>(m, "Format", "The 14 DeviceArray formats (the seed's layout table).");
   for (const FormatInfo& info : formatInfos()) format.value(info.name.data(), info.id);  // the names are NUL-terminated literals
-  m.def("format_channels", [](FormatId f) { return formatInfo(f).channels; }, nb::arg("format"),
+  m.def("format_channels", [](FormatId f) { return formatInfo(f).channels; }, nb::arg("format").noconvert(),
         "Channel values per element of `format`.");
-  m.def("format_dtype", [](FormatId f) { return dtypeOf(formatInfo(f).depth); }, nb::arg("format"),
+  m.def("format_dtype", [](FormatId f) { return dtypeOf(formatInfo(f).depth); }, nb::arg("format").noconvert(),
         "numpy dtype of one channel value of `format`.");
-  m.def("format_itemsize", [](FormatId f) { return formatInfo(f).bytes; }, nb::arg("format"),
+  m.def("format_itemsize", [](FormatId f) { return formatInfo(f).bytes; }, nb::arg("format").noconvert(),
         "Bytes per element of `format`.");
 
   // ---------------------------------------------------------- GpuMatND --
@@ -296,35 +357,46 @@ void bindArrays(nb::module_& m) {
       .def_ro("dims", &GpuMatND::dims)
       .def_ro("size", &GpuMatND::size, "Length of each axis (without the channel axis).")
       .def_ro("step", &GpuMatND::step, "Byte step of each axis (step[-1] == elem_size()).")
-      .def("clone", [](const GpuMatND& self) { return self.clone(); }, nb::call_guard<nb::gil_scoped_release>(),
+      .def("clone", [](const GpuMatND& self) { return readReleased(self, [](const GpuMatND& m) { return m.clone(); }); },
            "Continuous deep copy. Blocking.")
-      .def("clone", [](const GpuMatND& self, Stream& s) { return self.clone(s); }, nb::arg("stream"),
-           nb::call_guard<nb::gil_scoped_release>(), "Continuous deep copy enqueued on `stream`. Non-blocking.")
+      .def("clone",
+           [](const GpuMatND& self, Stream& s) {
+             return readReleased(self, [&](const GpuMatND& m) { return m.clone(s); });
+           },
+           nb::arg("stream"), "Continuous deep copy enqueued on `stream`. Non-blocking.")
       .def("create",
            [](GpuMatND& self, std::vector<int> size, nb::handle type) {
              const int t = typeFromPython(type, "GpuMatND.create");
-             nb::gil_scoped_release release;
-             self.create(std::move(size), t);
+             updateReleased(self, [&](GpuMatND& m) { m.create(std::move(size), t); });
            },
            nb::arg("size"), nb::arg("type"))
       .def("upload",
            [](GpuMatND& self, nb::handle array, Stream* stream) {
              const HostInput in = hostInput(array, false, "GpuMatND.upload");
              const HostMat host = hostView(in, channelsForUpload(in, self));
-             nb::gil_scoped_release release;
-             if (stream != nullptr) self.upload(host, *stream);
-             else self.upload(host);
+             updateReleased(self, [&](GpuMatND& m) {
+               if (stream != nullptr) m.upload(host, *stream);
+               else m.upload(host);
+             });
+             // The copy may still be reading `host` (possibly a packed temporary).
+             if (stream != nullptr) holdUntilComplete(*stream, in.keep);
            },
            nb::arg("array"), nb::arg("stream") = nb::none(),
            "Copies a numpy array to the device, recreating this array when size or type differ. An array of this "
            "size plus a channel axis fills a multi-channel array in place. Without `stream`: blocking; with it: "
-           "enqueued, and `array` must stay alive and unchanged until the stream completes.")
+           "enqueued (the library keeps the host data alive until the copy has run, but `array` must not be "
+           "changed before the stream completes).")
       .def("download",
            [](const GpuMatND& self, Stream* stream) -> nb::object {
-             if (stream == nullptr) return toNumpy(self);
-             requireNonEmpty(self, "GpuMatND.download");
-             nb::object out = toNumpy(self.clone(*stream));  // ordered after the stream's work, then blocking
-             return out;
+             const GpuMatND m = self;
+             if (stream == nullptr) return toNumpy(m);
+             requireNonEmpty(m, "GpuMatND.download");
+             GpuMatND ordered;
+             {
+               nb::gil_scoped_release release;
+               ordered = m.clone(*stream);  // ordered after the stream's work
+             }
+             return toNumpy(ordered);  // blocking
            },
            nb::arg("stream") = nb::none(),
            "A numpy copy. Without `stream`: blocking. With `stream`: the copy is taken after the work enqueued on "
@@ -360,10 +432,11 @@ void bindArrays(nb::module_& m) {
         std::string shape;
         for (std::int64_t s : shapeOf(self)) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
         return "<devicearray.GpuMatND shape=(" + shape + ") dtype=" +
-               nb::cast<std::string>(nb::str(dtypeOf(depthOf(self.type())))) + " on " + self.device().toString() +
+               pyStr(dtypeOf(depthOf(self.type()))) + " on " + self.device().toString() +
                ">";
       });
-  addArrayProtocols(gpuMatND, [](const GpuMatND& self) -> const GpuMatND& { return self; });
+  // By value: the protocols release the GIL and must not see another thread's change.
+  addArrayProtocols(gpuMatND, [](const GpuMatND& self) { return self; });
 
   // ------------------------------------------------------- DeviceArray --
   auto deviceArray = nb::class_<AnyDeviceArray>(
@@ -372,7 +445,7 @@ void bindArrays(nb::module_& m) {
       "seed's layout ([H,W,C] | [H,W] | [N,C] | [N]).");
   deviceArray
       .def("__init__", [](AnyDeviceArray* self, FormatId f) { new (self) AnyDeviceArray(emptyArray(f)); },
-           nb::arg("format"), "An empty array of `format`.")
+           nb::arg("format").noconvert(), "An empty array of `format`.")
       .def_static(
           "allocate",
           [](FormatId f, int height, int width, std::optional<ComputeDevice> device) {
@@ -380,7 +453,7 @@ void bindArrays(nb::module_& m) {
             nb::gil_scoped_release release;
             return withFormat(f, [&]<class F>() { return AnyDeviceArray{DeviceArray<F>::allocate(height, width, d)}; });
           },
-          nb::arg("format"), nb::arg("height"), nb::arg("width"), nb::arg("device") = nb::none(),
+          nb::arg("format").noconvert(), nb::arg("height"), nb::arg("width"), nb::arg("device") = nb::none(),
           "Organized height x width array (uninitialized). Blocking.")
       .def_static(
           "allocate",
@@ -389,7 +462,7 @@ void bindArrays(nb::module_& m) {
             nb::gil_scoped_release release;
             return withFormat(f, [&]<class F>() { return AnyDeviceArray{DeviceArray<F>::allocate(count, d)}; });
           },
-          nb::arg("format"), nb::arg("count"), nb::arg("device") = nb::none(),
+          nb::arg("format").noconvert(), nb::arg("count"), nb::arg("device") = nb::none(),
           "Unorganized array of `count` elements (uninitialized). Blocking.")
       .def_prop_ro("format", &AnyDeviceArray::format)
       .def("size", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.size(); }); },
@@ -412,17 +485,20 @@ void bindArrays(nb::module_& m) {
       .def("width", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.width(); }); })
       .def("to_host", &toNumpyArray, "Blocking: a numpy copy of shape `shape` (same as to_numpy()).")
       .def("copy_to_host",
-           [](const AnyDeviceArray& a, nb::ndarray<nb::device::cpu, nb::c_contig> dst, Stream& stream) {
-             const std::size_t bytes = dst.nbytes();
-             void* data = dst.data();
-             nb::gil_scoped_release release;
-             a.visit([&]<class F>(const DeviceArray<F>& x) {
-               x.copyToHost(static_cast<F*>(data), bytes, stream.handle());
-             });
+           [](const AnyDeviceArray& a, nb::handle dst, Stream& stream) {
+             const HostDestination out = hostDestination(dst, "DeviceArray.copy_to_host");
+             {
+               nb::gil_scoped_release release;
+               a.visit([&]<class F>(const DeviceArray<F>& x) {
+                 x.copyToHost(static_cast<F*>(out.data), out.bytes, stream.handle());
+               });
+             }
+             holdUntilComplete(stream, out.keep);
            },
            nb::arg("dst"), nb::arg("stream"),
-           "Enqueues a copy into the writable, C-contiguous numpy array `dst` (at least size_in_bytes() bytes) on "
-           "`stream`; `dst` must stay alive until the stream completes.")
+           "Enqueues a copy into the writable, C-contiguous host array `dst` (numpy; at least size_in_bytes() bytes) "
+           "on `stream`; the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
+           "A non-contiguous or read-only `dst` is a ValueError.")
       .def("to_gpu_mat_nd", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.toGpuMatND(); }); },
            "A GpuMatND sharing this memory (size (H, W) or (N,), channels in the type).")
       .def_static(
@@ -430,13 +506,13 @@ void bindArrays(nb::module_& m) {
           [](const GpuMatND& mat, FormatId f) {
             return withFormat(f, [&]<class F>() { return AnyDeviceArray{DeviceArray<F>::fromGpuMatND(mat)}; });
           },
-          nb::arg("mat"), nb::arg("format"), "Shares the memory of a continuous GpuMatND of the format's type.")
+          nb::arg("mat"), nb::arg("format").noconvert(), "Shares the memory of a continuous GpuMatND of the format's type.")
       .def("convert",
            [](const AnyDeviceArray& a, FormatId to, Stream* stream) {
              const ComputeDevice d = deviceOf(a);
              return onStreamOrBlocking(d, stream, [&](const StreamOrQueue& sq) { return convertArray(a, to, sq); });
            },
-           nb::arg("to"), nb::arg("stream") = nb::none(),
+           nb::arg("to").noconvert(), nb::arg("stream") = nb::none(),
            "A new array converted to format `to`. With `stream`: enqueued, non-blocking; without: blocking.")
       .def("__repr__", [](const AnyDeviceArray& a) {
         const std::string name(formatInfo(a.format()).name);
@@ -470,7 +546,7 @@ void bindArrays(nb::module_& m) {
         const HostInput in = hostInput(array, true, "from_numpy");
         return nb::cast(withFormat(*format, [&]<class F>() { return fromNumpyAs<F>(in, d); }));
       },
-      nb::arg("array"), nb::arg("format") = nb::none(), nb::arg("device") = nb::none(),
+      nb::arg("array"), nb::arg("format").noconvert() = nb::none(), nb::arg("device") = nb::none(),
       "Blocking upload of a numpy array (non-contiguous input is packed). Without `format`: a GpuMatND of the "
       "array's shape and dtype (one channel; the last axis is not folded). With `format`: a DeviceArray, the array "
       "being (H, W, C) / (N, C) (or (H, W) / (N,) for one-channel formats) of the format's dtype.");
@@ -480,7 +556,7 @@ void bindArrays(nb::module_& m) {
         return onStreamOrBlocking(deviceOf(src), stream,
                                   [&](const StreamOrQueue& sq) { return convertArray(src, to, sq); });
       },
-      nb::arg("src"), nb::arg("to"), nb::arg("stream") = nb::none(),
+      nb::arg("src"), nb::arg("to").noconvert(), nb::arg("stream") = nb::none(),
       "convert<To>(src, stream): a new array of format `to` (API.md §6a).");
   m.def(
       "convert_into",

@@ -4,7 +4,11 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+// Every file casts strings: one type caster for std::string in the whole module
+// (a file without it would instantiate nanobind's generic caster, an ODR clash).
+#include <nanobind/stl/string.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -71,6 +75,10 @@ auto withFormat(FormatId id, Fn&& fn) -> decltype(fn.template operator()<PointXY
   }
 }
 
+/// str(value). Takes a handle on purpose: nb::str(obj.attr(...)) converts through
+/// the copy constructor, which wraps a non-str object instead of calling str().
+inline std::string pyStr(nb::handle value) { return nb::cast<std::string>(nb::str(value)); }
+
 inline ComputeDevice deviceOrDefault(const std::optional<ComputeDevice>& device) {
   return device ? *device : ComputeDevice::defaultDevice();
 }
@@ -90,6 +98,64 @@ auto onStreamOrBlocking(const ComputeDevice& device, const Stream* stream, Fn&& 
 
 /// An empty DeviceArray of `format`.
 AnyDeviceArray emptyArray(FormatId format);
+
+// ------------------------------------------------ one object, many threads ----
+//
+// Python threads share objects, and the bindings release the GIL while the device
+// works. A method that read or changed `self` with the GIL released could see (or
+// leave) it half-changed by another thread. So every such method works on a copy
+// (a few reference counts): readers take a snapshot with the GIL held; writers
+// change a copy and store it back with the GIL held. Each Python-level call then
+// sees `self` before or after another thread's call, never in between.
+
+/// fn(snapshot of self) with the GIL released.
+template <class T, class Fn>
+auto readReleased(const T& self, Fn&& fn) {
+  const T snapshot = self;
+  nb::gil_scoped_release release;
+  return fn(snapshot);
+}
+
+/// fn(copy of self) with the GIL released, then self = copy (GIL held). On an
+/// exception `self` is left as it was.
+template <class T, class Fn>
+void updateReleased(T& self, Fn&& fn) {
+  T copy = self;
+  {
+    nb::gil_scoped_release release;
+    fn(copy);
+  }
+  self = std::move(copy);
+}
+
+// ---------------------------------------------------- host memory in flight ----
+
+/// Keeps `host` (a Python object owning host memory that work enqueued on `stream`
+/// reads or writes) alive until that work completes: an event is recorded on
+/// `stream` now and the reference is dropped once it has completed. Call with the
+/// GIL held, right after enqueueing.
+void holdUntilComplete(const Stream& stream, nb::object host);
+/// Drops the references whose work has completed. Non-blocking; GIL held.
+void releaseCompletedHostObjects();
+/// Blocks until all held work has completed and drops every reference (at
+/// interpreter exit, before the objects' memory goes away).
+void waitForHeldHostObjects();
+
+// ------------------------------------------------------ checked arguments ----
+// Python values checked once at the boundary: TypeError for a wrong type,
+// ValueError for a wrong value, each naming `what`.
+
+/// A Python int (not bool) in [min, max].
+long long intArgument(nb::handle value, const char* what, long long min = LLONG_MIN, long long max = LLONG_MAX);
+/// A Python bool (or numpy.bool_).
+bool boolArgument(nb::handle value, const char* what);
+/// A tuple of exactly `n` items.
+nb::tuple tupleArgument(nb::handle value, std::size_t n, const char* what);
+/// Whether `handle` (an integer the caller passed as a cl_command_queue or a
+/// cudaStream_t other than the special 0, 1, 2) can be an object's address at all:
+/// the first page is never mapped, and driver objects are pointer-aligned.
+/// Passing anything else to the driver would crash instead of failing.
+bool plausiblePointer(std::uintptr_t handle);
 
 // ----------------------------------------------------------------- dtypes ----
 

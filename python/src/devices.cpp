@@ -17,10 +17,22 @@ namespace {
 
 std::uintptr_t handleValue(void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-/// A StreamOrQueue of `backend` around the integer handle `handle`.
-StreamOrQueue streamOrQueueOf(ComputeBackend backend, std::uintptr_t handle) {
+/// A StreamOrQueue of `backend` around the integer handle `handle`. A value that
+/// cannot be a handle of that backend is a ValueError here: the driver would
+/// dereference it.
+StreamOrQueue streamOrQueueOf(ComputeBackend backend, std::uintptr_t handle, const char* fn) {
   void* native = reinterpret_cast<void*>(handle);
-  if (backend == ComputeBackend::cuda) return CUDAStreamPtr{native};
+  if (backend == ComputeBackend::cuda) {
+    // 0, 1 and 2: the legacy default stream (as 0 or cudaStreamLegacy) and the per-thread one.
+    if (handle > 2 && !plausiblePointer(handle))
+      throw nb::value_error((std::string(fn) + ": " + std::to_string(handle) + " is not a cudaStream_t").c_str());
+    return CUDAStreamPtr{native};
+  }
+  if (!plausiblePointer(handle))
+    throw nb::value_error((std::string(fn) + ": " + std::to_string(handle) +
+                           " is not a cl_command_queue (0, 1 and 2 name CUDA's default streams; this device is "
+                           "OpenCL)")
+                              .c_str());
   return OpenCLCommandQueuePtr{native};
 }
 
@@ -86,13 +98,20 @@ void bindDevices(nb::module_& m) {
       .def_static(
           "wrap",
           [](const ComputeDevice& device, std::uintptr_t handle) {
-            return Stream::wrap(device, streamOrQueueOf(device.backend(), handle));
+            return Stream::wrap(device, streamOrQueueOf(device.backend(), handle, "Stream.wrap"));
           },
           nb::arg("device"), nb::arg("handle"),
           "Wraps the caller's cudaStream_t (0 = legacy default, 2 = per-thread default) or cl_command_queue, given "
           "as an integer; the caller keeps it alive.")
       .def("query_if_complete", &Stream::queryIfComplete, "True when all enqueued work has completed. Non-blocking.")
-      .def("wait_for_completion", &Stream::waitForCompletion, nb::call_guard<nb::gil_scoped_release>(),
+      .def("wait_for_completion",
+           [](Stream& s) {
+             {
+               nb::gil_scoped_release release;
+               s.waitForCompletion();
+             }
+             releaseCompletedHostObjects();
+           },
            "Blocks until all enqueued work has completed.")
       .def("wait_event", &Stream::waitEvent, nb::arg("event"),
            "Later work on this stream waits for `event` (device-side, no host sync).")
@@ -112,12 +131,24 @@ void bindDevices(nb::module_& m) {
       .def_static("elapsed_time", &Event::elapsedTime, nb::arg("start"), nb::arg("end"),
                   nb::call_guard<nb::gil_scoped_release>(), "Milliseconds between two recorded events.");
 
-  m.def("synchronize_stream", [](const Stream& s) { synchronizeStream(s.handle()); }, nb::arg("stream"),
-        nb::call_guard<nb::gil_scoped_release>(), "Blocks until all work on `stream` has completed.");
   m.def(
       "synchronize_stream",
-      [](std::uintptr_t handle, ComputeBackend backend) { synchronizeStream(streamOrQueueOf(backend, handle)); },
-      nb::arg("handle"), nb::arg("backend"), nb::call_guard<nb::gil_scoped_release>(),
+      [](const Stream& s) {
+        {
+          nb::gil_scoped_release release;
+          synchronizeStream(s.handle());
+        }
+        releaseCompletedHostObjects();
+      },
+      nb::arg("stream"), "Blocks until all work on `stream` has completed.");
+  m.def(
+      "synchronize_stream",
+      [](std::uintptr_t handle, ComputeBackend backend) {
+        const StreamOrQueue sq = streamOrQueueOf(backend, handle, "synchronize_stream");
+        nb::gil_scoped_release release;
+        synchronizeStream(sq);
+      },
+      nb::arg("handle"), nb::arg("backend").noconvert(),
       "Blocks until all work on the raw cudaStream_t / cl_command_queue `handle` has completed.");
 }
 

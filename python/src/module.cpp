@@ -49,12 +49,12 @@ nb::object numpyModule() { return nb::module_::import_("numpy"); }
 
 Depth depthFromDtype(nb::handle dtype, const char* fn) {
   nb::object dt = numpyModule().attr("dtype")(dtype);
-  const std::string name = nb::cast<std::string>(nb::str(dt.attr("name")));
+  const std::string name = pyStr(dt.attr("name"));
   if (nb::cast<bool>(dt.attr("isnative")))
     for (const DtypeName& d : kDtypes)
       if (name == d.name) return d.depth;
   throw Error(ErrorCode::InvalidArgument,
-              std::string(fn) + ": dtype " + nb::cast<std::string>(nb::str(dt)) +
+              std::string(fn) + ": dtype " + pyStr(dt) +
                   " has no devicearray depth (supported, native byte order: uint8, int8, uint16, int16, int32, "
                   "float32, float64, float16)");
 }
@@ -161,8 +161,18 @@ NB_MODULE(_devicearray, m) {
       std::rethrow_exception(p);
     } catch (const Error& e) {
       PyErr_SetString(py::exceptionFor(e.code()), e.what());
+    } catch (const nanobind::cast_error&) {
+      // Arguments are checked where they are taken; this is the net under a value of
+      // the wrong type deeper inside (a bare "std::bad_cast" says nothing).
+      PyErr_SetString(PyExc_TypeError, "devicearray: a value has the wrong type for this call");
     }
   });
+
+  // Enqueued copies may still read or write host arrays when the interpreter exits;
+  // wait for them while those arrays are still alive.
+  m.def("_wait_for_held_host_objects", &py::waitForHeldHostObjects,
+        "At exit: waits for the copies that still use host arrays, then releases those arrays.");
+  nanobind::module_::import_("atexit").attr("register")(m.attr("_wait_for_held_host_objects"));
 
   py::bindDevices(m);
   py::bindArrays(m);

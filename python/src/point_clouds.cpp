@@ -8,6 +8,8 @@
 #include <nanobind/stl/string.h>
 
 #include <array>
+#include <climits>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,17 +35,24 @@ DeviceArray<F> optionalFormat(const std::optional<AnyDeviceArray>& a, const char
 }
 
 /// A 4x4 row-major matrix from a numpy array / nested sequence (4x4) or 16 numbers.
-Matrix4x4 matrixFrom(nb::handle obj) {
-  nb::object flat = nb::module_::import_("numpy").attr("asarray")(obj, nb::arg("dtype") = "float32");
-  nb::tuple shape = nb::cast<nb::tuple>(flat.attr("shape"));
-  const bool square = shape.size() == 2 && nb::cast<int>(shape[0]) == 4 && nb::cast<int>(shape[1]) == 4;
-  const bool linear = shape.size() == 1 && nb::cast<int>(shape[0]) == 16;
-  if (!square && !linear)
-    throw Error(ErrorCode::InvalidArgument, "transform: the matrix must be 4x4 (or 16 values, row-major), got shape " +
-                                                nb::cast<std::string>(nb::str(flat.attr("shape"))));
-  flat = flat.attr("reshape")(16);
+Matrix4x4 matrixFrom(nb::handle obj, const char* fn) {
+  nb::object np = nb::module_::import_("numpy");
+  nb::object values;
+  try {
+    values = np.attr("ascontiguousarray")(obj, nb::arg("dtype") = "float32");
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
+    throw nb::type_error((std::string(fn) + ": the matrix must be 4x4 numbers (or 16, row-major): " + e.what()).c_str());
+  }
+  const std::string shape = pyStr(values.attr("shape"));
+  if (shape != "(4, 4)" && shape != "(16,)")
+    throw nb::value_error((std::string(fn) + ": the matrix must be 4x4 (or 16 values, row-major), got shape " + shape)
+                              .c_str());
+  Py_buffer view;
+  if (PyObject_GetBuffer(values.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
   Matrix4x4 m{};
-  for (int i = 0; i < 16; ++i) m[static_cast<std::size_t>(i)] = nb::cast<float>(flat[nb::int_(i)]);
+  std::memcpy(m.data(), view.buf, sizeof(m));
+  PyBuffer_Release(&view);
   return m;
 }
 
@@ -76,18 +85,25 @@ struct HostMask {
 HostMask hostMask(nb::handle obj) {
   nb::object np = nb::module_::import_("numpy");
   nb::object arr = np.attr("asarray")(obj);
-  const std::string kind = nb::cast<std::string>(nb::str(arr.attr("dtype")));
+  const std::string kind = pyStr(arr.attr("dtype").attr("name"));
   if (kind != "uint8" && kind != "bool")
-    throw Error(ErrorCode::InvalidArgument, "mask: a host mask must be uint8 or bool, not " + kind);
+    throw nb::value_error(("mask: a host mask must be uint8 or bool, not " + kind).c_str());
+  if (nb::cast<int>(arr.attr("ndim")) != 2)
+    throw nb::value_error(("mask: a host mask must have shape (H, W), got shape " +
+                           pyStr(arr.attr("shape")))
+                              .c_str());
   HostMask m;
-  m.keep = np.attr("ascontiguousarray")(arr, nb::arg("dtype") = "uint8");
-  auto view = nb::cast<nb::ndarray<nb::device::cpu, nb::c_contig, nb::ro>>(m.keep);
-  if (view.ndim() != 2)
-    throw Error(ErrorCode::InvalidArgument, "mask: a host mask must have shape (H, W), got " +
-                                                std::to_string(view.ndim()) + " axes");
-  m.data = static_cast<const std::uint8_t*>(view.data());
-  m.height = static_cast<int>(view.shape(0));
-  m.width = static_cast<int>(view.shape(1));
+  // bool and uint8 have the same size; a bool mask is read as its 0 / 1 bytes.
+  m.keep = np.attr("ascontiguousarray")(arr).attr("view")("uint8");
+  Py_buffer view;
+  if (PyObject_GetBuffer(m.keep.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  m.data = static_cast<const std::uint8_t*>(view.buf);
+  const Py_ssize_t height = view.shape[0], width = view.shape[1];
+  PyBuffer_Release(&view);  // `keep` owns the memory
+  if (height > INT_MAX || width > INT_MAX)
+    throw nb::value_error("mask: the host mask is larger than INT_MAX along an axis");
+  m.height = static_cast<int>(height);
+  m.width = static_cast<int>(width);
   return m;
 }
 
@@ -156,89 +172,91 @@ void bindPointClouds(nb::module_& m) {
       .def("has_snrs", &PointCloud::hasSNRs)
       .def("device", &PointCloud::device)
       .def("device_points_xyz",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};
            },
            nb::arg("stream") = nb::none(), (std::string("A new PointXYZ array.") + kStreamDoc).c_str())
       .def("device_points_xyzw",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZW(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_points_z",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsZ(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_snrs",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceSNRs(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_normals_xyz",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceNormalsXYZ(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("image_device_array",
-           [](const PointCloud& pc, FormatId format, const Stream* s) {
+           [](PointCloud pc, FormatId format, const Stream* s) {
              return colorArray(format, [&]<class C>() {
                return onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.imageDeviceArray<C>(sq); });
              });
            },
-           nb::arg("format"), nb::arg("stream") = nb::none(), "The colours as a new array of colour format `format`.")
+           nb::arg("format").noconvert(), nb::arg("stream") = nb::none(), "The colours as a new array of colour format `format`.")
       .def("downsample",
            [](PointCloud& pc, Downsampling d, const Stream* s) {
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.downsample(d, s->handle());
-             else pc.downsample(d);
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.downsample(d, s->handle());
+               else cloud.downsample(d);
+             });
            },
-           nb::arg("downsampling"), nb::arg("stream") = nb::none())
+           nb::arg("downsampling").noconvert(), nb::arg("stream") = nb::none())
       .def("downsampled",
-           [](const PointCloud& pc, Downsampling d, const Stream* s) {
+           [](PointCloud pc, Downsampling d, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.downsampled(d, s->handle()) : pc.downsampled(d);
            },
-           nb::arg("downsampling"), nb::arg("stream") = nb::none())
+           nb::arg("downsampling").noconvert(), nb::arg("stream") = nb::none())
       .def("transform",
            [](PointCloud& pc, nb::handle matrix, const Stream* s) {
-             const Matrix4x4 mat = matrixFrom(matrix);
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.transform(mat, s->handle());
-             else pc.transform(mat);
+             const Matrix4x4 mat = matrixFrom(matrix, "transform");
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.transform(mat, s->handle());
+               else cloud.transform(mat);
+             });
            },
            nb::arg("matrix"), nb::arg("stream") = nb::none(), "Applies a 4x4 row-major rigid transform in place.")
       .def("transformed",
-           [](const PointCloud& pc, nb::handle matrix, const Stream* s) {
-             const Matrix4x4 mat = matrixFrom(matrix);
+           [](PointCloud pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix, "transform");
              nb::gil_scoped_release release;
              return s != nullptr ? pc.transformed(mat, s->handle()) : pc.transformed(mat);
            },
            nb::arg("matrix"), nb::arg("stream") = nb::none())
-      .def("transformation_matrix", [](const PointCloud& pc) { return matrixTo(pc.transformationMatrix()); },
+      .def("transformation_matrix", [](PointCloud pc) { return matrixTo(pc.transformationMatrix()); },
            "The accumulated 4x4 transform (numpy float32).")
       .def("mask",
            [](PointCloud& pc, const GpuMatND& mask, const Stream* s) {
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.mask(mask, s->handle());
-             else pc.mask(mask);
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.mask(mask, s->handle());
+               else cloud.mask(mask);
+             });
            },
            nb::arg("mask"), nb::arg("stream") = nb::none(), "Points where the (H, W) uint8 mask is 0 become NaN.")
       .def("mask",
            [](PointCloud& pc, nb::handle mask) {
              const HostMask hm = hostMask(mask);
-             nb::gil_scoped_release release;
-             pc.mask(hm.data, hm.height, hm.width);
+             updateReleased(pc, [&](PointCloud& cloud) { cloud.mask(hm.data, hm.height, hm.width); });
            },
            nb::arg("mask"), "Host mask: an (H, W) uint8 or bool numpy array.")
       .def("masked",
-           [](const PointCloud& pc, const GpuMatND& mask, const Stream* s) {
+           [](PointCloud pc, const GpuMatND& mask, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.masked(mask, s->handle()) : pc.masked(mask);
            },
            nb::arg("mask"), nb::arg("stream") = nb::none())
       .def("masked",
-           [](const PointCloud& pc, nb::handle mask) {
+           [](PointCloud pc, nb::handle mask) {
              const HostMask hm = hostMask(mask);
              HostMat host({hm.height, hm.width}, makeType(Depth::U8, 1), const_cast<std::uint8_t*>(hm.data));
              nb::gil_scoped_release release;
@@ -247,19 +265,20 @@ void bindPointClouds(nb::module_& m) {
            nb::arg("mask"))
       .def("mask_by_region_of_interest",
            [](PointCloud& pc, const RegionOfInterestBox& box, const Stream* s) {
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.maskByRegionOfInterest(box, s->handle());
-             else pc.maskByRegionOfInterest(box);
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.maskByRegionOfInterest(box, s->handle());
+               else cloud.maskByRegionOfInterest(box);
+             });
            },
            nb::arg("box"), nb::arg("stream") = nb::none())
       .def("masked_by_region_of_interest",
-           [](const PointCloud& pc, const RegionOfInterestBox& box, const Stream* s) {
+           [](PointCloud pc, const RegionOfInterestBox& box, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.maskedByRegionOfInterest(box, s->handle()) : pc.maskedByRegionOfInterest(box);
            },
            nb::arg("box"), nb::arg("stream") = nb::none())
       .def("to_unorganized_point_cloud",
-           [](const PointCloud& pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.toUnorganizedPointCloud(s->handle()) : pc.toUnorganizedPointCloud();
            },
@@ -285,29 +304,29 @@ void bindPointClouds(nb::module_& m) {
       .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
       .def("device", &UnorganizedPointCloud::device)
       .def("device_points_xyz",
-           [](const UnorganizedPointCloud& pc, const Stream* s) {
+           [](UnorganizedPointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_points_xyzw",
-           [](const UnorganizedPointCloud& pc, const Stream* s) {
+           [](UnorganizedPointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZW(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_snrs",
-           [](const UnorganizedPointCloud& pc, const Stream* s) {
+           [](UnorganizedPointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceSNRs(sq); })};
            },
            nb::arg("stream") = nb::none())
       .def("device_colors",
-           [](const UnorganizedPointCloud& pc, FormatId format, const Stream* s) {
+           [](UnorganizedPointCloud pc, FormatId format, const Stream* s) {
              return colorArray(format, [&]<class C>() {
                return onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceColors<C>(sq); });
              });
            },
-           nb::arg("format"), nb::arg("stream") = nb::none())
+           nb::arg("format").noconvert(), nb::arg("stream") = nb::none())
       .def("voxel_downsampled",
-           [](const UnorganizedPointCloud& pc, float voxelSize, int minPoints, const Stream* s) {
+           [](UnorganizedPointCloud pc, float voxelSize, int minPoints, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.voxelDownsampled(voxelSize, minPoints, s->handle())
                                  : pc.voxelDownsampled(voxelSize, minPoints);
@@ -315,47 +334,51 @@ void bindPointClouds(nb::module_& m) {
            nb::arg("voxel_size"), nb::arg("min_points_per_voxel"), nb::arg("stream") = nb::none())
       .def("transform",
            [](UnorganizedPointCloud& pc, nb::handle matrix, const Stream* s) {
-             const Matrix4x4 mat = matrixFrom(matrix);
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.transform(mat, s->handle());
-             else pc.transform(mat);
+             const Matrix4x4 mat = matrixFrom(matrix, "transform");
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.transform(mat, s->handle());
+               else cloud.transform(mat);
+             });
            },
            nb::arg("matrix"), nb::arg("stream") = nb::none())
       .def("transformed",
-           [](const UnorganizedPointCloud& pc, nb::handle matrix, const Stream* s) {
-             const Matrix4x4 mat = matrixFrom(matrix);
+           [](UnorganizedPointCloud pc, nb::handle matrix, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix, "transform");
              nb::gil_scoped_release release;
              return s != nullptr ? pc.transformed(mat, s->handle()) : pc.transformed(mat);
            },
            nb::arg("matrix"), nb::arg("stream") = nb::none())
       .def("transformation_matrix",
-           [](const UnorganizedPointCloud& pc) { return matrixTo(pc.transformationMatrix()); })
+           [](UnorganizedPointCloud pc) { return matrixTo(pc.transformationMatrix()); })
       .def("extend",
-           [](UnorganizedPointCloud& pc, const UnorganizedPointCloud& other, const Stream* s) {
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.extend(other, s->handle());
-             else pc.extend(other);
+           [](UnorganizedPointCloud& pc, UnorganizedPointCloud other, const Stream* s) {
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.extend(other, s->handle());
+               else cloud.extend(other);
+             });
            },
            nb::arg("other"), nb::arg("stream") = nb::none())
       .def("paint_uniform_color",
            [](UnorganizedPointCloud& pc, std::array<int, 4> rgba, const Stream* s) {
              const ColorRGBA c = colorFrom(rgba);
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.paintUniformColor(c, s->handle());
-             else pc.paintUniformColor(c);
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.paintUniformColor(c, s->handle());
+               else cloud.paintUniformColor(c);
+             });
            },
            nb::arg("rgba"), nb::arg("stream") = nb::none(), "Sets every colour to linear (r, g, b, a) in [0, 255].")
       .def("centroid",
-           [](const UnorganizedPointCloud& pc, const Stream* s) {
+           [](UnorganizedPointCloud pc, const Stream* s) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.centroid(s->handle()) : pc.centroid();
            },
            nb::arg("stream") = nb::none(), "Mean of the points (x, y, z).")
       .def("center",
            [](UnorganizedPointCloud& pc, const Stream* s) {
-             nb::gil_scoped_release release;
-             if (s != nullptr) pc.center(s->handle());
-             else pc.center();
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.center(s->handle());
+               else cloud.center();
+             });
            },
            nb::arg("stream") = nb::none(), "Translates the cloud so that its centroid is the origin.");
 
@@ -375,14 +398,14 @@ void bindPointClouds(nb::module_& m) {
       .def("is_empty", &Frame2D::isEmpty)
       .def("device", &Frame2D::device)
       .def("image_device_array",
-           [](const Frame2D& f, FormatId format, const Stream* s) {
+           [](Frame2D f, FormatId format, const Stream* s) {
              return colorArray(format, [&]<class C>() {
                return onStreamOrBlocking(f.device(), s, [&](StreamOrQueue sq) { return f.imageDeviceArray<C>(sq); });
              });
            },
-           nb::arg("format"), nb::arg("stream") = nb::none(), "The image as a new array of colour format `format`.")
+           nb::arg("format").noconvert(), nb::arg("stream") = nb::none(), "The image as a new array of colour format `format`.")
       .def("image_device_array",
-           [](const Frame2D& f, const AnyDeviceArray& dst, const Stream* s) {
+           [](Frame2D f, const AnyDeviceArray& dst, const Stream* s) {
              dst.visit([&]<class C>(const DeviceArray<C>& d) {
                if constexpr (isColorFormat<C>) {
                  if (d.isEmpty()) throw Error(ErrorCode::InvalidArgument, "Frame2D.image_device_array: dst is empty");

@@ -108,23 +108,28 @@ ConsumerStream parseConsumerStream(const GpuMatND& mat, nb::handle stream) {
     if (!cuda) out.blocking = true;
     return out;
   }
-  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
-    throw nb::type_error("__dlpack__: stream must be None or an int (a cudaStream_t / cl_command_queue)");
-  const long long value = nb::cast<long long>(stream);
+  const long long value = intArgument(stream, "__dlpack__: stream (a cudaStream_t / cl_command_queue)", -1);
   if (value == -1) {
     out.synchronize = false;
     return out;
   }
+  const auto handle = static_cast<std::uintptr_t>(value);
   if (cuda) {
     if (value == 0)
       throw nb::value_error("__dlpack__: stream=0 is ambiguous and not allowed on CUDA (use 1 for the legacy "
                             "default stream, 2 for the per-thread default stream)");
-    if (value < -1) throw nb::value_error(("__dlpack__: invalid stream " + std::to_string(value)).c_str());
-    out.native = value == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+    if (value > 2 && !plausiblePointer(handle))
+      throw nb::value_error(("__dlpack__: stream=" + std::to_string(value) + " is not a cudaStream_t").c_str());
+    out.native = value == 1 ? nullptr : reinterpret_cast<void*>(handle);
   } else {
-    if (value <= 0)
-      throw nb::value_error(("__dlpack__: invalid OpenCL command queue " + std::to_string(value)).c_str());
-    out.native = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+    // 1 and 2 are CUDA's default streams, which array-API consumers pass by habit;
+    // no OpenCL queue can have such an address.
+    if (!plausiblePointer(handle))
+      throw nb::buffer_error(("__dlpack__: stream=" + std::to_string(value) + " is not a cl_command_queue; this "
+                              "array is on OpenCL (CUDA stream numbers do not apply; pass None to have the "
+                              "library's work finished first, or the integer value of your cl_command_queue)")
+                                 .c_str());
+    out.native = reinterpret_cast<void*>(handle);
   }
   return out;
 }
@@ -359,25 +364,37 @@ std::optional<Depth> depthOfTypestr(const std::string& s) {
 
 GpuMatND importCudaArrayInterface(nb::handle obj) {
   constexpr const char* fn = "from_dlpack(__cuda_array_interface__)";
-  nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+  nb::object interface = obj.attr("__cuda_array_interface__");
+  if (!PyDict_Check(interface.ptr()))
+    throw nb::type_error("from_dlpack: __cuda_array_interface__ must be a dict");
+  nb::dict cai = nb::borrow<nb::dict>(interface);
+  for (const char* key : {"typestr", "data", "shape"})
+    if (!cai.contains(key))
+      throw nb::value_error((std::string("from_dlpack: __cuda_array_interface__ has no '") + key + "'").c_str());
   if (cai.contains("mask") && !cai["mask"].is_none())
     throw nb::buffer_error("from_dlpack: masked __cuda_array_interface__ arrays are not supported");
+  if (!PyUnicode_Check(cai["typestr"].ptr()))
+    throw nb::type_error("from_dlpack: __cuda_array_interface__['typestr'] must be a str");
   const std::string typestr = nb::cast<std::string>(cai["typestr"]);
   const std::optional<Depth> depth = depthOfTypestr(typestr);
   if (!depth)
     throw nb::buffer_error(("from_dlpack: __cuda_array_interface__ typestr '" + typestr +
                             "' has no devicearray depth (little-endian u1 i1 u2 i2 i4 f2 f4 f8)")
                                .c_str());
-  nb::tuple data = nb::cast<nb::tuple>(cai["data"]);
-  const auto pointer = nb::cast<std::uintptr_t>(data[0]);
-  if (nb::cast<bool>(data[1]))
+  nb::tuple data = tupleArgument(cai["data"], 2, "from_dlpack: __cuda_array_interface__['data'] (pointer, read_only)");
+  const auto pointer = static_cast<std::uintptr_t>(
+      intArgument(data[0], "from_dlpack: __cuda_array_interface__['data'][0] (pointer)", 0));
+  if (boolArgument(data[1], "from_dlpack: __cuda_array_interface__['data'][1] (read_only)"))
     throw nb::buffer_error("from_dlpack: read-only __cuda_array_interface__ arrays are not supported (GpuMatND "
                            "has no read-only mode)");
   auto owner = std::make_unique<InterfaceOwner>();
   const std::size_t elem = depthSize(*depth);
   std::vector<int> size;
-  for (nb::handle h : nb::cast<nb::tuple>(cai["shape"])) {
-    const auto len = nb::cast<long long>(h);
+  nb::handle shape = cai["shape"];
+  if (!PyTuple_Check(shape.ptr()))
+    throw nb::type_error("from_dlpack: __cuda_array_interface__['shape'] must be a tuple of ints");
+  for (nb::handle h : nb::borrow<nb::tuple>(shape)) {
+    const long long len = intArgument(h, "from_dlpack: __cuda_array_interface__['shape'] item");
     if (len < 1 || len > INT_MAX)
       throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": axis length " + std::to_string(len) +
                                                   " (lengths must be in [1, INT_MAX])");
@@ -387,8 +404,12 @@ GpuMatND importCudaArrayInterface(nb::handle obj) {
   if (size.empty()) throw nb::buffer_error("from_dlpack: 0-d __cuda_array_interface__ arrays are not supported");
   std::vector<std::size_t> steps;
   if (cai.contains("strides") && !cai["strides"].is_none()) {
-    for (nb::handle h : nb::cast<nb::tuple>(cai["strides"])) {
-      const auto bytes = nb::cast<long long>(h);
+    nb::handle strides = cai["strides"];
+    if (!PyTuple_Check(strides.ptr()) || nb::borrow<nb::tuple>(strides).size() != size.size())
+      throw nb::type_error("from_dlpack: __cuda_array_interface__['strides'] must be None or a tuple of one int "
+                           "per axis");
+    for (nb::handle h : nb::borrow<nb::tuple>(strides)) {
+      const long long bytes = intArgument(h, "from_dlpack: __cuda_array_interface__['strides'] item");
       if (bytes < 1 || bytes % static_cast<long long>(elem) != 0)
         throw nb::buffer_error(("from_dlpack: __cuda_array_interface__ stride " + std::to_string(bytes) +
                                 " is not a positive multiple of the element size")
@@ -397,18 +418,26 @@ GpuMatND importCudaArrayInterface(nb::handle obj) {
       steps.push_back(static_cast<std::size_t>(bytes));
     }
   }
+  // The producer's pending work: the array is ready on "stream" (v3).
+  std::optional<long long> stream;
+  if (cai.contains("stream") && !cai["stream"].is_none()) {
+    const long long s = intArgument(cai["stream"], "from_dlpack: __cuda_array_interface__['stream']", 0);
+    if (s == 0) throw nb::value_error("from_dlpack: __cuda_array_interface__ stream 0 is not allowed");
+    if (s > 2 && !plausiblePointer(static_cast<std::uintptr_t>(s)))
+      throw nb::value_error(("from_dlpack: __cuda_array_interface__ stream " + std::to_string(s) +
+                             " is not a cudaStream_t")
+                                .c_str());
+    stream = s;
+  }
+
   const int type = makeType(*depth, 1);
   // The pointer's device decides where the array lives (the external-memory
   // constructor finds and verifies it).
   const ComputeDevice device = GpuMatND(size, type, reinterpret_cast<void*>(pointer), steps).device();
-
-  // The producer's pending work: the array is ready on "stream" (v3).
   std::shared_ptr<detail::QueueImpl> producerQueue;
-  if (cai.contains("stream") && !cai["stream"].is_none()) {
-    const auto s = nb::cast<long long>(cai["stream"]);
-    if (s == 0) throw nb::value_error("from_dlpack: __cuda_array_interface__ stream 0 is not allowed");
-    producerQueue = device.impl()->wrapQueue(s == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(s)));
-  }
+  if (stream)
+    producerQueue =
+        device.impl()->wrapQueue(*stream == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(*stream)));
 
   DLTensor& t = owner->tensor.dl_tensor;
   t.data = reinterpret_cast<void*>(pointer);
@@ -440,24 +469,27 @@ nb::object dlpackCapsule(const GpuMatND& mat, nb::handle stream, nb::handle maxV
   if (mat.empty()) throw nb::buffer_error("__dlpack__: the array is empty; there is nothing to export");
   bool versioned = false;
   if (!maxVersion.is_none()) {
-    nb::tuple v;
-    if (!nb::try_cast(maxVersion, v) || v.size() != 2)
-      throw nb::type_error("__dlpack__: max_version must be None or a (major, minor) tuple of ints");
-    versioned = nb::cast<long long>(v[0]) >= 1;
+    nb::tuple v = tupleArgument(maxVersion, 2, "__dlpack__: max_version (major, minor)");
+    for (nb::handle part : v)
+      if (!PyLong_Check(part.ptr()) || PyBool_Check(part.ptr()))
+        throw nb::type_error("__dlpack__: max_version must be a (major, minor) tuple of ints");
+    // Any major >= 1, however large, is a consumer of versioned capsules.
+    versioned = PyObject_RichCompareBool(v[0].ptr(), nb::int_(1).ptr(), Py_GE) == 1;
+    if (PyObject_RichCompareBool(v[0].ptr(), nb::int_(0).ptr(), Py_LT) == 1 ||
+        PyObject_RichCompareBool(v[1].ptr(), nb::int_(0).ptr(), Py_LT) == 1)
+      throw nb::value_error("__dlpack__: max_version must not be negative");
   }
   std::optional<bool> copyRequest;
-  if (!copy.is_none()) copyRequest = nb::cast<bool>(copy);
+  if (!copy.is_none()) copyRequest = boolArgument(copy, "__dlpack__: copy");
 
   const ComputeDevice device = mat.device();
   const int ownType = mat.backend() == ComputeBackend::cuda ? kDLCUDA : kDLOpenCL;
   const int ownId = dlpackDeviceId(device);
   bool toHost = false;
   if (!dlDevice.is_none()) {
-    nb::tuple d;
-    if (!nb::try_cast(dlDevice, d) || d.size() != 2)
-      throw nb::type_error("__dlpack__: dl_device must be None or a (device_type, device_id) tuple");
-    const auto type = nb::cast<long long>(d[0]);
-    const auto id = nb::cast<long long>(d[1]);
+    nb::tuple d = tupleArgument(dlDevice, 2, "__dlpack__: dl_device (device_type, device_id)");
+    const long long type = intArgument(d[0], "__dlpack__: dl_device[0] (device_type)");
+    const long long id = intArgument(d[1], "__dlpack__: dl_device[1] (device_id)");
     if (type == kDLCPU && id == 0) {
       if (copyRequest && !*copyRequest)
         throw nb::buffer_error("__dlpack__: dl_device=(kDLCPU, 0) needs a copy of the device memory but copy=False");
@@ -549,7 +581,7 @@ nb::dict cudaArrayInterface(const GpuMatND& mat) {
 }
 
 nb::object arrayForNumpy(const GpuMatND& mat, nb::handle dtype, nb::handle copy) {
-  if (!copy.is_none() && !nb::cast<bool>(copy))
+  if (!copy.is_none() && !boolArgument(copy, "__array__: copy"))
     throw nb::value_error("__array__: device memory cannot be viewed by numpy without a copy (copy=False)");
   nb::object out = toNumpy(mat);
   if (!dtype.is_none()) out = out.attr("astype")(dtype, nb::arg("copy") = false);
@@ -577,9 +609,10 @@ void bindProtocols(nb::module_& m) {
           int deviceType = kDLCPU;
           int deviceId = 0;
           if (nb::hasattr(obj, "__dlpack_device__")) {
-            nb::tuple d = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
-            deviceType = nb::cast<int>(d[0]);
-            deviceId = nb::cast<int>(d[1]);
+            nb::object reported = obj.attr("__dlpack_device__")();
+            nb::tuple d = tupleArgument(reported, 2, "from_dlpack: the result of __dlpack_device__()");
+            deviceType = static_cast<int>(intArgument(d[0], "from_dlpack: __dlpack_device__()[0]", 0, INT_MAX));
+            deviceId = static_cast<int>(intArgument(d[1], "from_dlpack: __dlpack_device__()[1]", 0, INT_MAX));
           }
           // On CUDA the producer makes its data ready on the library's own stream.
           const auto own = libraryStreamFor(deviceType, deviceId);

@@ -39,3 +39,26 @@ def reference(shape, dtype, seed=0):
         return rng.uniform(-1000, 1000, size=shape).astype(dtype)
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+
+
+def device_index(device):
+    """The position of `device` in ComputeDevice.all(), for a child process."""
+    return DEVICES.index(device)
+
+
+def run_isolated(code, timeout=120):
+    """Runs `code` in a fresh interpreter and returns its stdout. Cases that could
+    crash the interpreter run here, so that a signal fails one test instead of
+    ending the suite; the child prints what it checked and exits non-zero on
+    failure. A child killed by a signal has a negative return code."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            timeout=timeout, env=dict(os.environ))
+    assert result.returncode == 0, (f"child exited with {result.returncode} (negative = killed by that signal)\n"
+                                    f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    assert "nanobind: leaked" not in result.stderr, result.stderr
+    return result.stdout
