@@ -575,6 +575,56 @@ TEST_P(DLPack, TensorPastTheEndOrMisalignedIsRefused) {
   EXPECT_EQ(misaligned->deleterCalls, 1);
 }
 
+// --------------------------------------------------------- stream handshake ----
+
+TEST_P(DLPack, ReadyOnConsumerStreamSharesTheMemoryAndTheConsumerSeesTheData) {
+  devicearray::Stream library(device());
+  devicearray::Stream consumer(device());
+  const GpuMatND source = iotaFloats(device(), 4096);
+  const GpuMatND copy = source.clone(library);  // still running on `library`, perhaps
+  const GpuMatND ready = devicearray::readyOnConsumerStream(copy, consumer.handle());
+  EXPECT_TRUE(sameFirstByte(ready, copy));
+  EXPECT_EQ(ready.size, copy.size);
+  EXPECT_EQ(ready.step, copy.step);
+  EXPECT_EQ(ready.type(), copy.type());
+  // The consumer reads through the exported tensor after waiting on its own stream.
+  DLManagedTensorVersioned* t = devicearray::toDLPackVersioned(ready);
+  consumer.waitForCompletion();
+  const GpuMatND imported = devicearray::fromDLPack(t);
+  EXPECT_EQ(downloadFloats(imported), downloadFloats(source));
+  // Without a consumer nothing is ordered, and the handle is still the same memory.
+  EXPECT_TRUE(sameFirstByte(devicearray::readyOnConsumerStream(copy, std::nullopt), copy));
+}
+
+TEST_P(DLPack, LibraryWorkAfterAProducerStreamSeesItsWrites) {
+  devicearray::Stream producer(device());
+  const GpuMatND source = iotaFloats(device(), 4096);
+  GpuMatND target({4096}, makeType(Depth::F32, 1), device());
+  // A "foreign" producer writes `target` on its own stream through a handle the
+  // library does not order (as a framework writes an imported tensor); only the
+  // declaration below tells the library about that write.
+  std::vector<float> values(4096, 7.5f);
+  HostMat host({4096}, makeType(Depth::F32, 1), values.data());
+  GpuMatND foreignHandle = devicearray::readyOnConsumerStream(target, std::nullopt);
+  source.clone(producer);  // queue work ahead of the write
+  foreignHandle.upload(host, producer);
+  devicearray::orderAfterProducerStream(target, producer.handle());
+  EXPECT_EQ(downloadFloats(target.clone()), values);  // blocking clone on the library's queue
+}
+
+TEST_P(DLPack, HandshakeRefusesEmptyArraysAndForeignStreams) {
+  const GpuMatND source = iotaFloats(device());
+  datest::expectError(ErrorCode::InvalidArgument,
+                      [&] { devicearray::readyOnConsumerStream(GpuMatND(), device().sdkStreamOrQueue()); });
+  datest::expectError(ErrorCode::InvalidArgument,
+                      [&] { devicearray::orderAfterProducerStream(GpuMatND(), device().sdkStreamOrQueue()); });
+  const devicearray::StreamOrQueue foreign =
+      device().backend() == ComputeBackend::cuda ? devicearray::StreamOrQueue(devicearray::OpenCLCommandQueuePtr{})
+                                                 : devicearray::StreamOrQueue(devicearray::CUDAStreamPtr{});
+  datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::readyOnConsumerStream(source, foreign); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::orderAfterProducerStream(source, foreign); });
+}
+
 DATEST_INSTANTIATE_OVER_DEVICES(DLPack);
 
 }  // namespace

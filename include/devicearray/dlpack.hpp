@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "devicearray/device_array.hpp"
 #include "devicearray/gpu_mat_nd.hpp"
@@ -225,6 +226,29 @@ GpuMatND fromDLPack(DLManagedTensor* tensor);
 /// device's backend and, on CUDA, its device_id the device's ordinal.
 GpuMatND fromDLPack(DLManagedTensorVersioned* tensor, const ComputeDevice& device);
 GpuMatND fromDLPack(DLManagedTensor* tensor, const ComputeDevice& device);
+
+// ------------------------------------------------------ stream handshake ----
+// The stream rules of the DLPack / array-API protocol as C++ calls: a producer makes
+// its data ready on the consumer's stream, and an importer orders the library after
+// the producer's stream. (The Python package's __dlpack__ and from_dlpack use them.)
+
+/// Makes the caller's `consumer` stream / queue wait, device-side, for the library's
+/// work on the memory of `array` (from any stream), and returns a handle of the same
+/// memory whose exports (toDLPack*, getDevicePtr users) no longer wait for the
+/// library's queues: export that handle and the consumer can use the tensor on
+/// `consumer` at once. Later library work on the memory is ordered as usual.
+/// With no `consumer` (the array-API's stream=-1) nothing is ordered: the caller
+/// orders its consumer itself, and the export does not wait either.
+/// Non-blocking; the host does not wait.
+/// Throws InvalidArgument for an empty array or a `consumer` of another backend or
+/// device; the backend's error for a handle it rejects.
+GpuMatND readyOnConsumerStream(const GpuMatND& array, std::optional<StreamOrQueue> consumer);
+
+/// Declares that the caller's `producer` stream / queue has work that writes or reads
+/// the memory of `array` (an imported tensor, say): every later library call on that
+/// memory, on any stream or queue, waits device-side for what `producer` has
+/// enqueued so far. Non-blocking. Throws as readyOnConsumerStream.
+void orderAfterProducerStream(const GpuMatND& array, StreamOrQueue producer);
 
 namespace detail {
 

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -82,10 +83,10 @@ const char* typestrOf(Depth depth) {
 int typeFromPython(nb::handle type, const char* fn) {
   if (PyLong_Check(type.ptr()) && !PyBool_Check(type.ptr())) {
     const long long code = nb::cast<long long>(type);
-    if (code < 0 || code > detail::kTypeMask)
+    if (code < 0 || code > INT_MAX || !isValidType(static_cast<int>(code)))
       throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": type code " + std::to_string(code) +
-                                                  " is not a valid OpenCV type code (0.." +
-                                                  std::to_string(detail::kTypeMask) + ")");
+                                                  " is not a valid OpenCV type code (depth and 1..512 "
+                                                  "channels, as CV_MAKETYPE makes)");
     return static_cast<int>(code);
   }
   return makeType(depthFromDtype(type, fn), 1);

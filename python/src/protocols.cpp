@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.hpp"
 #include "common.hpp"
 
 namespace devicearray::python {
@@ -72,26 +71,6 @@ nb::object capsuleOf(DLManagedTensor* tensor) {
 
 // ------------------------------------------------------------ handshakes ----
 
-/// Storage that aliases another allocation without owning work of its own: an
-/// export made through it does not wait for the library's queues (the consumer's
-/// stream was made to wait instead) and keeps the real storage alive.
-class AliasAllocation final : public detail::Allocation {
- public:
-  explicit AliasAllocation(std::shared_ptr<detail::Allocation> target)
-      : Allocation(target->device(), target->handle(), target->bytes(), /*owned=*/false),
-        target_(std::move(target)) {}
-
- private:
-  std::shared_ptr<detail::Allocation> target_;
-};
-
-GpuMatND aliasOf(const GpuMatND& mat) {
-  GpuMatND out = GpuMatND::fromAllocation(std::make_shared<AliasAllocation>(mat.allocation()), mat.offset(),
-                                          mat.size, mat.type(), mat.step);
-  out.flags = mat.flags;
-  return out;
-}
-
 /// How the consumer wants the data ordered (array-API `stream` argument).
 struct ConsumerStream {
   bool synchronize = true;  ///< false for stream=-1: the consumer orders it itself
@@ -134,16 +113,13 @@ ConsumerStream parseConsumerStream(const GpuMatND& mat, nb::handle stream) {
   return out;
 }
 
-/// The array to export: the same memory, with the consumer's stream made to wait
-/// (device-side) for the library's work on it, or the plain array when the export
-/// itself must finish that work on the host.
+/// The array to export: the same memory made ready on the consumer's stream, or the
+/// plain array when the export itself must finish the library's work on the host.
 GpuMatND orderForConsumer(const GpuMatND& mat, const ConsumerStream& consumer) {
   if (consumer.blocking) return mat;
-  if (consumer.synchronize) {
-    auto queue = mat.device().impl()->wrapQueue(consumer.native);
-    mat.allocation()->beforeUse(*queue);
-  }
-  return aliasOf(mat);
+  if (!consumer.synchronize) return readyOnConsumerStream(mat, std::nullopt);
+  if (mat.backend() == ComputeBackend::cuda) return readyOnConsumerStream(mat, CUDAStreamPtr{consumer.native});
+  return readyOnConsumerStream(mat, OpenCLCommandQueuePtr{consumer.native});
 }
 
 int dlpackDeviceId(const ComputeDevice& device) { return device.ordinal() < 0 ? 0 : device.ordinal(); }
@@ -182,6 +158,9 @@ struct OwnedTensor {
   }
 };
 
+/// GpuMatND's limit on axes (OpenCV's CV_MAX_DIM).
+constexpr int kMaxAxes = 32;
+
 /// Copies a host (kDLCPU / kDLCUDAHost) tensor to `device`. Blocking.
 GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
   constexpr const char* fn = "from_dlpack";
@@ -189,9 +168,9 @@ GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
   if (!depth)
     throw nb::buffer_error("from_dlpack: the host tensor's dtype has no devicearray depth (supported: uint8, int8, "
                            "uint16, int16, int32, float32, float64, float16; lanes 1)");
-  if (t.ndim < 1 || t.ndim > detail::kMaxDims || t.shape == nullptr || t.data == nullptr)
+  if (t.ndim < 1 || t.ndim > kMaxAxes || t.shape == nullptr || t.data == nullptr)
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": host tensor with ndim " + std::to_string(t.ndim) +
-                                                " (needs 1.." + std::to_string(detail::kMaxDims) +
+                                                " (needs 1.." + std::to_string(kMaxAxes) +
                                                 ", non-null shape and data)");
   const std::size_t elem = depthSize(*depth);
   std::vector<int> size;
@@ -291,8 +270,7 @@ std::optional<std::pair<ComputeDevice, long long>> libraryStreamFor(int deviceTy
 /// Later library work on any queue waits for the consumer-side handshake that the
 /// producer made on the library's own queue of `device`.
 void recordHandshake(const GpuMatND& mat, const ComputeDevice& device) {
-  const auto& queue = device.impl()->sdkQueue();
-  mat.allocation()->afterUse(*queue, queue->recordEvent());
+  orderAfterProducerStream(mat, device.sdkStreamOrQueue());
 }
 
 /// obj.__dlpack__(stream=..., max_version=...), falling back to the forms older
@@ -434,10 +412,6 @@ GpuMatND importCudaArrayInterface(nb::handle obj) {
   // The pointer's device decides where the array lives (the external-memory
   // constructor finds and verifies it).
   const ComputeDevice device = GpuMatND(size, type, reinterpret_cast<void*>(pointer), steps).device();
-  std::shared_ptr<detail::QueueImpl> producerQueue;
-  if (stream)
-    producerQueue =
-        device.impl()->wrapQueue(*stream == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(*stream)));
 
   DLTensor& t = owner->tensor.dl_tensor;
   t.data = reinterpret_cast<void*>(pointer);
@@ -456,7 +430,9 @@ GpuMatND importCudaArrayInterface(nb::handle obj) {
   owner->tensor.manager_ctx = owner.get();
   DLManagedTensor* tensor = &owner.release()->tensor;
   GpuMatND out = fromDLPack(tensor, device);  // runs the deleter (drops the reference) on failure
-  if (producerQueue) out.allocation()->afterUse(*producerQueue, producerQueue->recordEvent());
+  if (stream)
+    orderAfterProducerStream(
+        out, CUDAStreamPtr{*stream == 1 ? nullptr : reinterpret_cast<void*>(static_cast<std::uintptr_t>(*stream))});
   return out;
 }
 
@@ -561,12 +537,11 @@ nb::dict cudaArrayInterface(const GpuMatND& mat) {
   const ComputeDevice device = mat.device();
   // The data is ready on the library's own stream: it waits (device-side) for the
   // library's work on the memory from every other queue.
-  const auto& queue = device.impl()->sdkQueue();
   {
     nb::gil_scoped_release release;
-    mat.allocation()->beforeUse(*queue);
+    readyOnConsumerStream(mat, device.sdkStreamOrQueue());
   }
-  const auto handle = reinterpret_cast<std::uintptr_t>(queue->native());
+  const auto handle = reinterpret_cast<std::uintptr_t>(device.nativeStreamHandle());
   nb::dict d;
   d["shape"] = toTuple(shapeOf(mat));
   d["typestr"] = typestrOf(depthOf(mat.type()));
