@@ -1,7 +1,8 @@
 """devicearray: safe, fast handles to GPU-resident arrays on CUDA and OpenCL.
 
 Everything is implemented in C++ (the ``_devicearray`` extension); this package
-re-exports it. See API.md §9 for the contract.
+re-exports it. The type stubs (_devicearray.pyi) are generated from it at build
+time.
 """
 
 import sys as _sys

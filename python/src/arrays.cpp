@@ -328,7 +328,7 @@ AnyDeviceArray emptyArray(FormatId format) {
 
 void bindArrays(nb::module_& m) {
   // ------------------------------------------------------------ Format --
-  auto format = nb::enum_<FormatId>(m, "Format", "The 14 DeviceArray formats (the seed's layout table).");
+  auto format = nb::enum_<FormatId>(m, "Format", "The 14 DeviceArray formats (docs/data-layout.md has each one's shape and bytes).");
   for (const FormatInfo& info : formatInfos()) format.value(info.name.data(), info.id);  // the names are NUL-terminated literals
   m.def("format_channels", [](FormatId f) { return formatInfo(f).channels; }, nb::arg("format").noconvert(),
         "Channel values per element of `format`.");
@@ -442,7 +442,7 @@ void bindArrays(nb::module_& m) {
   auto deviceArray = nb::class_<AnyDeviceArray>(
       m, "DeviceArray",
       "DeviceArray<Format> for every format: an owning, reference-counted, tightly packed device array with the "
-      "seed's layout ([H,W,C] | [H,W] | [N,C] | [N]).");
+      "DeviceArray layout ([H,W,C] | [H,W] | [N,C] | [N]).");
   deviceArray
       .def("__init__", [](AnyDeviceArray* self, FormatId f) { new (self) AnyDeviceArray(emptyArray(f)); },
            nb::arg("format").noconvert(), "An empty array of `format`.")
@@ -557,7 +557,7 @@ void bindArrays(nb::module_& m) {
                                   [&](const StreamOrQueue& sq) { return convertArray(src, to, sq); });
       },
       nb::arg("src"), nb::arg("to").noconvert(), nb::arg("stream") = nb::none(),
-      "convert<To>(src, stream): a new array of format `to` (API.md §6a).");
+      "A new array of format `to` converted from `src` (point layouts, colour channel order, alpha, sRGB, 8-bit <-> float). With `stream`: enqueued, non-blocking; without: blocking.");
   m.def(
       "convert_into",
       [](const AnyDeviceArray& dst, const AnyDeviceArray& src, Stream* stream) {

@@ -16,7 +16,7 @@ namespace devicearray::python {
 
 namespace {
 
-// Python exception for each ErrorCode (API.md §1): argument errors are ValueError,
+// Python exception for each ErrorCode: argument errors are ValueError,
 // index/range errors IndexError, allocation failures MemoryError, the rest
 // RuntimeError. BufferError is raised directly by the DLPack code where the
 // array-API standard asks for it.
@@ -155,7 +155,7 @@ nb::object toNumpy(const GpuMatND& mat) {
 NB_MODULE(_devicearray, m) {
   namespace py = devicearray::python;
   using devicearray::Error;
-  m.doc() = "devicearray: safe, fast handles to GPU-resident arrays on CUDA and OpenCL (see API.md §9).";
+  m.doc() = "devicearray: safe, fast handles to GPU-resident arrays on CUDA and OpenCL.";
 
   nanobind::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

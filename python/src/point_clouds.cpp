@@ -1,6 +1,6 @@
-// PointCloud, UnorganizedPointCloud, Frame2D, Downsampling and RegionOfInterestBox
-// (API.md §7). Methods that take `stream` enqueue there and return without
-// blocking; with stream=None they run on the device's own queue and block.
+// PointCloud, UnorganizedPointCloud, Frame2D, Downsampling and RegionOfInterestBox.
+// Methods that take `stream` enqueue there and return without blocking; with
+// stream=None they run on the device's own queue and block.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>

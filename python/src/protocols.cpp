@@ -1,4 +1,4 @@
-// The array-API / DLPack protocols (API.md §9, §11): __dlpack__ with versioned and
+// The array-API / DLPack protocols: __dlpack__ with versioned and
 // legacy capsules and the CUDA stream handshake, __dlpack_device__,
 // __cuda_array_interface__ v3, __array__, and from_dlpack for producers, raw
 // capsules and CUDA-array-interface objects.
