@@ -1,5 +1,6 @@
 // UnorganizedPointCloud (API.md §7): compact lists of valid points on one device.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "pointcloud/pointcloud_internal.hpp"
@@ -120,9 +121,10 @@ DeviceArray<SNR> UnorganizedPointCloud::deviceSNRs(StreamOrQueue sq) const {
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel,
                                                               StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
+  char sizeText[32];  // %g: std::to_string prints 1e-9 as 0.000000
+  std::snprintf(sizeText, sizeof sizeText, "%g", static_cast<double>(voxelSize));
   if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "voxelSize is " + std::to_string(voxelSize) + "; it must be finite and > 0");
+    pc::raise(ErrorCode::InvalidArgument, fn, std::string("voxelSize is ") + sizeText + "; it must be finite and > 0");
   if (minPointsPerVoxel < 1)
     pc::raise(ErrorCode::InvalidArgument, fn,
               "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
@@ -179,7 +181,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   pc::readBack(*q, scalars.get(), 0, result, sizeof(result));
   if (result[0] != 0)
     pc::raise(ErrorCode::InvalidArgument, fn,
-              "voxelSize " + std::to_string(voxelSize) + " is too small for the cloud's extent: an axis would need " +
+              std::string("voxelSize ") + sizeText + " is too small for the cloud's extent: an axis would need " +
                   "2^21 - 1 or more voxels");
   const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
   return fromParts(device_, r.xyz, r.colors, r.snrs, transform_);
