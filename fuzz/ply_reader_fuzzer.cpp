@@ -2,10 +2,12 @@
 // input is written to a file on tmpfs (/dev/shm) first.
 //
 // Invariants beyond "no crash, no sanitizer report, only Error thrown": an accepted
-// cloud passes validate(), and writing it (binary little-endian) and reading it
-// back gives the same cloud bit for bit.
+// cloud passes validate(), every point is either finite or missing (NaN in x, y and z;
+// never inf), and writing it (binary little-endian) and reading it back gives the same
+// cloud bit for bit.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -45,6 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   cloud.validate();  // throws (uncaught: a finding) if the reader produced an invalid cloud
   if (cloud.size() == 0) return 0;
+  for (std::size_t i = 0; i < cloud.size(); ++i)
+    DAFUZZ_CHECK(cloud.isValid(i) || (std::isnan(cloud.xyz[3 * i]) && std::isnan(cloud.xyz[3 * i + 1]) &&
+                                      std::isnan(cloud.xyz[3 * i + 2])));
   devicearray::writePly(out, cloud, devicearray::PlyFormat::binaryLittleEndian);
   const devicearray::HostPointCloud back = devicearray::readPly(out);
   DAFUZZ_CHECK(back.height == cloud.height && back.width == cloud.width);

@@ -292,6 +292,8 @@ TEST_P(MalformedPly, FailsWithOneInvalidArgumentNamingTheFile) {
     EXPECT_NE(msg.find(path), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
     EXPECT_LT(msg.size(), 600u) << msg;
+    // Bytes of the file appear escaped (\xNN): no control byte reaches the message.
+    for (char ch : msg) EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << msg;
   }
 }
 

@@ -325,4 +325,46 @@ TEST(Render, RejectsEmptyAndAllMissingClouds) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::renderCloud(planeCloud(4, 4, 0), o); });
 }
 
+TEST(Render, RefusesPicturesAboveTheMemoryLimitBeforeAllocating) {
+  // 16384 x 16384 took 94 s and 8 GB; with the default limit it fails at once.
+  RenderOptions o;
+  o.width = o.height = 16384;
+  try {
+    devicearray::renderCloud(planeCloud(4, 4, 0), o);
+    FAIL() << "expected OutOfRange";
+  } catch (const devicearray::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfRange);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("16384 x 16384"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("limit of 2.0 GiB"), std::string::npos) << msg;
+  }
+  // The limit is the caller's: tighter, looser (pinhole and all views), or none.
+  o.width = o.height = 64;
+  o.memoryLimitBytes = 1000;
+  datest::expectError(ErrorCode::OutOfRange, [&] { devicearray::renderCloud(planeCloud(4, 4, 0), o); });
+  o.memoryLimitBytes = 0;
+  EXPECT_EQ(devicearray::renderCloud(planeCloud(4, 4, 0), o).width, 64);
+  o.view = RenderView::all;
+  o.projection = RenderProjection::pinhole;
+  o.memoryLimitBytes = 64 * 64 * 60;  // above the ~40 bytes per pixel of this case
+  EXPECT_EQ(devicearray::renderCloud(planeCloud(4, 4, 0), o).width, 3 * 64 + 16);
+}
+
+TEST(Render, ReportsProgressUpToOne) {
+  const HostPointCloud scene = devicearray::synthesizeScene(smallOptions());
+  for (RenderProjection projection : {RenderProjection::grid, RenderProjection::pinhole}) {
+    RenderOptions o;
+    o.view = RenderView::all;
+    o.projection = projection;
+    std::vector<double> seen;
+    o.progress = [&](double f) { seen.push_back(f); };
+    devicearray::renderCloud(scene, o);
+    ASSERT_GT(seen.size(), 3u);
+    EXPECT_LE(seen.size(), 201u);
+    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+    EXPECT_EQ(seen.back(), 1.0);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1.0), 1);
+  }
+}
+
 }  // namespace

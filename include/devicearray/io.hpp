@@ -141,21 +141,42 @@ enum class PlyFormat { ascii, binaryLittleEndian, binaryBigEndian };
 /// whose vertex i is point (i / W, i % W). "comment height H" / "comment width W" are
 /// read the same way for files written by tools that cannot emit obj_info.
 ///
+/// A vertex with a non-finite x, y or z (inf, or NaN in only some of them) reads as a
+/// missing point: NaN in all three.
+///
+/// Hostile input is bounded: anything that does not begin with the line "ply" is
+/// refused after its first five bytes; the header may be at most 16 MiB with lines of at
+/// most 4096 characters, ascii body lines at most 65536; the header is parsed in time
+/// linear in its size. The body is decoded record by record and never read further
+/// than the header declares (one more byte tells trailing data). A regular file is
+/// checked against its size before anything is allocated; from a pipe or device the
+/// cloud grows with the records that actually arrive.
+///
 /// Blocking. Throws InvalidArgument, naming the file, the header line or byte offset
 /// and the problem, for any malformed or inconsistent file (bad magic or header,
 /// unknown format or type, list properties in "vertex", a body shorter or longer than
 /// the header says, counts the file size cannot hold, non-numeric or out-of-range
-/// ascii values, over-long lines, H × W != vertex count), and when the file cannot be
-/// opened or read. The file is checked against its size before anything is allocated.
+/// ascii values, over-long lines or headers, H × W != vertex count), and when the file
+/// cannot be opened or read. Bytes of the file quoted in a message are hex-escaped.
 HostPointCloud readPly(const std::string& path);
 
 /// Writes `cloud` as PLY 1.0 in `format`: x y z (float), then red green blue alpha
 /// (uchar) if it has colours, nx ny nz (float) if it has normals, snr (float) if it has
 /// SNR. Organized clouds get "obj_info height H" / "obj_info width W" and keep their
-/// missing (NaN) points; ascii writes NaN as "nan" and floats with enough digits to
-/// read back bit-exactly. Blocking. Throws InvalidArgument when the cloud fails
-/// validate() or is empty, and when the file cannot be created or written (a partial
-/// file is removed).
+/// missing (NaN) points; a point with any non-finite coordinate is written as missing
+/// (NaN, NaN, NaN), never as an inf point; ascii writes NaN as "nan" and floats with
+/// enough digits to read back bit-exactly.
+///
+/// Safe replacement: the file is written to a temporary `.<name>.tmp-XXXXXX` in the
+/// same directory and renamed over `path` only when complete, so `path` holds the old
+/// file or the new one, never a partial one; a replaced file keeps its permissions, a
+/// new one gets 0666 & ~umask. When `path` exists and is not a regular file (a device
+/// such as /dev/null, a FIFO) the bytes go to it directly and it is never removed.
+/// See removeUnfinishedOutputFiles() for interrupted writes.
+///
+/// Blocking. Throws InvalidArgument when the cloud fails validate() or is empty, and
+/// when the file cannot be created or written (the temporary is removed; an existing
+/// `path` is left as it was).
 void writePly(const std::string& path, const HostPointCloud& cloud,
               PlyFormat format = PlyFormat::binaryLittleEndian);
 
@@ -164,15 +185,26 @@ void writePly(const std::string& path, const HostPointCloud& cloud,
 /// Reads a PNG file into an 8- or 16-bit image with 1, 3 or 4 channels: palette
 /// images become RGB (RGBA with transparency), gray+alpha becomes RGBA, 1/2/4-bit gray
 /// becomes 8-bit, interlaced files are de-interlaced. No gamma or colour-space
-/// conversion is applied. Blocking. Throws InvalidArgument (naming the file and
-/// libpng's complaint) for a missing, unreadable or malformed file, Unsupported when
-/// the library was built without libpng.
+/// conversion is applied. The first 8 bytes must be the PNG signature. Before the
+/// pixels are allocated, the size the header declares must fit what the file can hold
+/// (deflate packs at most 1032 bytes into one); from a pipe or device, whose size says
+/// nothing, an image may decode to at most 1 GiB. Blocking. Throws InvalidArgument
+/// (naming the file and libpng's complaint) for a missing, unreadable, malformed or
+/// impossibly large file, Unsupported when the library was built without libpng.
 HostImage readPng(const std::string& path);
 
-/// Writes `image` as a non-interlaced PNG (gray, RGB or RGBA; 8 or 16 bits). Blocking.
-/// Throws InvalidArgument when the image fails validate() or is empty, or when the
-/// file cannot be written (a partial file is removed); Unsupported without libpng.
+/// Writes `image` as a non-interlaced PNG (gray, RGB or RGBA; 8 or 16 bits), replacing
+/// `path` safely as writePly() does (a temporary file renamed when complete; devices
+/// and FIFOs written directly and never removed). Blocking. Throws InvalidArgument
+/// when the image fails validate() or is empty, or when the file cannot be written
+/// (an existing `path` is left as it was); Unsupported without libpng.
 void writePng(const std::string& path, const HostImage& image);
+
+/// Removes the temporary files of writePly() / writePng() calls still in progress in
+/// this process. Async-signal-safe (it only reads lock-free atomics and calls unlink),
+/// so a SIGINT / SIGTERM handler can call it before _exit(): an interrupted write then
+/// leaves the old file intact and no temporary behind. Does not block.
+void removeUnfinishedOutputFiles() noexcept;
 
 /// Whether this build can read and write PNG files.
 bool pngSupported() noexcept;
@@ -250,6 +282,10 @@ enum class RenderProjection {
   pinhole,    ///< project through a pinhole camera with a z-buffer, splatting each point
 };
 
+/// The default RenderOptions::memoryLimitBytes: 2 GiB (an 8192 x 8192 colour view needs
+/// about 0.7 GiB, a 16384 x 16384 one about 2.8 GiB).
+inline constexpr std::size_t kDefaultRenderMemoryLimit = std::size_t{2} << 30;
+
 /// What renderCloud() draws and how.
 struct RenderOptions {
   RenderView view = RenderView::color;                        ///< what to show
@@ -270,6 +306,13 @@ struct RenderOptions {
   /// pixels; -1 = r chosen from the point density so that neighbouring splats touch.
   int pointRadius = -1;
   std::uint8_t background[3] = {24, 24, 28};  ///< RGB of pixels no point covers
+  /// The most host memory renderCloud() may need, in bytes (pixel map, normals, depth
+  /// buffer and the image: about 11 to 40 bytes per pixel of one view); a larger
+  /// picture is refused with OutOfRange before anything is allocated. 0 = no limit.
+  std::size_t memoryLimitBytes = kDefaultRenderMemoryLimit;
+  /// Called with the fraction done (0..1, ending with 1) from the calling thread, at
+  /// most about 200 times; may be empty.
+  std::function<void(double)> progress;
 
   /// Throws InvalidArgument for negative sizes, a radius below -1 or above 64, or an
   /// explicitly given camera (fx > 0) that fails PinholeCamera::validate().
@@ -279,7 +322,8 @@ struct RenderOptions {
 /// Renders a preview of `cloud` as an 8-bit RGB image. Blocking. Throws
 /// InvalidArgument when the cloud fails validate(), is empty or has no valid point,
 /// when `grid` projection is asked for an unorganized cloud, or when the options are
-/// invalid; OutOfRange when the requested image size overflows.
+/// invalid; OutOfRange when the requested image size overflows or would need more
+/// memory than options.memoryLimitBytes.
 HostImage renderCloud(const HostPointCloud& cloud, const RenderOptions& options = {});
 
 /// Normals of an organized cloud from its grid, as API.md §7 defines them: the unit

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,7 +51,14 @@ auto translateAllocationFailure(const char* function, Body&& body) -> decltype(b
 /// The file's errno text, for "cannot open" messages.
 std::string systemErrorText(int err);
 
-/// An owned FILE* that closes itself; `close()` reports whether buffered writes made it.
+/// `text` made safe for a one-line message: control bytes, DEL and bytes that are not
+/// part of valid UTF-8 become \xNN, so file contents cannot break or hide in a message.
+std::string printable(std::string_view text);
+
+/// A human size ("1.5 GiB", "512 KiB", "17 bytes") for messages.
+std::string byteSizeText(std::uint64_t bytes);
+
+/// An owned FILE* opened for reading that closes itself.
 class File {
  public:
   File() = default;
@@ -59,34 +67,52 @@ class File {
   ~File() {
     if (f_) std::fclose(f_);
   }
-  /// Opens `path` with `mode` ("rb" / "wb"); throws InvalidArgument naming `function`,
-  /// the path and the system's reason.
+  /// Opens `path` with `mode` ("rb"); throws InvalidArgument naming `function`, the
+  /// path and the system's reason.
   void open(const char* function, const std::string& path, const char* mode);
   std::FILE* get() const { return f_; }
-  /// Closes the file; returns false when the final flush failed.
-  bool close() {
-    std::FILE* f = f_;
-    f_ = nullptr;
-    return f == nullptr || std::fclose(f) == 0;
-  }
+  /// The size of a regular file; nullopt for pipes, devices and other streams, whose
+  /// size says nothing about what they will deliver.
+  std::optional<std::uint64_t> regularFileSize() const;
 
  private:
   std::FILE* f_ = nullptr;
 };
 
-/// Removes a partially written output file on destruction unless released.
-class RemoveOnFailure {
+/// Where a writer puts its bytes without damaging what is already at `path`.
+///
+/// Normally a new file `.<name>.tmp-XXXXXX` in the directory of `path` (of the file a
+/// symbolic link points to), created like any new file (0666 & ~umask) or with the
+/// mode of the file it replaces; commit() renames it over `path`, so readers see the
+/// old file or the new one, never a partial one. A failed or abandoned write removes
+/// only that temporary. While it exists its name is registered for
+/// removeUnfinishedOutputFiles(), so a signal handler can remove it too.
+///
+/// When `path` exists and is not a regular file (a device such as /dev/null, a FIFO),
+/// a rename would replace the node itself: the bytes go to `path` directly and `path`
+/// is never removed, not even on failure.
+class OutputFile {
  public:
-  explicit RemoveOnFailure(std::string path) : path_(std::move(path)) {}
-  RemoveOnFailure(const RemoveOnFailure&) = delete;
-  RemoveOnFailure& operator=(const RemoveOnFailure&) = delete;
-  ~RemoveOnFailure() {
-    if (!path_.empty()) std::remove(path_.c_str());
-  }
-  void release() { path_.clear(); }
+  /// Opens the destination; throws InvalidArgument naming `function`, `path` and the
+  /// system's reason.
+  OutputFile(const char* function, std::string path);
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  /// Unless committed: closes the file and removes the temporary (never `path`).
+  ~OutputFile();
+  std::FILE* get() const { return f_; }
+  /// Flushes, closes and renames the temporary over `path`. Throws InvalidArgument
+  /// naming the function and path when a write, the close or the rename failed.
+  void commit();
 
  private:
-  std::string path_;
+  void abandon() noexcept;
+  std::string function_;
+  std::string path_;    // as the caller gave it, for messages
+  std::string target_;  // what the rename replaces (the file a symlink points to)
+  std::string temp_;    // empty when writing to `path_` directly
+  int slot_ = -1;       // registration for removeUnfinishedOutputFiles(), or -1
+  std::FILE* f_ = nullptr;
 };
 
 }  // namespace devicearray::io_detail

@@ -1,8 +1,12 @@
 // PLY reading and writing, and the HostPointCloud invariants.
 //
-// The reader loads the whole file once (its size bounds every later allocation), parses
-// the header into element/property descriptions, checks that the body can possibly
-// hold what the header declares before allocating anything, then decodes the body.
+// The reader checks the magic in the first bytes, parses the header (bounded in size
+// and line length, in time linear in its size), checks that a regular file's body can
+// possibly hold what the header declares before allocating anything, then decodes the
+// body record by record without reading past what the header declares (one more byte
+// tells trailing data), so pipes and devices such as /dev/zero cannot make it read or
+// allocate without bound. The writer goes through io_detail::OutputFile: a temporary
+// file renamed over the target, so a failed write leaves an existing file intact.
 // Every problem is reported as one InvalidArgument naming the file, the header line,
 // body line (ascii) or byte offset (binary), and what is wrong.
 #include <algorithm>
@@ -16,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "devicearray/io.hpp"
@@ -156,22 +161,25 @@ struct PlyElement {
   }
 };
 
-// The longest header or ascii body line we accept: real files stay far below, and
-// the bound keeps a garbage file from being scanned as one gigantic token.
+// Limits that keep a garbage or hostile file from being scanned or buffered without
+// bound: real headers and lines stay far below them. The body is never buffered whole;
+// it is decoded record by record as the header describes it.
 constexpr std::size_t kMaxHeaderLine = 4096;
+constexpr std::uint64_t kMaxHeaderBytes = 16u << 20;
 constexpr std::size_t kMaxBodyLine = 64 * 1024;
 
-/// Where a problem is: the file, plus a line or byte position.
+/// Where a problem is: the file, plus a line or byte position. Messages are escaped
+/// (printable()), so bytes from the file cannot break or hide in them.
 class Reporter {
  public:
   explicit Reporter(const std::string& path) : prefix_("readPly: '" + path + "': ") {}
   [[noreturn]] void atLine(std::size_t line, const std::string& what) const {
-    invalid(prefix_ + "line " + std::to_string(line) + ": " + what);
+    invalid(io_detail::printable(prefix_ + "line " + std::to_string(line) + ": " + what));
   }
-  [[noreturn]] void atByte(std::size_t byte, const std::string& what) const {
-    invalid(prefix_ + "byte " + std::to_string(byte) + ": " + what);
+  [[noreturn]] void atByte(std::uint64_t byte, const std::string& what) const {
+    invalid(io_detail::printable(prefix_ + "byte " + std::to_string(byte) + ": " + what));
   }
-  [[noreturn]] void general(const std::string& what) const { invalid(prefix_ + what); }
+  [[noreturn]] void general(const std::string& what) const { invalid(io_detail::printable(prefix_ + what)); }
 
  private:
   std::string prefix_;
@@ -190,35 +198,101 @@ std::vector<std::string_view> tokenize(std::string_view line) {
   return tokens;
 }
 
-/// Splits the buffer into lines on demand, stripping "\r\n" / "\n".
-class LineCursor {
+/// Buffered reading of the open file that holds at most one buffer and one line of it,
+/// so pipes and devices (whose size is unknown, or endless) are read only as far as
+/// the header says.
+class ByteSource {
  public:
-  LineCursor(std::string_view data, std::size_t start, std::size_t firstLineNumber)
-      : data_(data), pos_(start), lineNumber_(firstLineNumber - 1) {}
-  /// Next line, or nullopt at the end of the data. Throws (via `rep`) when a line
-  /// exceeds maxLength.
-  std::optional<std::string_view> next(const Reporter& rep, std::size_t maxLength) {
-    if (pos_ >= data_.size()) return std::nullopt;
-    ++lineNumber_;
-    const std::size_t searchEnd = std::min(data_.size(), pos_ + maxLength + 2);
-    const void* nl = std::memchr(data_.data() + pos_, '\n', searchEnd - pos_);
-    std::size_t end = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - data_.data()) : searchEnd;
-    if (!nl && searchEnd < data_.size())
-      rep.atLine(lineNumber_, "line is longer than " + std::to_string(maxLength) + " characters");
-    std::string_view line = data_.substr(pos_, end - pos_);
-    pos_ = nl ? end + 1 : end;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.size() > maxLength)
-      rep.atLine(lineNumber_, "line is longer than " + std::to_string(maxLength) + " characters");
-    return line;
-  }
-  std::size_t position() const { return pos_; }
+  ByteSource(std::FILE* f, const Reporter& rep) : f_(f), rep_(rep), buffer_(kBufferBytes) {}
+
+  /// Offset of the next byte in the file.
+  std::uint64_t offset() const { return consumed_; }
+  /// Number of the last line returned by line() (counted from 1).
   std::size_t lineNumber() const { return lineNumber_; }
+  void countLine() { ++lineNumber_; }
+
+  /// Copies up to `n` bytes to `dst`; fewer only at the end of the input.
+  std::size_t read(char* dst, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n && (begin_ < end_ || fill())) {
+      const std::size_t k = std::min(n - done, end_ - begin_);
+      std::memcpy(dst + done, buffer_.data() + begin_, k);
+      begin_ += k;
+      consumed_ += k;
+      done += k;
+    }
+    return done;
+  }
+
+  /// Discards `n` bytes; false when the input ends first.
+  bool skip(std::uint64_t n) {
+    while (n > 0) {
+      if (begin_ == end_ && !fill()) return false;
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, end_ - begin_));
+      begin_ += k;
+      consumed_ += k;
+      n -= k;
+    }
+    return true;
+  }
+
+  /// True when no byte is left.
+  bool atEnd() { return begin_ == end_ && !fill(); }
+
+  /// The next line without its "\n" / "\r\n", or nullopt at the end of the input.
+  /// Throws (via the reporter) as soon as the line exceeds `maxLength` characters.
+  std::optional<std::string_view> line(std::size_t maxLength) {
+    line_.clear();
+    bool any = false;
+    for (;;) {
+      if (begin_ == end_ && !fill()) break;
+      any = true;
+      const char* b = buffer_.data() + begin_;
+      const std::size_t avail = end_ - begin_;
+      const void* nl = std::memchr(b, '\n', avail);
+      const std::size_t take = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - b) : avail;
+      if (line_.size() + take > maxLength + 1)  // + 1: a "\r" before the "\n"
+        rep_.atLine(lineNumber_ + 1, "line is longer than " + std::to_string(maxLength) + " characters");
+      line_.append(b, take);
+      const std::size_t used = take + (nl ? 1 : 0);
+      begin_ += used;
+      consumed_ += used;
+      if (nl) break;
+    }
+    if (!any) return std::nullopt;
+    ++lineNumber_;
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    if (line_.size() > maxLength)
+      rep_.atLine(lineNumber_, "line is longer than " + std::to_string(maxLength) + " characters");
+    return std::string_view(line_);
+  }
 
  private:
-  std::string_view data_;
-  std::size_t pos_;
-  std::size_t lineNumber_;
+  static constexpr std::size_t kBufferBytes = 1 << 16;
+
+  /// Refills the (empty) buffer; false at the end of the input.
+  bool fill() {
+    if (eof_) return false;
+    begin_ = end_ = 0;
+    const std::size_t got = std::fread(buffer_.data(), 1, buffer_.size(), f_);
+    if (got == 0) {
+      if (std::ferror(f_))
+        rep_.general("read error after " + std::to_string(consumed_) + " bytes: " + io_detail::systemErrorText(errno));
+      eof_ = true;
+      return false;
+    }
+    end_ = got;
+    return true;
+  }
+
+  std::FILE* f_;
+  const Reporter& rep_;
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0, end_ = 0;
+  std::uint64_t consumed_ = 0;
+  std::size_t lineNumber_ = 0;
+  bool eof_ = false;
+  std::string line_;
 };
 
 std::optional<std::uint64_t> parseCount(std::string_view s) {
@@ -233,8 +307,7 @@ struct PlyHeader {
   std::vector<PlyElement> elements;
   std::int64_t height = -1, width = -1;  // from obj_info / comment; -1 = absent
   int heightLine = 0, widthLine = 0;
-  std::size_t bodyOffset = 0;
-  std::size_t bodyFirstLine = 0;
+  std::uint64_t bodyOffset = 0;
 };
 
 void setDimension(const Reporter& rep, std::size_t line, std::string_view which, std::string_view value,
@@ -252,18 +325,37 @@ void setDimension(const Reporter& rep, std::size_t line, std::string_view which,
   slotLine = static_cast<int>(line);
 }
 
-PlyHeader parseHeader(std::string_view data, const Reporter& rep) {
+/// Checks the magic first, so that a file that is not PLY (or /dev/zero) is refused
+/// after its first five bytes.
+void readMagic(ByteSource& src, const Reporter& rep) {
+  char magic[5] = {};
+  std::size_t got = src.read(magic, 4);
+  bool ok = got == 4 && std::memcmp(magic, "ply\n", 4) == 0;
+  if (!ok && got == 4 && std::memcmp(magic, "ply\r", 4) == 0) {
+    got += src.read(magic + 4, 1);
+    ok = got == 5 && magic[4] == '\n';
+  }
+  if (!ok) {
+    if (got == 0) rep.general("not a PLY file: the first line must be 'ply' (the file is empty)");
+    rep.general("not a PLY file: the first line must be 'ply'; the file begins with '" + std::string(magic, got) +
+                "'");
+  }
+  src.countLine();
+}
+
+/// Parses the header in time linear in its size: name lookups go through hash sets.
+PlyHeader parseHeader(ByteSource& src, const Reporter& rep) {
   PlyHeader h;
-  LineCursor cursor(data, 0, 1);
-  auto first = cursor.next(rep, kMaxHeaderLine);
-  if (!first || *first != "ply")
-    rep.general("not a PLY file: the first line must be 'ply'" +
-                std::string(data.empty() ? " (the file is empty)" : ""));
+  readMagic(src, rep);
   bool sawFormat = false;
+  std::unordered_set<std::string> elementNames, propertyNames;  // propertyNames: of the last element
   for (;;) {
-    auto line = cursor.next(rep, kMaxHeaderLine);
-    const std::size_t ln = cursor.lineNumber();
+    auto line = src.line(kMaxHeaderLine);
+    const std::size_t ln = src.lineNumber();
     if (!line) rep.general("the header has no 'end_header' line (" + std::to_string(ln) + " lines read)");
+    if (src.offset() > kMaxHeaderBytes)
+      rep.atLine(ln, "no 'end_header' within the first " + io_detail::byteSizeText(kMaxHeaderBytes) +
+                         " (the longest header this reader accepts)");
     auto tokens = tokenize(*line);
     if (tokens.empty()) rep.atLine(ln, "empty header line");
     const std::string_view key = tokens[0];
@@ -302,13 +394,13 @@ PlyHeader parseHeader(std::string_view data, const Reporter& rep) {
       if (tokens.size() != 3) rep.atLine(ln, "expected 'element <name> <count>'");
       auto count = parseCount(tokens[2]);
       if (!count) rep.atLine(ln, "element count '" + std::string(tokens[2]) + "' is not a non-negative integer");
-      for (const auto& e : h.elements)
-        if (e.name == tokens[1]) rep.atLine(ln, "element '" + e.name + "' is declared twice");
       PlyElement e;
       e.name = std::string(tokens[1]);
+      if (!elementNames.insert(e.name).second) rep.atLine(ln, "element '" + e.name + "' is declared twice");
       e.count = *count;
       e.headerLine = static_cast<int>(ln);
       h.elements.push_back(std::move(e));
+      propertyNames.clear();
       continue;
     }
     if (key == "property") {
@@ -334,16 +426,15 @@ PlyHeader parseHeader(std::string_view data, const Reporter& rep) {
         p.type = *t;
         p.name = std::string(tokens[2]);
       }
-      for (const auto& q : e.properties)
-        if (q.name == p.name) rep.atLine(ln, "property '" + p.name + "' of element '" + e.name + "' is declared twice");
+      if (!propertyNames.insert(p.name).second)
+        rep.atLine(ln, "property '" + p.name + "' of element '" + e.name + "' is declared twice");
       e.properties.push_back(std::move(p));
       continue;
     }
     rep.atLine(ln, "unknown header keyword '" + std::string(key) + "'");
   }
   if (!sawFormat) rep.general("the header has no 'format' line");
-  h.bodyOffset = cursor.position();
-  h.bodyFirstLine = cursor.lineNumber() + 1;
+  h.bodyOffset = src.offset();
   return h;
 }
 
@@ -478,18 +569,30 @@ std::optional<float> narrow(double v) {
   return static_cast<float>(v);
 }
 
-/// Stores one decoded vertex (values indexed like the vertex properties).
+/// Stores decoded vertices (values indexed like the vertex properties) into the cloud,
+/// growing its arrays as records arrive when the input's size could not vouch for the
+/// declared count (a pipe or device), so memory follows the data actually read.
 class VertexSink {
  public:
-  VertexSink(HostPointCloud& cloud, const VertexMapping& m, const PlyElement& v) : cloud_(cloud), m_(m), v_(v) {}
+  VertexSink(HostPointCloud& cloud, const VertexMapping& m, const PlyElement& v, std::size_t count, bool trustCount)
+      : cloud_(cloud), m_(m), v_(v), count_(count) {
+    if (trustCount) resize(count);
+  }
 
   /// Returns the name of the property whose value does not fit a float, or nullptr.
+  /// A vertex with a non-finite coordinate is stored as a missing point (NaN x, y, z),
+  /// the one form writePly writes for it.
   const char* store(std::size_t i, const double* values) {
+    if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
+    float xyz[3];
     for (int c = 0; c < 3; ++c) {
       auto f = narrow(values[m_.xyz[c]]);
       if (!f) return v_.properties[static_cast<std::size_t>(m_.xyz[c])].name.c_str();
-      cloud_.xyz[3 * i + static_cast<std::size_t>(c)] = *f;
+      xyz[c] = *f;
     }
+    if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
+      xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
     if (!cloud_.rgba.empty()) {
       for (int c = 0; c < 4; ++c) {
         const int p = m_.rgba[c];
@@ -513,40 +616,169 @@ class VertexSink {
   }
 
  private:
+  void resize(std::size_t points) {
+    cloud_.xyz.resize(checkedMul(points, 3, "readPly: xyz"));
+    if (m_.rgba[0] >= 0) cloud_.rgba.resize(checkedMul(points, 4, "readPly: rgba"));
+    if (m_.normal[0] >= 0) cloud_.normals.resize(checkedMul(points, 3, "readPly: normals"));
+    if (m_.snr >= 0) cloud_.snr.resize(points);
+    allocated_ = points;
+  }
+
   HostPointCloud& cloud_;
   const VertexMapping& m_;
   const PlyElement& v_;
+  std::size_t count_;
+  std::size_t allocated_ = 0;
 };
 
-/// Bytes of the file, read at once; its size bounds everything we allocate later.
-std::string readWholeFile(const std::string& path) {
-  io_detail::File f;
-  f.open("readPly", path, "rb");
-  std::string data;
-  char buffer[1 << 16];
-  for (;;) {
-    const std::size_t got = std::fread(buffer, 1, sizeof buffer, f.get());
-    data.append(buffer, got);
-    if (got < sizeof buffer) {
-      if (std::ferror(f.get()))
-        invalid("readPly: '" + path + "': read error after " + std::to_string(data.size()) + " bytes: " +
-                io_detail::systemErrorText(errno));
-      break;
-    }
+/// Checks, before anything is allocated, that a regular file's body can hold the least
+/// the declared elements need (an ascii value takes at least one character and values
+/// are separated by a space or newline).
+void checkBodyCanHoldCounts(const PlyHeader& h, std::uint64_t bodyBytes, const Reporter& rep) {
+  const bool ascii = h.format == PlyFormat::ascii;
+  std::uint64_t needed = 0;
+  for (const auto& e : h.elements) {
+    const std::uint64_t perRecord =
+        ascii ? 2 * std::max<std::uint64_t>(e.properties.size(), 1) - 1 : e.minBinaryRecordSize();
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(e.count, perRecord, &bytes) || __builtin_add_overflow(needed, bytes, &needed) ||
+        needed > bodyBytes)
+      rep.atLine(static_cast<std::size_t>(e.headerLine),
+                 "element '" + e.name + "' declares " + std::to_string(e.count) + " records, but the " +
+                     std::to_string(bodyBytes) + "-byte body after the header (byte " + std::to_string(h.bodyOffset) +
+                     ") cannot hold them (the file is truncated or the count is wrong)");
   }
-  return data;
 }
 
-}  // namespace
+void readAsciiBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex, VertexSink& sink,
+                   const Reporter& rep) {
+  std::vector<double> values(vertex->properties.size());
+  for (const auto& e : h.elements) {
+    const bool isVertex = &e == vertex;
+    for (std::uint64_t r = 0; r < e.count; ++r) {
+      auto line = src.line(kMaxBodyLine);
+      const std::size_t ln = src.lineNumber();
+      if (!line)
+        rep.atLine(ln + 1, "the file ends after " + std::to_string(r) + " of the " + std::to_string(e.count) + " '" +
+                               e.name + "' records the header declares");
+      const auto tokens = tokenize(*line);
+      std::size_t t = 0;
+      for (std::size_t pi = 0; pi < e.properties.size(); ++pi) {
+        const PlyProperty& p = e.properties[pi];
+        auto take = [&](PlyType type) -> double {
+          if (t >= tokens.size())
+            rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has too few values (" +
+                               std::to_string(tokens.size()) + "); property '" + p.name + "' is missing");
+          auto v = parseAscii(tokens[t], type);
+          if (!v)
+            rep.atLine(ln, "value '" + std::string(tokens[t].substr(0, 64)) + "' of property '" + p.name +
+                               "' is not a valid " + typeName(type));
+          ++t;
+          return *v;
+        };
+        if (p.isList) {
+          const double count = take(p.countType);
+          if (count < 0) rep.atLine(ln, "list '" + p.name + "' has a negative length");
+          for (double k = 0; k < count; ++k) take(p.type);
+        } else {
+          const double v = take(p.type);
+          if (isVertex) values[pi] = v;
+        }
+      }
+      if (t != tokens.size())
+        rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has " + std::to_string(tokens.size()) +
+                           " values; the header declares " + std::to_string(t));
+      if (isVertex)
+        if (const char* bad = sink.store(static_cast<std::size_t>(r), values.data()))
+          rep.atLine(ln, "value of property '" + std::string(bad) + "' does not fit in a float");
+    }
+  }
+  // Blank lines may follow the last record, but not without end (a stream of newlines).
+  const std::uint64_t trailingStart = src.offset();
+  while (auto line = src.line(kMaxBodyLine)) {
+    if (!tokenize(*line).empty())
+      rep.atLine(src.lineNumber(), "data after the last declared record (do the element counts match the data?)");
+    if (src.offset() - trailingStart > kMaxBodyLine)
+      rep.atLine(src.lineNumber(), "more than " + std::to_string(kMaxBodyLine) +
+                                       " bytes of blank lines follow the last declared record");
+  }
+}
 
-namespace {
-HostPointCloud readPlyImpl(const std::string& path) {
-  const std::string data = readWholeFile(path);
-  const Reporter rep(path);
-  const PlyHeader h = parseHeader(data, rep);
-  const std::size_t bodyBytes = data.size() - h.bodyOffset;
-  const bool ascii = h.format == PlyFormat::ascii;
+void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex, VertexSink& sink,
+                    std::optional<std::uint64_t> fileSize, const Reporter& rep) {
   const bool swap = (h.format == PlyFormat::binaryBigEndian) != (std::endian::native == std::endian::big);
+  std::vector<double> values(vertex->properties.size());
+  std::vector<char> chunk;
+  for (const auto& e : h.elements) {
+    const bool isVertex = &e == vertex;
+    if (!e.hasList()) {
+      const std::size_t recordSize = e.minBinaryRecordSize();
+      const std::uint64_t start = src.offset();
+      if (!isVertex) {
+        std::uint64_t bytes = 0;
+        if (__builtin_mul_overflow(e.count, static_cast<std::uint64_t>(recordSize), &bytes) || !src.skip(bytes))
+          rep.atByte(src.offset(), "the file ends inside the " + std::to_string(e.count) + " '" + e.name +
+                                       "' records the header declares (the file is truncated or the count is wrong)");
+        continue;
+      }
+      std::vector<std::size_t> offsets;
+      std::size_t off = 0;
+      for (const auto& p : e.properties) {
+        offsets.push_back(off);
+        off += typeSize(p.type);
+      }
+      // Whole records at a time, about 64 KiB per read.
+      const std::size_t perChunk = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(recordSize, 1));
+      chunk.resize(perChunk * recordSize);
+      for (std::uint64_t r = 0; r < e.count;) {
+        const std::size_t records = static_cast<std::size_t>(std::min<std::uint64_t>(perChunk, e.count - r));
+        const std::size_t got = src.read(chunk.data(), records * recordSize);
+        if (got != records * recordSize)
+          rep.atByte(src.offset(), "the file ends inside 'vertex' record " + std::to_string(r + got / recordSize) +
+                                       " of " + std::to_string(e.count) +
+                                       " (the file is truncated or the count is wrong)");
+        for (std::size_t k = 0; k < records; ++k, ++r) {
+          const char* rec = chunk.data() + k * recordSize;
+          for (std::size_t pi = 0; pi < e.properties.size(); ++pi)
+            values[pi] = loadBinary(rec + offsets[pi], e.properties[pi].type, swap);
+          if (const char* bad = sink.store(static_cast<std::size_t>(r), values.data()))
+            rep.atByte(start + r * recordSize, "value of property '" + std::string(bad) + "' does not fit in a float");
+        }
+      }
+      continue;
+    }
+    // Records with lists (faces, ...): checked for length and skipped.
+    char scalar[8];
+    for (std::uint64_t r = 0; r < e.count; ++r) {
+      for (const auto& p : e.properties) {
+        const std::size_t s = p.isList ? typeSize(p.countType) : typeSize(p.type);
+        const std::uint64_t at = src.offset();
+        if (src.read(scalar, s) != s)
+          rep.atByte(at, "the file ends inside '" + e.name + "' record " + std::to_string(r) + " of " +
+                             std::to_string(e.count));
+        if (!p.isList) continue;
+        const double count = loadBinary(scalar, p.countType, swap);
+        if (count < 0) rep.atByte(at, "list '" + p.name + "' has a negative length");
+        if (!src.skip(static_cast<std::uint64_t>(count) * typeSize(p.type)))
+          rep.atByte(src.offset(), "the file ends inside list '" + p.name + "' of '" + e.name + "' record " +
+                                       std::to_string(r));
+      }
+    }
+  }
+  if (!src.atEnd()) {
+    const std::uint64_t pos = src.offset();
+    rep.atByte(pos, (fileSize && *fileSize > pos ? std::to_string(*fileSize - pos) + " bytes follow"
+                                                  : std::string("data follows")) +
+                        " the last declared record (do the element counts match the data?)");
+  }
+}
+
+HostPointCloud readPlyImpl(const std::string& path) {
+  io_detail::File file;
+  file.open("readPly", path, "rb");
+  const Reporter rep(path);
+  ByteSource src(file.get(), rep);
+  const PlyHeader h = parseHeader(src, rep);
 
   const PlyElement* vertex = nullptr;
   for (const auto& e : h.elements)
@@ -554,23 +786,15 @@ HostPointCloud readPlyImpl(const std::string& path) {
   if (!vertex) rep.general("the header declares no 'vertex' element");
   const VertexMapping mapping = mapVertex(*vertex, rep);
 
-  // Before allocating: the least space the declared elements need must fit in the body.
-  // An ascii value takes at least one character, and values are separated by a space or newline.
-  std::size_t needed = 0;
-  for (const auto& e : h.elements) {
-    const std::size_t perRecord =
-        ascii ? 2 * std::max<std::size_t>(e.properties.size(), 1) - 1 : e.minBinaryRecordSize();
-    std::size_t bytes = 0;
-    if (e.count > std::numeric_limits<std::size_t>::max() ||
-        __builtin_mul_overflow(static_cast<std::size_t>(e.count), perRecord, &bytes) ||
-        __builtin_add_overflow(needed, bytes, &needed) || needed > bodyBytes)
-      rep.atLine(static_cast<std::size_t>(e.headerLine),
-                 "element '" + e.name + "' declares " + std::to_string(e.count) + " records, but the " +
-                     std::to_string(bodyBytes) + "-byte body after the header (byte " + std::to_string(h.bodyOffset) +
-                     ") cannot hold them (the file is truncated or the count is wrong)");
-  }
-
+  // A regular file's size bounds the counts before anything is allocated; a stream's
+  // does not exist, so the cloud then grows with the records that actually arrive.
+  const std::optional<std::uint64_t> fileSize = file.regularFileSize();
+  if (fileSize) checkBodyCanHoldCounts(h, *fileSize > h.bodyOffset ? *fileSize - h.bodyOffset : 0, rep);
+  if (vertex->count > std::numeric_limits<std::size_t>::max() / 16)
+    rep.atLine(static_cast<std::size_t>(vertex->headerLine),
+               "vertex count " + std::to_string(vertex->count) + " exceeds what host memory can address");
   const std::size_t n = static_cast<std::size_t>(vertex->count);
+
   if ((h.height >= 0) != (h.width >= 0))
     rep.atLine(static_cast<std::size_t>(h.height >= 0 ? h.heightLine : h.widthLine),
                "an organized cloud needs both height and width (obj_info height H / obj_info width W)");
@@ -584,106 +808,11 @@ HostPointCloud readPlyImpl(const std::string& path) {
     cloud.height = static_cast<int>(h.height);
     cloud.width = static_cast<int>(h.width);
   }
-  cloud.xyz.resize(checkedMul(n, 3, "readPly: xyz"));
-  if (mapping.rgba[0] >= 0) cloud.rgba.resize(checkedMul(n, 4, "readPly: rgba"));
-  if (mapping.normal[0] >= 0) cloud.normals.resize(checkedMul(n, 3, "readPly: normals"));
-  if (mapping.snr >= 0) cloud.snr.resize(n);
-  VertexSink sink(cloud, mapping, *vertex);
-  std::vector<double> values(vertex->properties.size());
-
-  if (ascii) {
-    LineCursor cursor(data, h.bodyOffset, h.bodyFirstLine);
-    for (const auto& e : h.elements) {
-      const bool isVertex = &e == vertex;
-      for (std::uint64_t r = 0; r < e.count; ++r) {
-        auto line = cursor.next(rep, kMaxBodyLine);
-        const std::size_t ln = cursor.lineNumber();
-        if (!line)
-          rep.atLine(ln + 1, "the file ends after " + std::to_string(r) + " of the " + std::to_string(e.count) + " '" +
-                                 e.name + "' records the header declares");
-        const auto tokens = tokenize(*line);
-        std::size_t t = 0;
-        for (std::size_t pi = 0; pi < e.properties.size(); ++pi) {
-          const PlyProperty& p = e.properties[pi];
-          auto take = [&](PlyType type) -> double {
-            if (t >= tokens.size())
-              rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has too few values (" +
-                                 std::to_string(tokens.size()) + "); property '" + p.name + "' is missing");
-            auto v = parseAscii(tokens[t], type);
-            if (!v)
-              rep.atLine(ln, "value '" + std::string(tokens[t].substr(0, 64)) + "' of property '" + p.name +
-                                 "' is not a valid " + typeName(type));
-            ++t;
-            return *v;
-          };
-          if (p.isList) {
-            const double count = take(p.countType);
-            if (count < 0) rep.atLine(ln, "list '" + p.name + "' has a negative length");
-            for (double k = 0; k < count; ++k) take(p.type);
-          } else {
-            const double v = take(p.type);
-            if (isVertex) values[pi] = v;
-          }
-        }
-        if (t != tokens.size())
-          rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has " + std::to_string(tokens.size()) +
-                             " values; the header declares " + std::to_string(t));
-        if (isVertex)
-          if (const char* bad = sink.store(static_cast<std::size_t>(r), values.data()))
-            rep.atLine(ln, "value of property '" + std::string(bad) + "' does not fit in a float");
-      }
-    }
-    while (auto line = cursor.next(rep, kMaxBodyLine))
-      if (!tokenize(*line).empty())
-        rep.atLine(cursor.lineNumber(), "data after the last declared record (do the element counts match the data?)");
-  } else {
-    std::size_t pos = h.bodyOffset;
-    const char* bytes = data.data();
-    for (const auto& e : h.elements) {
-      const bool isVertex = &e == vertex;
-      if (!e.hasList()) {
-        // Fixed-size records; the size check above already guarantees they are present.
-        const std::size_t recordSize = e.minBinaryRecordSize();
-        // Earlier list elements may have used more than their minimum, so re-check here.
-        if ((data.size() - pos) / std::max<std::size_t>(recordSize, 1) < e.count && recordSize != 0)
-          rep.atByte(pos, "the file ends inside the " + std::to_string(e.count) + " '" + e.name +
-                              "' records the header declares (the file is truncated or the count is wrong)");
-        if (isVertex) {
-          std::vector<std::size_t> offsets;
-          std::size_t off = 0;
-          for (const auto& p : e.properties) { offsets.push_back(off); off += typeSize(p.type); }
-          for (std::size_t r = 0; r < n; ++r) {
-            const char* rec = bytes + pos + r * recordSize;
-            for (std::size_t pi = 0; pi < e.properties.size(); ++pi)
-              values[pi] = loadBinary(rec + offsets[pi], e.properties[pi].type, swap);
-            if (const char* bad = sink.store(r, values.data()))
-              rep.atByte(pos + r * recordSize, "value of property '" + std::string(bad) + "' does not fit in a float");
-          }
-        }
-        pos += static_cast<std::size_t>(e.count) * recordSize;
-        continue;
-      }
-      for (std::uint64_t r = 0; r < e.count; ++r) {
-        for (const auto& p : e.properties) {
-          const std::size_t s = p.isList ? typeSize(p.countType) : typeSize(p.type);
-          if (data.size() - pos < s)
-            rep.atByte(pos, "the file ends inside '" + e.name + "' record " + std::to_string(r) + " of " +
-                                std::to_string(e.count));
-          if (!p.isList) { pos += s; continue; }
-          const double count = loadBinary(bytes + pos, p.countType, swap);
-          if (count < 0) rep.atByte(pos, "list '" + p.name + "' has a negative length");
-          pos += s;
-          const std::size_t itemBytes = static_cast<std::size_t>(count) * typeSize(p.type);
-          if (data.size() - pos < itemBytes)
-            rep.atByte(pos, "the file ends inside list '" + p.name + "' of '" + e.name + "' record " + std::to_string(r));
-          pos += itemBytes;
-        }
-      }
-    }
-    if (pos != data.size())
-      rep.atByte(pos, std::to_string(data.size() - pos) +
-                          " bytes follow the last declared record (do the element counts match the data?)");
-  }
+  VertexSink sink(cloud, mapping, *vertex, n, fileSize.has_value());
+  if (h.format == PlyFormat::ascii)
+    readAsciiBody(src, h, vertex, sink, rep);
+  else
+    readBinaryBody(src, h, vertex, sink, fileSize, rep);
   return cloud;
 }
 }  // namespace
@@ -706,7 +835,7 @@ class BufferedWriter {
   void put(std::string_view s) { put(s.data(), s.size()); }
   void flush() {
     if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
-      invalid("writePly: '" + path_ + "': write failed: " + io_detail::systemErrorText(errno));
+      invalid("writePly: '" + io_detail::printable(path_) + "': write failed: " + io_detail::systemErrorText(errno));
     buffer_.clear();
   }
 
@@ -755,19 +884,22 @@ void writePly(const std::string& path, const HostPointCloud& cloud, PlyFormat fo
   if (cloud.hasSNR()) header += "property float snr\n";
   header += "end_header\n";
 
-  io_detail::File file;
-  file.open("writePly", path, "wb");
-  io_detail::RemoveOnFailure cleanup(path);
+  io_detail::OutputFile file("writePly", path);
   BufferedWriter w(file.get(), path);
   w.put(header);
   const bool swap = (format == PlyFormat::binaryBigEndian) != (std::endian::native == std::endian::big);
   const std::size_t n = cloud.size();
+  constexpr float kMissing[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
+                                 std::numeric_limits<float>::quiet_NaN()};
   for (std::size_t i = 0; i < n; ++i) {
+    // A point with a non-finite coordinate (an overflowing transform gives inf) is
+    // missing: it is written as NaN, NaN, NaN, which readPly reads back as missing.
+    const float* xyz = cloud.isValid(i) ? &cloud.xyz[3 * i] : kMissing;
     if (format == PlyFormat::ascii) {
       char b[8];
       for (int c = 0; c < 3; ++c) {
         if (c) w.put(" ", 1);
-        putAsciiFloat(w, cloud.xyz[3 * i + c]);
+        putAsciiFloat(w, xyz[c]);
       }
       if (cloud.hasColors())
         for (int c = 0; c < 4; ++c) {
@@ -786,7 +918,7 @@ void writePly(const std::string& path, const HostPointCloud& cloud, PlyFormat fo
       }
       w.put("\n", 1);
     } else {
-      for (int c = 0; c < 3; ++c) putBinary(w, cloud.xyz[3 * i + c], swap);
+      for (int c = 0; c < 3; ++c) putBinary(w, xyz[c], swap);
       if (cloud.hasColors()) w.put(reinterpret_cast<const char*>(&cloud.rgba[4 * i]), 4);
       if (cloud.hasNormals())
         for (int c = 0; c < 3; ++c) putBinary(w, cloud.normals[3 * i + c], swap);
@@ -794,8 +926,7 @@ void writePly(const std::string& path, const HostPointCloud& cloud, PlyFormat fo
     }
   }
   w.flush();
-  if (!file.close()) invalid("writePly: '" + path + "': closing the file failed: " + io_detail::systemErrorText(errno));
-  cleanup.release();
+  file.commit();
 }
 
 }  // namespace devicearray

@@ -124,7 +124,16 @@ struct PngHeaderInfo {
   png_uint_32 width = 0, height = 0;
   int channels = 0, bitDepth = 0;
   std::size_t rowBytes = 0;
+  std::uint64_t storedBytes = 0;  // the samples as stored in the file (before expansion), no filter bytes
 };
+
+// zlib's deflate cannot pack more than 1032 bytes into one (a 258-byte match in 2 bits),
+// so a regular file of F bytes cannot hold an image of more than about 1032 * F bytes
+// of samples: anything larger is truncated or corrupt, and is refused before allocating.
+constexpr std::uint64_t kDeflateMaxRatio = 1032;
+// A pipe or device has no size to bound the image by: such a PNG may decode to at most
+// this much.
+constexpr std::uint64_t kMaxStreamedPngBytes = std::uint64_t{1} << 30;
 
 // The functions below hold only trivial locals: see the comment at the top.
 
@@ -133,9 +142,15 @@ bool pngReadHeader(PngContext* ctx, std::FILE* f, PngHeaderInfo* out) {
   png_init_io(ctx->png, f);
   // Refuse dimensions that could not be real images before libpng allocates for them.
   png_set_user_limits(ctx->png, 1u << 20, 1u << 20);
+  // Ancillary chunks (text, ICC profiles) are decompressed into memory: keep them small.
+  png_set_chunk_malloc_max(ctx->png, 8u << 20);
+  png_set_chunk_cache_max(ctx->png, 1000);
   png_read_info(ctx->png, ctx->info);
   const int colorType = png_get_color_type(ctx->png, ctx->info);
   const int depth = png_get_bit_depth(ctx->png, ctx->info);
+  const std::uint64_t storedBits = static_cast<std::uint64_t>(png_get_image_width(ctx->png, ctx->info)) *
+                                   static_cast<std::uint64_t>(depth) * png_get_channels(ctx->png, ctx->info);
+  out->storedBytes = (storedBits + 7) / 8 * png_get_image_height(ctx->png, ctx->info);
   if (colorType == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(ctx->png);
   if (colorType == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(ctx->png);
   if (png_get_valid(ctx->png, ctx->info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(ctx->png);
@@ -219,7 +234,19 @@ HostImage readPng(const std::string& path) {
   PngContext* ctx = session.get();
   png_set_sig_bytes(ctx->png, sizeof signature);
   PngHeaderInfo hdr;
-  if (!pngReadHeader(ctx, file.get(), &hdr)) invalid("readPng: '" + path + "': " + ctx->message);
+  if (!pngReadHeader(ctx, file.get(), &hdr)) invalid("readPng: '" + path + "': " + io_detail::printable(ctx->message));
+  const std::string size = std::to_string(hdr.width) + " x " + std::to_string(hdr.height);
+  if (const auto fileSize = file.regularFileSize()) {
+    if (hdr.storedBytes > kDeflateMaxRatio * *fileSize + 65536)
+      invalid("readPng: '" + path + "': the header declares a " + size + " image (" +
+              io_detail::byteSizeText(hdr.storedBytes) + " of samples), more than a " + std::to_string(*fileSize) +
+              "-byte file can hold even at zlib's highest compression (1032:1); the file is truncated or corrupt");
+  } else if (static_cast<std::uint64_t>(hdr.rowBytes) * hdr.height > kMaxStreamedPngBytes) {
+    invalid("readPng: '" + path + "': the header declares a " + size + " image (" +
+            io_detail::byteSizeText(static_cast<std::uint64_t>(hdr.rowBytes) * hdr.height) +
+            "); from a pipe or device, whose size cannot vouch for it, at most " +
+            io_detail::byteSizeText(kMaxStreamedPngBytes) + " is read");
+  }
   if ((hdr.channels != 1 && hdr.channels != 3 && hdr.channels != 4) || (hdr.bitDepth != 8 && hdr.bitDepth != 16))
     invalid("readPng: '" + path + "': decodes to " + std::to_string(hdr.channels) + " channels of " +
             std::to_string(hdr.bitDepth) + " bits, which HostImage cannot hold");
@@ -229,7 +256,7 @@ HostImage readPng(const std::string& path) {
             std::to_string(image.rowBytes()));
   std::vector<png_bytep> rows(static_cast<std::size_t>(image.height));
   for (int y = 0; y < image.height; ++y) rows[static_cast<std::size_t>(y)] = image.row(y);
-  if (!pngReadRows(ctx, rows.data())) invalid("readPng: '" + path + "': " + ctx->message);
+  if (!pngReadRows(ctx, rows.data())) invalid("readPng: '" + path + "': " + io_detail::printable(ctx->message));
   return image;
 }
 
@@ -247,14 +274,11 @@ void writePng(const std::string& path, const HostImage& image) {
   hdr.height = static_cast<png_uint_32>(image.height);
   hdr.channels = image.channels;
   hdr.bitDepth = image.bitDepth;
-  io_detail::File file;
-  file.open("writePng", path, "wb");
-  io_detail::RemoveOnFailure cleanup(path);
+  io_detail::OutputFile file("writePng", path);
   PngSession session(true);
   if (!pngWrite(session.get(), file.get(), &hdr, rows.data()))
-    invalid("writePng: '" + path + "': " + session.get()->message);
-  if (!file.close()) invalid("writePng: '" + path + "': closing the file failed: " + io_detail::systemErrorText(errno));
-  cleanup.release();
+    invalid("writePng: '" + path + "': " + io_detail::printable(session.get()->message));
+  file.commit();
 }
 
 #else  // !DEVICEARRAY_HAS_PNG

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -86,6 +87,41 @@ std::array<std::uint8_t, 3> depthColor(float t) {
 
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 
+/// Forwards the fraction done of one phase, mapped into [begin, end] of the whole
+/// render, to RenderOptions::progress: at most 200 calls per render.
+class Progress {
+ public:
+  explicit Progress(const std::function<void(double)>& report) : report_(report) {}
+  /// Starts a phase that covers [begin, end] of the whole render.
+  void phase(double begin, double end) {
+    begin_ = begin;
+    end_ = end;
+  }
+  /// `fraction` of the current phase is done.
+  void at(double fraction) {
+    if (!report_) return;
+    const double total = begin_ + (end_ - begin_) * std::clamp(fraction, 0.0, 1.0);
+    const int step = static_cast<int>(total * 200.0);
+    if (step <= lastStep_ || step >= 200) return;  // 1 comes from finish()
+    lastStep_ = step;
+    report_(total);
+  }
+  /// The whole render is done: reports 1 exactly once.
+  void finish() {
+    if (report_ && lastStep_ < 200) report_(1.0);
+    lastStep_ = 200;
+  }
+  /// Row `y` of `rows` is done (reports only every 64 rows).
+  void row(int y, int rows) {
+    if ((y & 63) == 0 || y + 1 == rows) at(static_cast<double>(y + 1) / rows);
+  }
+
+ private:
+  const std::function<void(double)>& report_;
+  double begin_ = 0, end_ = 1;
+  int lastStep_ = -1;
+};
+
 /// Which point each output pixel shows, and the 3-D position seen there (for
 /// screen-space normals when the cloud has none and is not organized).
 struct PixelMap {
@@ -98,7 +134,7 @@ struct PixelMap {
 
 V3 pointAt(const HostPointCloud& c, std::size_t i) { return {c.xyz[3 * i], c.xyz[3 * i + 1], c.xyz[3 * i + 2]}; }
 
-PixelMap mapGrid(const HostPointCloud& cloud, int outW, int outH) {
+PixelMap mapGrid(const HostPointCloud& cloud, int outW, int outH, Progress& progress) {
   PixelMap m;
   m.width = outW;
   m.height = outH;
@@ -112,45 +148,52 @@ PixelMap mapGrid(const HostPointCloud& cloud, int outW, int outH) {
       const std::size_t i = sy * static_cast<std::size_t>(cloud.width) + sx;
       if (cloud.isValid(i)) m.point[static_cast<std::size_t>(y) * static_cast<std::size_t>(outW) + static_cast<std::size_t>(x)] = i;
     }
+    progress.row(y, outH);
   }
   return m;
 }
 
-PixelMap mapPinhole(const HostPointCloud& cloud, const RenderOptions& opt, int outW, int outH) {
+/// The camera mapPinhole() renders through: `opt.camera` when given, else one fitted
+/// to the valid points, with its origin in the cloud frame.
+PinholeCamera pinholeCamera(const HostPointCloud& cloud, const RenderOptions& opt, int outW, int outH,
+                            V3& cameraOrigin) {
+  cameraOrigin = {0, 0, 0};
+  if (opt.camera.fx > 0) return opt.camera;
+  const std::size_t n = cloud.size();
+  // Fit a camera looking along +z at the valid points.
+  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!cloud.isValid(i)) continue;
+    for (int c = 0; c < 3; ++c) {
+      lo[c] = std::min(lo[c], cloud.xyz[3 * i + static_cast<std::size_t>(c)]);
+      hi[c] = std::max(hi[c], cloud.xyz[3 * i + static_cast<std::size_t>(c)]);
+    }
+  }
+  const float extent = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 1e-6f});
+  if (!(lo[2] > 1e-3f * extent))  // not in a camera frame: step back behind the cloud
+    cameraOrigin = {0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), lo[2] - 2.0f * extent};
+  double minU = INFINITY, maxU = -INFINITY, minV = INFINITY, maxV = -INFINITY;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!cloud.isValid(i)) continue;
+    const V3 p = sub(pointAt(cloud, i), cameraOrigin);
+    if (!(p.z > 0)) continue;
+    minU = std::min(minU, double(p.x) / p.z);
+    maxU = std::max(maxU, double(p.x) / p.z);
+    minV = std::min(minV, double(p.y) / p.z);
+    maxV = std::max(maxV, double(p.y) / p.z);
+  }
+  const double margin = 0.03;
+  const double spanU = std::max(maxU - minU, 1e-9), spanV = std::max(maxV - minV, 1e-9);
+  const double f = std::min((1 - 2 * margin) * (outW - 1) / spanU, (1 - 2 * margin) * (outH - 1) / spanV);
+  return PinholeCamera{outW, outH, f, f, 0.5 * (outW - 1) - f * 0.5 * (minU + maxU),
+                       0.5 * (outH - 1) - f * 0.5 * (minV + maxV)};
+}
+
+PixelMap mapPinhole(const HostPointCloud& cloud, const RenderOptions& opt, int outW, int outH, Progress& progress) {
   PixelMap m;
   m.pinhole = true;
   const std::size_t n = cloud.size();
-  if (opt.camera.fx > 0) {
-    m.camera = opt.camera;
-  } else {
-    // Fit a camera looking along +z at the valid points.
-    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!cloud.isValid(i)) continue;
-      for (int c = 0; c < 3; ++c) {
-        lo[c] = std::min(lo[c], cloud.xyz[3 * i + static_cast<std::size_t>(c)]);
-        hi[c] = std::max(hi[c], cloud.xyz[3 * i + static_cast<std::size_t>(c)]);
-      }
-    }
-    const float extent = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 1e-6f});
-    if (!(lo[2] > 1e-3f * extent))  // not in a camera frame: step back behind the cloud
-      m.cameraOrigin = {0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), lo[2] - 2.0f * extent};
-    double minU = INFINITY, maxU = -INFINITY, minV = INFINITY, maxV = -INFINITY;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!cloud.isValid(i)) continue;
-      const V3 p = sub(pointAt(cloud, i), m.cameraOrigin);
-      if (!(p.z > 0)) continue;
-      minU = std::min(minU, double(p.x) / p.z);
-      maxU = std::max(maxU, double(p.x) / p.z);
-      minV = std::min(minV, double(p.y) / p.z);
-      maxV = std::max(maxV, double(p.y) / p.z);
-    }
-    const double margin = 0.03;
-    const double spanU = std::max(maxU - minU, 1e-9), spanV = std::max(maxV - minV, 1e-9);
-    const double f = std::min((1 - 2 * margin) * (outW - 1) / spanU, (1 - 2 * margin) * (outH - 1) / spanV);
-    m.camera = PinholeCamera{outW, outH, f, f, 0.5 * (outW - 1) - f * 0.5 * (minU + maxU),
-                             0.5 * (outH - 1) - f * 0.5 * (minV + maxV)};
-  }
+  m.camera = pinholeCamera(cloud, opt, outW, outH, m.cameraOrigin);
   m.width = m.camera.width;
   m.height = m.camera.height;
   const std::size_t pixels =
@@ -172,6 +215,7 @@ PixelMap mapPinhole(const HostPointCloud& cloud, const RenderOptions& opt, int o
     minY = std::min(minY, v); maxY = std::max(maxY, v);
     ++visible;
   }
+  progress.at(0.3);
   if (visible == 0) return m;
   int radius = opt.pointRadius;
   if (radius < 0) {
@@ -189,12 +233,13 @@ PixelMap mapPinhole(const HostPointCloud& cloud, const RenderOptions& opt, int o
         const std::size_t k = static_cast<std::size_t>(y) * static_cast<std::size_t>(m.width) + static_cast<std::size_t>(x);
         if (z < zbuf[k]) { zbuf[k] = z; m.point[k] = i; }
       }
+    if ((i & 0xffff) == 0) progress.at(0.3 + 0.7 * static_cast<double>(i) / static_cast<double>(n));
   }
   return m;
 }
 
 /// Per-pixel normals for the normals view and for shading clouds without colour.
-std::vector<V3> pixelNormals(const HostPointCloud& cloud, const PixelMap& m) {
+std::vector<V3> pixelNormals(const HostPointCloud& cloud, const PixelMap& m, Progress& progress) {
   const std::size_t pixels = m.point.size();
   std::vector<V3> out(pixels, V3{kNaN, kNaN, kNaN});
   if (cloud.hasNormals() || cloud.isOrganized()) {
@@ -213,7 +258,7 @@ std::vector<V3> pixelNormals(const HostPointCloud& cloud, const PixelMap& m) {
     const std::size_t i = m.point[static_cast<std::size_t>(y) * static_cast<std::size_t>(m.width) + static_cast<std::size_t>(x)];
     return i == kNone ? V3{kNaN, kNaN, kNaN} : sub(pointAt(cloud, i), m.cameraOrigin);
   };
-  for (int y = 0; y < m.height; ++y)
+  for (int y = 0; y < m.height; ++y) {
     for (int x = 0; x < m.width; ++x) {
       const V3 p = seen(x, y);
       if (!finite3(p)) continue;
@@ -223,11 +268,13 @@ std::vector<V3> pixelNormals(const HostPointCloud& cloud, const PixelMap& m) {
         out[static_cast<std::size_t>(y) * static_cast<std::size_t>(m.width) + static_cast<std::size_t>(x)] =
             orientedNormal(dx, dy, p);
     }
+    progress.row(y, m.height);
+  }
   return out;
 }
 
 void renderView(const HostPointCloud& cloud, const PixelMap& m, const std::vector<V3>& normals, RenderView view,
-                const RenderOptions& opt, HostImage& image, int xOffset) {
+                const RenderOptions& opt, HostImage& image, int xOffset, Progress& progress) {
   float zNear = 0, zFar = 1;
   if (view == RenderView::depth) {
     // Robust range: the 2nd and 98th percentiles of the depths in the picture.
@@ -252,7 +299,7 @@ void renderView(const HostPointCloud& cloud, const PixelMap& m, const std::vecto
       const std::size_t i = m.point[k];
       std::array<std::uint8_t, 3> c{opt.background[0], opt.background[1], opt.background[2]};
       if (i != kNone) {
-        const V3 n = normals[k];
+        const V3 n = normals.empty() ? V3{kNaN, kNaN, kNaN} : normals[k];  // empty: this view needs none
         if (view == RenderView::depth) {
           c = depthColor((cloud.xyz[3 * i + 2] - m.cameraOrigin.z - zNear) / (zFar - zNear));
         } else if (view == RenderView::normals) {
@@ -277,6 +324,7 @@ void renderView(const HostPointCloud& cloud, const PixelMap& m, const std::vecto
       px[1] = c[1];
       px[2] = c[2];
     }
+    progress.row(y, m.height);
   }
 }
 
@@ -332,25 +380,57 @@ HostImage renderCloudImpl(const HostPointCloud& cloud, const RenderOptions& opti
   else if (outW == 0) outW = std::max(1, static_cast<int>(std::lround(double(outH) * defaultW / defaultH)));
   else if (outH == 0) outH = std::max(1, static_cast<int>(std::lround(double(outW) * defaultH / defaultW)));
 
-  const PixelMap map = grid ? mapGrid(cloud, outW, outH) : mapPinhole(cloud, options, outW, outH);
   const std::vector<RenderView> views =
       options.view == RenderView::all ? std::vector<RenderView>{RenderView::color, RenderView::depth, RenderView::normals}
                                       : std::vector<RenderView>{options.view};
   const bool needNormals = std::any_of(views.begin(), views.end(), [&](RenderView v) {
     return v == RenderView::normals || (v == RenderView::color && !cloud.hasColors());
   });
-  const std::vector<V3> normals = needNormals ? pixelNormals(cloud, map) : std::vector<V3>(map.point.size());
-
+  // One view's size in pixels: a given camera sets it, else outW x outH.
+  const bool givenCamera = !grid && options.camera.fx > 0;
+  const int viewW = givenCamera ? options.camera.width : outW, viewH = givenCamera ? options.camera.height : outH;
   const int gap = views.size() > 1 ? 8 : 0;
-  const std::size_t totalW = checkedMul(static_cast<std::size_t>(map.width) + gap, views.size(), "renderCloud: width") - gap;
+  const std::size_t totalW = checkedMul(static_cast<std::size_t>(viewW) + gap, views.size(), "renderCloud: width") - gap;
   if (totalW > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     io_detail::fail(ErrorCode::OutOfRange, "renderCloud: image width " + std::to_string(totalW) + " does not fit in int");
+
+  // Refuse before allocating what the render would hold at once: per pixel of one view
+  // the point index (8 bytes), normals (12) when a view needs them, the z-buffer (4,
+  // pinhole) and the depth percentiles (4, depth view); the image (3 per pixel); per
+  // point the projections (12, pinhole) and grid normals (12) when estimated.
+  const double pixels = static_cast<double>(viewW) * viewH;
+  const bool depthView = std::find(views.begin(), views.end(), RenderView::depth) != views.end();
+  const bool estimatedNormals = needNormals && !cloud.hasNormals() && cloud.isOrganized();
+  const double bytes = pixels * (8 + (needNormals ? 12 : 0) + (grid ? 0 : 4) + (depthView ? 4 : 0)) +
+                       3.0 * static_cast<double>(totalW) * viewH +
+                       static_cast<double>(cloud.size()) * ((grid ? 0 : 12) + (estimatedNormals ? 12 : 0));
+  if (options.memoryLimitBytes != 0 && bytes > static_cast<double>(options.memoryLimitBytes))
+    io_detail::fail(ErrorCode::OutOfRange,
+                    "renderCloud: a " + std::to_string(viewW) + " x " + std::to_string(viewH) + " picture" +
+                        (views.size() > 1 ? " (3 views side by side)" : "") + " needs about " +
+                        io_detail::byteSizeText(static_cast<std::uint64_t>(bytes)) +
+                        " of host memory, more than the limit of " + io_detail::byteSizeText(options.memoryLimitBytes) +
+                        " (RenderOptions::memoryLimitBytes); render a smaller picture or raise the limit");
+
+  // Progress: the pixel map, then the normals (when needed), then each view.
+  Progress progress(options.progress);
+  const double mapShare = 0.3, normalsShare = needNormals ? 0.2 : 0.0;
+  progress.phase(0.0, mapShare);
+  const PixelMap map = grid ? mapGrid(cloud, outW, outH, progress) : mapPinhole(cloud, options, outW, outH, progress);
+  progress.phase(mapShare, mapShare + normalsShare);
+  const std::vector<V3> normals = needNormals ? pixelNormals(cloud, map, progress) : std::vector<V3>{};
+
   HostImage image(map.height, static_cast<int>(totalW), 3, 8);
   for (int y = 0; y < image.height; ++y)
     for (int x = 0; x < image.width; ++x)
       for (int c = 0; c < 3; ++c) image.row(y)[3 * static_cast<std::size_t>(x) + c] = 12;  // separators
-  for (std::size_t v = 0; v < views.size(); ++v)
-    renderView(cloud, map, normals, views[v], options, image, static_cast<int>(v) * (map.width + gap));
+  const double viewShare = (1.0 - mapShare - normalsShare) / static_cast<double>(views.size());
+  for (std::size_t v = 0; v < views.size(); ++v) {
+    const double begin = mapShare + normalsShare + viewShare * static_cast<double>(v);
+    progress.phase(begin, begin + viewShare);
+    renderView(cloud, map, normals, views[v], options, image, static_cast<int>(v) * (map.width + gap), progress);
+  }
+  progress.finish();
   return image;
 }
 }  // namespace
