@@ -390,6 +390,75 @@ TEST_F(ProcessCommand, BadArgumentsFailWithOneLine) {
   EXPECT_FALSE(fs::exists(tempDir() / "bad.ply"));
 }
 
+/// True when every point of `c` is finite or missing (NaN in x, y and z), never inf.
+bool finiteOrMissing(const HostPointCloud& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const float* p = &c.xyz[3 * i];
+    if (!c.isValid(i) && !(std::isnan(p[0]) && std::isnan(p[1]) && std::isnan(p[2]))) return false;
+  }
+  return true;
+}
+
+TEST_F(ProcessCommand, OverflowingTransformMakesMissingPointsNotInfinities) {
+  REQUIRE_CLI_AND_DEVICE();
+  // x * 1e37 overflows a float for |x| > 34 mm: those points become missing, the rest move.
+  const std::string scaleX = " --transform 1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1";
+  for (const char* format : {"binary", "ascii"}) {
+    Result r;
+    const std::string name = std::string("overflow_") + format + ".ply";
+    const HostPointCloud out = process(scaleX + " --format " + format, name, &r);
+    ASSERT_EQ(out.size(), scene_.size());
+    EXPECT_TRUE(finiteOrMissing(out)) << format;
+    EXPECT_GT(out.validCount(), 0u);
+    EXPECT_LT(out.validCount(), scene_.validCount());
+    EXPECT_NE(r.out.find("became missing"), std::string::npos) << r.out;
+    // What process writes, process reads.
+    const Result again = run("process " + q(tempDir() / name) + " -o " + q(tempDir() / "again.ply"));
+    EXPECT_EQ(again.status, 0) << again.err;
+  }
+  // The unorganized path drops such points, as its device stages do.
+  const fs::path flatOut = tempDir() / "flat_overflow.ply";
+  const Result u = run("process " + q(tempDir() / "flat.ply") + scaleX + " --format ascii -o " + q(flatOut));
+  ASSERT_EQ(u.status, 0) << u.err;
+  const HostPointCloud flat = devicearray::readPly(flatOut.string());
+  EXPECT_TRUE(finiteOrMissing(flat));
+  EXPECT_EQ(flat.validCount(), flat.size());
+  EXPECT_LT(flat.size(), scene_.validCount());
+  // Nothing left at all: one line, no file.
+  const fs::path none = tempDir() / "all_overflow.ply";
+  expectOneLineFailure(run("process " + q(scenePath()) + " --transform 1e37,0,0,0,0,1e37,0,0,0,0,1e37,0,0,0,0,1 -o " +
+                           q(none)),
+                       "no valid point is left after --transform");
+  EXPECT_FALSE(fs::exists(none));
+}
+
+TEST_F(ProcessCommand, SmallMistakesGetOneClearLine) {
+  REQUIRE_CLI_AND_DEVICE();
+  const std::string in = q(scenePath()), out = " -o " + q(tempDir() / "small_mistakes.ply");
+  // A tiny voxel is named as given, not as 0.000000.
+  const Result voxel = run("process " + in + " --voxel 1e-9" + out);
+  expectOneLineFailure(voxel, "1e-09");
+  EXPECT_EQ(voxel.err.find("0.000000"), std::string::npos) << voxel.err;
+  expectOneLineFailure(run("process " + in + " --voxel 1e-50" + out), "--voxel 1e-50");
+  // An empty --transform was silently ignored.
+  expectOneLineFailure(run("process " + in + " --transform ''" + out), "--transform is empty");
+  // A binary matrix file: named as such, its bytes escaped, never copied raw.
+  const fs::path binary = tempDir() / "matrix.bin";
+  {
+    std::ofstream f(binary, std::ios::binary);
+    f.write("1,0\0\x01\x1b[2J", 9);
+  }
+  const Result b = run("process " + in + " --transform " + q(binary) + out);
+  expectOneLineFailure(b, "is not a text file (byte 3 is \\x00)");
+  EXPECT_EQ(b.err.find('\x1b'), std::string::npos) << b.err;
+  // Reading /dev/zero stops at its first bytes (it grew by 600 MB/s before).
+  if (fs::is_character_file("/dev/zero")) {
+    const Result z = run("process /dev/zero" + out);
+    expectOneLineFailure(z, "not a PLY file");
+  }
+  EXPECT_FALSE(fs::exists(tempDir() / "small_mistakes.ply"));
+}
+
 TEST(BenchCommand, SmokeRunPrintsEveryOperation) {
   REQUIRE_CLI_AND_DEVICE();
   const Result r = run("bench --size 48x64 --repeat 2");

@@ -1,15 +1,23 @@
 // End-to-end tests of the `devicearray` command: runs the built binary (its path comes
 // from tools/CMakeLists.txt as DEVICEARRAY_CLI_PATH) and checks its output and files.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli_support.hpp"
 #include "devicearray/io.hpp"
@@ -101,6 +109,135 @@ TEST(Cli, FailuresAreOneLineAndNonZero) {
   expectOneLineFailure(r, "absurd_vertex_count.ply");
   EXPECT_EQ(r.status, 1);
   EXPECT_FALSE(fs::exists(tempDir() / "y.png"));
+}
+
+TEST(Cli, SmallMistakesGetOneClearLine) {
+  REQUIRE_CLI();
+  // CLI11's own range check printed its bounds, DBL_MAX written out in full.
+  for (const char* args : {"layout PointXYZ -N 0", "layout PointXYZ -N -3", "layout PointXYZ -H 0 -W 2"}) {
+    const Result r = run(args);
+    expectOneLineFailure(r, "must be an integer in 1..");
+    EXPECT_EQ(r.err.find("1797693134862315"), std::string::npos) << r.err;
+  }
+  // Seeds are 64-bit unsigned: no wrap-around of -1, no silent truncation of 2^64.
+  const fs::path ply = tempDir() / "seeded.ply";
+  expectOneLineFailure(run("synth -H 4 -W 4 --seed -1 -o " + q(ply)), "'-1' must be an integer in 0..18446744073709551615");
+  expectOneLineFailure(run("synth -H 4 -W 4 --seed 18446744073709551616 -o " + q(ply)),
+                       "'18446744073709551616' must be an integer in 0..18446744073709551615");
+  expectOneLineFailure(run("synth -H 4 -W 4 --seed 1e3 -o " + q(ply)), "'1e3'");
+  EXPECT_FALSE(fs::exists(ply));
+  const Result maxSeed = run("synth -H 4 -W 4 --seed 18446744073709551615 -o " + q(ply));
+  EXPECT_EQ(maxSeed.status, 0) << maxSeed.err;
+  // NUL and other control bytes of a PLY header are escaped, not printed raw.
+  const fs::path nul = fs::path(__FILE__).parent_path() / "data" / "ply" / "header_nul_byte.ply";
+  const Result r = run("render " + q(nul) + " -o " + q(tempDir() / "nul.png"));
+  expectOneLineFailure(r, "'flo\\x00at'");
+  EXPECT_EQ(r.err.find('\0'), std::string::npos);
+}
+
+TEST(Cli, NonPlyInputIsRefusedAtOnce) {
+  REQUIRE_CLI();
+  if (!fs::is_character_file("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  // Bounded in time and (outside sanitizer builds) in memory: reading /dev/zero to its
+  // end grew by 600 MB/s until the machine ran out.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const std::string limit = "timeout 20 ";
+#else
+  const std::string limit = "ulimit -v 4000000; timeout 20 ";
+#endif
+  const Result r = run("render /dev/zero -o " + q(tempDir() / "zero.png"));
+  expectOneLineFailure(r, "not a PLY file");
+  EXPECT_NE(r.err.find("begins with '\\x00\\x00\\x00\\x00'"), std::string::npos) << r.err;
+  // std::system runs a shell: the limits apply to it and to the command only.
+  const std::string cmd = limit + "'" + kCli + "' render /dev/urandom -o /dev/null 2>/dev/null";
+  const int raw = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(raw));
+  EXPECT_EQ(WEXITSTATUS(raw), 1) << "124: timed out";
+}
+
+TEST(Cli, RenderRefusesPicturesAboveTheMemoryCap) {
+  REQUIRE_CLI();
+  const Result help = run("render --help");
+  EXPECT_NE(help.out.find("--max-memory"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("2048 MiB"), std::string::npos) << help.out;
+  const fs::path ply = tempDir() / "small.ply";
+  ASSERT_EQ(run("synth -H 12 -W 16 -o " + q(ply)).status, 0);
+  // 16384 x 16384 took 94 s and 8 GB: now refused before rendering, in one line.
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = run("render " + q(ply) + " --width 16384 --height 16384 -o " + q(tempDir() / "huge.png"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  expectOneLineFailure(r, "16384 x 16384");
+  EXPECT_NE(r.err.find("--max-memory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(fs::exists(tempDir() / "huge.png"));
+  expectOneLineFailure(run("render " + q(ply) + " --width 640 --max-memory 1 -o " + q(tempDir() / "tight.png")),
+                       "more than the limit of 1.0 MiB");
+  const Result ok = run("render " + q(ply) + " --width 640 --max-memory 64 -o " + q(tempDir() / "fits.png"));
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+/// Lists the writer temporaries (".NAME.tmp-XXXXXX") in `dir`.
+std::vector<std::string> temporariesIn(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 11 && n[0] == '.' && n.find(".tmp-") != std::string::npos) names.push_back(n);
+  }
+  return names;
+}
+
+TEST(Cli, InterruptedWriteKeepsTheOldFileAndLeavesNoTemporary) {
+  REQUIRE_CLI();
+  const fs::path dir = tempDir() / "interrupt";
+  fs::create_directories(dir);
+  const fs::path ply = dir / "scene.ply";
+  { std::ofstream(ply) << "the old scene"; }
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);  // a background test run may have it ignored
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(kCli, "devicearray", "synth", "-H", "1000", "-W", "1500", "--format", "ascii", "-o", ply.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // SIGINT as soon as the temporary exists: the ~75 MB ascii write is then under way.
+  bool sent = false;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!sent && std::chrono::steady_clock::now() < deadline) {
+    if (!temporariesIn(dir).empty()) {
+      ::kill(pid, SIGINT);
+      sent = true;
+    } else if (::waitpid(pid, &status, WNOHANG) == pid) {
+      FAIL() << "synth ended (status " << status << ") before its temporary was seen";
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  if (!sent) ::kill(pid, SIGKILL);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(sent) << "no temporary appeared within 60 s";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status;
+  EXPECT_EQ(slurp(ply), "the old scene");
+  EXPECT_TRUE(temporariesIn(dir).empty()) << temporariesIn(dir)[0];
+}
+
+TEST(Cli, FailedWriteToADeviceNodeKeepsTheNode) {
+  REQUIRE_CLI();
+  const fs::path node = tempDir() / "full";
+  fs::remove(node);
+  if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)  // a copy of /dev/full
+    GTEST_SKIP() << "mknod needs privileges: " << std::strerror(errno);
+  const int fd = ::open(node.c_str(), O_WRONLY);
+  const bool isFull = fd >= 0 && ::write(fd, "x", 1) < 0 && errno == ENOSPC;
+  if (fd >= 0) ::close(fd);
+  if (!isFull) GTEST_SKIP() << "char 1:7 is not /dev/full here (nodev mount?)";
+  expectOneLineFailure(run("synth -H 64 -W 64 -o " + q(node)), "No space left");
+  EXPECT_TRUE(fs::is_character_file(node)) << "synth removed or replaced the device node";
+  fs::remove(node);
 }
 
 TEST(Cli, InfoListsDevicesOrSaysWhyNot) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "commands.hpp"
 #include "devicearray/formats.hpp"
+#include "text.hpp"
 
 namespace devicearray::cli {
 namespace {
@@ -159,9 +161,12 @@ void addLayoutCommand(CLI::App& app) {
       "layout", "Print the data layout of a DeviceArray: shape, strides (elements and bytes), size, and the flat "
                 "memory order of its first values.");
   cmd->add_option("format", args->format, "Format name, e.g. PointXYZ, SNR, ColorBGRA_SRGB")->required();
-  auto* h = cmd->add_option("-H,--height", args->height, "Rows of an organized array")->check(CLI::PositiveNumber);
-  auto* w = cmd->add_option("-W,--width", args->width, "Columns of an organized array")->check(CLI::PositiveNumber);
-  auto* n = cmd->add_option("-N,--count", args->count, "Elements of an unorganized array")->check(CLI::PositiveNumber);
+  // integerIn: CLI11's PositiveNumber would print its range up to DBL_MAX written out.
+  const auto maxInt = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+  auto* h = cmd->add_option("-H,--height", args->height, "Rows of an organized array")->check(integerIn(1, maxInt));
+  auto* w = cmd->add_option("-W,--width", args->width, "Columns of an organized array")->check(integerIn(1, maxInt));
+  auto* n = cmd->add_option("-N,--count", args->count, "Elements of an unorganized array")
+                ->check(integerIn(1, static_cast<std::uint64_t>(std::numeric_limits<long long>::max())));
   n->excludes(h)->excludes(w);
   cmd->callback([args, h, w, n] {
     const bool organized = h->count() > 0 || w->count() > 0;

@@ -10,6 +10,7 @@
 // transpose of its linear part, which keeps them perpendicular to the surface for any
 // invertible affine map), then compacted and voxel-averaged on the host after download.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include "devicearray/point_cloud.hpp"
 #include "devicearray/stream.hpp"
 #include "progress.hpp"
+#include "text.hpp"
 
 namespace devicearray::cli {
 namespace {
@@ -47,6 +49,7 @@ struct ProcessArgs {
   bool unorganize = false;
   double voxel = 0;
   bool voxelGiven = false;
+  bool transformGiven = false;
   int minPoints = 1;
   std::string device;
   std::string format = "binary";
@@ -66,32 +69,49 @@ struct Plan {
   bool needsOrganized() const { return downsample || normals || roi; }
 };
 
+/// The text of a small matrix file. At most kMaxBytes + 1 bytes are read whatever the
+/// path is (a device or a FIFO never streams in without end), and only text is taken:
+/// a binary file is named as such instead of ending up, byte for byte, in a message.
 std::string readSmallTextFile(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw CommandError(what + ": cannot read '" + path + "': " + ec.message());
-  if (size > 65536)
-    throw CommandError(what + ": '" + path + "' is " + std::to_string(size) +
-                       " bytes; a matrix file is at most 64 KiB");
-  std::ifstream f(path);
-  if (!f) throw CommandError(what + ": cannot open '" + path + "'");
-  std::string text, line;
+  constexpr std::size_t kMaxBytes = 65536;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw CommandError(what + ": cannot open '" + printable(path) + "'");
+  std::string bytes(kMaxBytes + 1, '\0');
+  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<std::size_t>(f.gcount()));
+  if (bytes.size() > kMaxBytes)
+    throw CommandError(what + ": '" + printable(path) + "' is larger than 64 KiB; a matrix file is at most 64 KiB");
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v')
+      throw CommandError(what + ": '" + printable(path) + "' is not a text file (byte " + std::to_string(i) + " is " +
+                         printable(bytes.substr(i, 1)) + "); a matrix file holds 16 numbers as text");
+  }
+  std::string text;
+  std::size_t start = 0;
   // '#' starts a comment, so a matrix file can say where it came from.
-  while (std::getline(f, line)) text += line.substr(0, line.find('#')) + '\n';
+  while (start < bytes.size()) {
+    const std::size_t end = std::min(bytes.find('\n', start), bytes.size());
+    const std::string_view line(bytes.data() + start, end - start);
+    text += std::string(line.substr(0, line.find('#'))) + '\n';
+    start = end + 1;
+  }
   return text;
 }
 
 Matrix4x4 parseTransform(const std::string& spec) {
+  if (spec.find_first_not_of(" \t\n\r") == std::string::npos)
+    throw CommandError("--transform is empty; give 16 comma-separated numbers (row-major 4x4) or a file holding them");
   const bool isFile = spec.find(',') == std::string::npos && std::filesystem::is_regular_file(spec);
   if (spec.find(',') == std::string::npos && !isFile && spec.find_first_of(" \t") == std::string::npos)
-    throw CommandError("--transform '" + spec + "' is neither a readable file nor 16 comma-separated numbers");
+    throw CommandError("--transform '" + printable(spec) + "' is neither a readable file nor 16 comma-separated numbers");
   const std::vector<double> v = parseNumberList(isFile ? readSmallTextFile(spec, "--transform") : spec, 16,
-                                                isFile ? "--transform file '" + spec + "'" : "--transform");
+                                                isFile ? "--transform file '" + printable(spec) + "'" : "--transform");
   Matrix4x4 m{};
   for (std::size_t i = 0; i < 16; ++i) {
     m[i] = static_cast<float>(v[i]);
     if (!std::isfinite(m[i]))
-      throw CommandError("--transform: element " + std::to_string(i) + " (" + std::to_string(v[i]) +
+      throw CommandError("--transform: element " + std::to_string(i) + " (" + numberText(v[i]) +
                          ") does not fit a float");
   }
   if (m[12] != 0.0f || m[13] != 0.0f || m[14] != 0.0f || m[15] != 1.0f) {
@@ -118,7 +138,7 @@ Matrix4x4 normalMatrixOf(const Matrix4x4& m) {
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) scale = std::max(scale, std::abs(a(r, c)));
   if (!(std::abs(det) > 1e-9 * scale * scale * scale))
-    throw CommandError("--transform: its 3x3 part is singular (determinant " + std::to_string(det) +
+    throw CommandError("--transform: its 3x3 part is singular (determinant " + numberText(det) +
                        "), so normals cannot follow it; leave out --normals or use an invertible transform");
   Matrix4x4 n = identityMatrix4x4();
   for (int r = 0; r < 3; ++r)
@@ -135,7 +155,7 @@ RegionOfInterestBox parseRoi(const std::string& spec) {
   box.minExtent = static_cast<float>(v[9]);
   box.maxExtent = static_cast<float>(v[10]);
   if (box.minExtent > box.maxExtent)
-    throw CommandError("--roi: min " + std::to_string(v[9]) + " is greater than max " + std::to_string(v[10]));
+    throw CommandError("--roi: min " + numberText(v[9]) + " is greater than max " + numberText(v[10]));
   const double ux = v[3] - v[0], uy = v[4] - v[1], uz = v[5] - v[2];
   const double wx = v[6] - v[0], wy = v[7] - v[1], wz = v[8] - v[2];
   const double cx = uy * wz - uz * wy, cy = uz * wx - ux * wz, cz = ux * wy - uy * wx;
@@ -153,7 +173,7 @@ Plan makePlan(const ProcessArgs& a) {
                                              : Downsampling::by4x4;
   }
   p.normals = a.normals;
-  if (!a.transform.empty()) {
+  if (a.transformGiven) {
     p.transform = parseTransform(a.transform);
     if (p.normals) p.normalTransform = normalMatrixOf(*p.transform);
   }
@@ -161,7 +181,7 @@ Plan makePlan(const ProcessArgs& a) {
   if (a.voxelGiven) {
     const float s = static_cast<float>(a.voxel);
     if (!(std::isfinite(s) && s > 0.0f))
-      throw CommandError("--voxel " + std::to_string(a.voxel) + " must be a finite size > 0 (mm)");
+      throw CommandError("--voxel " + numberText(a.voxel) + " must be a finite size > 0 (mm) that fits a float");
     p.voxel = s;
   }
   p.minPoints = a.minPoints;
@@ -268,6 +288,40 @@ std::vector<float> voxelNormals(const std::vector<PointXYZ>& xyz, const std::vec
     std::copy(u.begin(), u.end(), result.begin() + static_cast<std::ptrdiff_t>(3 * i));
   }
   return result;
+}
+
+/// Makes points with a non-finite coordinate (an overflowing transform gives inf)
+/// missing, as the device's unorganize and voxel stages already treat them: NaN in an
+/// organized cloud, left out of an unorganized one. Returns how many had an inf.
+std::size_t makeNonFinitePointsMissing(HostPointCloud& c) {
+  std::size_t overflowed = 0;
+  if (c.isOrganized()) {
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (c.isValid(i)) continue;
+      float* p = &c.xyz[3 * i];
+      overflowed += std::isinf(p[0]) || std::isinf(p[1]) || std::isinf(p[2]) ? 1 : 0;
+      std::fill(p, p + 3, kNaN);
+      if (c.hasNormals()) std::fill(&c.normals[3 * i], &c.normals[3 * i] + 3, kNaN);
+    }
+    return overflowed;
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c.isValid(i)) {
+      ++overflowed;
+      continue;
+    }
+    std::copy_n(&c.xyz[3 * i], 3, &c.xyz[3 * kept]);
+    if (c.hasColors()) std::copy_n(&c.rgba[4 * i], 4, &c.rgba[4 * kept]);
+    if (c.hasSNR()) c.snr[kept] = c.snr[i];
+    if (c.hasNormals()) std::copy_n(&c.normals[3 * i], 3, &c.normals[3 * kept]);
+    ++kept;
+  }
+  c.xyz.resize(3 * kept);
+  if (c.hasColors()) c.rgba.resize(4 * kept);
+  if (c.hasSNR()) c.snr.resize(kept);
+  if (c.hasNormals()) c.normals.resize(3 * kept);
+  return overflowed;
 }
 
 void runProcess(const ProcessArgs& a) {
@@ -404,7 +458,16 @@ void runProcess(const ProcessArgs& a) {
            out.normals = std::move(compact);
          }
        })});
+  const std::size_t overflowed = makeNonFinitePointsMissing(out);
   rows.back().result = out.isOrganized() ? gridText(out.height, out.width) : pointsText(out.size());
+  // Writing a cloud without a valid point would only make a file that `process` refuses.
+  if (out.validCount() == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "process: no valid point is left after " +
+                    std::string(overflowed > 0 ? "--transform (its results do not fit a float)"
+                                : plan.roi     ? "--roi"
+                                               : "the earlier stages") +
+                    "; nothing to write to " + a.output);
 
   const PlyFormat format = a.format == "ascii"               ? PlyFormat::ascii
                            : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
@@ -418,6 +481,8 @@ void runProcess(const ProcessArgs& a) {
               out.isOrganized() ? ("organized " + gridText(out.height, out.width)).c_str() : "unorganized",
               out.validCount(), out.hasColors() ? ", colours" : "", out.hasSNR() ? ", SNR" : "",
               out.hasNormals() ? ", normals" : "");
+  if (overflowed > 0)
+    std::printf("%zu points became missing: their transformed coordinates do not fit a float\n", overflowed);
 }
 
 }  // namespace
@@ -437,7 +502,7 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_flag(
       "--normals", a->normals,
       "Estimate normals from the grid and write them (nx, ny, nz); normals in the input file are not carried");
-  cmd->add_option(
+  CLI::Option* transform = cmd->add_option(
       "--transform", a->transform,
       "Affine 4x4 matrix: 16 comma-separated numbers, row-major (last row 0,0,0,1), or a file holding them");
   cmd->add_option("--roi", a->roi,
@@ -454,8 +519,9 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
-  cmd->callback([a, voxel] {
+  cmd->callback([a, voxel, transform] {
     a->voxelGiven = voxel->count() > 0;
+    a->transformGiven = transform->count() > 0;
     runProcess(*a);
   });
 }

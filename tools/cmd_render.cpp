@@ -1,13 +1,17 @@
 // `devicearray render IN.ply -o OUT.png`: a PNG preview of a point cloud.
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "commands.hpp"
+#include "devicearray/error.hpp"
 #include "devicearray/io.hpp"
+#include "progress.hpp"
+#include "text.hpp"
 
 namespace devicearray::cli {
 namespace {
@@ -20,6 +24,7 @@ struct RenderArgs {
   int width = 0;
   int height = 0;
   int pointRadius = -1;
+  std::size_t maxMemoryMiB = kDefaultRenderMemoryLimit >> 20;
 };
 
 void runRender(const RenderArgs& a) {
@@ -34,7 +39,17 @@ void runRender(const RenderArgs& a) {
   options.width = a.width;
   options.height = a.height;
   options.pointRadius = a.pointRadius;
-  const HostImage image = renderCloud(cloud, options);
+  options.memoryLimitBytes = a.maxMemoryMiB << 20;
+  ProgressBar bar("rendering " + a.input);
+  options.progress = [&bar](double f) { bar.update(f); };
+  HostImage image;
+  try {
+    image = renderCloud(cloud, options);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::OutOfRange) throw;
+    throw Error(e.code(), std::string(e.what()) + " (--max-memory, in MiB)");
+  }
+  bar.finish();
   writePng(a.output, image);
   std::printf("wrote %s: %d x %d, %s view of %s (%zu points, %zu valid%s)\n", a.output.c_str(), image.width,
               image.height, a.view.c_str(), a.input.c_str(), cloud.size(), cloud.validCount(),
@@ -47,7 +62,10 @@ void runRender(const RenderArgs& a) {
 void addRenderCommand(CLI::App& app) {
   auto a = std::make_shared<RenderArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "render", "Render a PLY point cloud to a PNG preview: colours, colour-mapped depth, normals, or all three.");
+      "render",
+      "Render a PLY point cloud to a PNG preview: colours, colour-mapped depth, normals, or all three. A picture "
+      "whose rendering would need more host memory than --max-memory (default " +
+          std::to_string(kDefaultRenderMemoryLimit >> 20) + " MiB) is refused.");
   cmd->add_option("input", a->input, "Input PLY file")->required();
   cmd->add_option("-o,--output", a->output, "Output PNG file")->required();
   cmd->add_option("--view", a->view, "What to show")
@@ -66,6 +84,11 @@ void addRenderCommand(CLI::App& app) {
   cmd->add_option("--point-radius", a->pointRadius, "Pinhole splat radius in pixels (-1: from the density)")
       ->capture_default_str()
       ->check(CLI::Range(-1, 64));
+  cmd->add_option("--max-memory", a->maxMemoryMiB,
+                  "Host memory the render may use, in MiB: about 11 to 40 bytes per pixel of one view (3 views "
+                  "with --view all); a larger picture is refused before rendering. 0: no limit")
+      ->capture_default_str()
+      ->check(integerIn(0, std::uint64_t{1} << 40));
   cmd->callback([a] { runRender(*a); });
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 #include "commands.hpp"
 #include "devicearray/io.hpp"
 #include "progress.hpp"
+#include "text.hpp"
 
 namespace devicearray::cli {
 namespace {
@@ -74,17 +77,19 @@ void addSynthCommand(CLI::App& app) {
   cmd->add_option("-W,--width", a->width, "Camera columns")->capture_default_str()->check(CLI::Range(1, 20000));
   cmd->add_option("--fov", a->fovDegrees, "Horizontal field of view in degrees")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 179.0));
-  cmd->add_option("--seed", a->seed, "Random seed: same seed, same cloud")->capture_default_str();
+      ->check(numberIn(1.0, 179.0));
+  cmd->add_option("--seed", a->seed, "Random seed: same seed, same cloud")
+      ->capture_default_str()
+      ->check(integerIn(0, std::numeric_limits<std::uint64_t>::max()));
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
   cmd->add_option("--noise", a->noise, "Depth noise: sigma = NOISE * z^2 (z in mm)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(numberIn(0.0, 1.0));
   cmd->add_option("--dropout", a->dropout, "Probability of a random missing pixel")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(numberIn(0.0, 1.0));
   cmd->add_flag("--no-color", a->noColor, "Leave out the colours");
   cmd->add_flag("--no-snr", a->noSNR, "Leave out the SNR values");
   cmd->add_flag("--normals", a->normals, "Add the exact surface normals (nx, ny, nz)");

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "devicearray/error.hpp"
+#include "text.hpp"
 
 namespace devicearray::cli {
 namespace {
@@ -40,7 +41,7 @@ ComputeDevice selectDevice(const std::string& spec) {
   const std::string prefix = colon == std::string::npos ? "" : spec.substr(0, colon);
   const int index = parseIndex(colon == std::string::npos ? spec : spec.substr(colon + 1));
   if (index < 0 || (colon != std::string::npos && prefix != "cuda" && prefix != "opencl"))
-    throw CommandError("--device '" + spec +
+    throw CommandError("--device '" + printable(spec) +
                        "' is not cuda:N, opencl:N or N (N a device index, see 'devicearray info')");
   if (prefix == "cuda") return ComputeDevice::cuda(index);
   if (prefix == "opencl") return ComputeDevice::opencl(index);
@@ -82,7 +83,7 @@ std::vector<double> parseNumberList(const std::string& text, std::size_t count, 
     char* stop = nullptr;
     const double v = std::strtod(token.c_str(), &stop);
     if (stop != token.c_str() + token.size() || errno == ERANGE || !std::isfinite(v))
-      throw CommandError(what + ": '" + token + "' is not a finite number");
+      throw CommandError(what + ": '" + printable(token, 40) + "' is not a finite number");
     values.push_back(v);
     i = end;
   }
@@ -96,7 +97,7 @@ void parseSize(const std::string& text, const std::string& what, int& height, in
   const int h = x == std::string::npos ? -1 : parseIndex(text.substr(0, x));
   const int w = x == std::string::npos ? -1 : parseIndex(text.substr(x + 1));
   if (h <= 0 || w <= 0 || h > 20000 || w > 20000)
-    throw CommandError(what + " '" + text + "' is not HxW with H and W in 1..20000 (e.g. 1200x1920)");
+    throw CommandError(what + " '" + printable(text) + "' is not HxW with H and W in 1..20000 (e.g. 1200x1920)");
   height = h;
   width = w;
 }

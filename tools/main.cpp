@@ -5,6 +5,11 @@
 // failure — a usage error, a library Error or anything else thrown — ends as exactly
 // one "devicearray: error: ..." line on stderr and a non-zero exit status: 2 for usage
 // errors, 1 for everything else.
+//
+// SIGINT and SIGTERM remove the temporary file of a PLY / PNG write in progress before
+// the process dies, so an interrupted write leaves the old file as it was.
+#include <signal.h>
+
 #include <algorithm>
 #include <exception>
 #include <iostream>
@@ -14,6 +19,8 @@
 
 #include "commands.hpp"
 #include "devicearray/error.hpp"
+#include "devicearray/io.hpp"
+#include "text.hpp"
 
 namespace {
 
@@ -21,13 +28,35 @@ int reportFailure(const std::string& message, int status) {
   std::string line = message;
   for (char& c : line)
     if (c == '\n' || c == '\r') c = ' ';
-  std::cerr << "devicearray: error: " << line << '\n';
+  // Messages may quote bytes of a file or an argument: nothing may break the line.
+  std::cerr << "devicearray: error: " << devicearray::cli::printable(line, 4000) << '\n';
   return status;
+}
+
+extern "C" void removeTemporariesAndDie(int signal) {
+  // Async-signal-safe: unlink the temporaries, then die of the same signal so the
+  // parent sees how the command ended.
+  devicearray::removeUnfinishedOutputFiles();
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void installSignalHandlers() {
+  struct sigaction action {};
+  action.sa_handler = removeTemporariesAndDie;
+  sigemptyset(&action.sa_mask);
+  for (int s : {SIGINT, SIGTERM}) {
+    struct sigaction previous {};
+    // A signal the parent told us to ignore (nohup, background jobs) stays ignored.
+    if (sigaction(s, nullptr, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
+    sigaction(s, &action, nullptr);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  installSignalHandlers();
   CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts; make, process and preview point clouds; benchmark.",
                "devicearray"};
   app.set_version_flag("--version", "devicearray 0.1.0");
