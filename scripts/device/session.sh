@@ -16,6 +16,8 @@
 #           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
 #   verify: final without the soak and with the sanitizers over the conversion tests
 #           only, for a kernel change on a short device budget (one GPU is enough).
+#   hostile: the suites, per-file nanobind leak reports, and memcheck --leak-check
+#           full over every CUDA test (the hostile-input checks).
 #   collect: waits for the soak (at most ~9 minutes) and prints its report; then,
 #           with the GPUs free, memcheck --leak-check full over the multi-GPU test
 #           and racecheck over the stress test with 2 threads.
@@ -155,7 +157,27 @@ verify)
   convert_benchmarks
   sanitize "$BUILD/tests/convert_test $BUILD/tests/device_array_test $BUILD/tests/stress_test"
   ;;
-*) echo "usage: $0 phase1|phase2|final|verify|collect" >&2; exit 2 ;;
+hostile)
+  # Hostile-input fixes: the suites, then which Python test file (if any) makes
+  # nanobind report leaked objects at exit, and memcheck with the leak check over
+  # every executable with CUDA tests (4 at a time), the real OOM test left out.
+  build_all
+  suites
+  stamp "nanobind leak report per Python test file"
+  for f in tests/python/test_*.py; do
+    PYTHONPATH="$BUILD/python" "$PY" -m pytest -q -p no:cacheprovider -p no:randomly "$f" > "$LOGS/leak-$(basename "$f").log" 2>&1
+    echo "$(basename "$f"): rc=$? $(grep -cE 'nanobind: leaked' "$LOGS/leak-$(basename "$f").log") leak reports"
+  done
+  PYTHONPATH="$BUILD/python" "$PY" scripts/device/leak_referrers.py > "$LOGS/leak-referrers.log" 2>&1
+  head -40 "$LOGS/leak-referrers.log"
+  stamp "memcheck --leak-check full (CUDA tests)"
+  mkdir -p "$LOGS/leakcheck"
+  printf '%s\n' $cudaTests | CUDA_VISIBLE_DEVICES=0 xargs -P 4 -I{} bash -c \
+    'timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 --print-limit 20 {} \
+       --gtest_brief=1 --gtest_filter="*cuda*:*Cuda*:*CUDA*" > "$0/$(basename {}).log" 2>&1; \
+     echo "$(basename {}) rc=$? $(grep -h "ERROR SUMMARY" "$0/$(basename {}).log" | tail -1)"' "$LOGS/leakcheck"
+  ;;
+*) echo "usage: $0 phase1|phase2|final|verify|collect|hostile" >&2; exit 2 ;;
 esac
 tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
 stamp "done"
