@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
+#include "core/fault_injection.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -406,6 +408,59 @@ TEST_P(OpenCLAdoption, NullHandlesAreInvalidArgument) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)ComputeDevice::fromOpenCL(ctx, dev, nullptr); });
 }
 
+// ================================================== per-device: device-lifetime caches
+
+// The colour tables of the conversions are cached per device (DeviceImpl::cachedAllocation);
+// they must be freed when the caches are released (as the exit handler does) and with a
+// destructible device, so compute-sanitizer's leak check finds nothing left at exit.
+class DeviceCaches : public DeviceTest {
+ protected:
+  /// RGBA -> BGR on this device, checked against the host.
+  void convertColoursOn(const ComputeDevice& d) {
+    std::vector<devicearray::ColorRGBA> rgba(97);
+    for (std::size_t i = 0; i < rgba.size(); ++i)
+      rgba[i] = {std::uint8_t(i), std::uint8_t(3 * i), std::uint8_t(7 * i), std::uint8_t(255 - i)};
+    const auto colours = devicearray::DeviceArray<devicearray::ColorRGBA>::fromHost(rgba.data(), rgba.size(), d);
+    const auto bgr = devicearray::convert<devicearray::ColorBGR>(colours, d.sdkStreamOrQueue());
+    const auto back = bgr.toHost();
+    ASSERT_EQ(back.size(), rgba.size());
+    for (std::size_t i = 0; i < rgba.size(); ++i) {
+      EXPECT_EQ(back[i].b, rgba[i].b) << i;
+      EXPECT_EQ(back[i].g, rgba[i].g) << i;
+      EXPECT_EQ(back[i].r, rgba[i].r) << i;
+    }
+  }
+};
+
+TEST_P(DeviceCaches, ColourTablesAreFreedWhenTheCachesAreReleasedAndRebuiltOnDemand) {
+  devicearray::detail::releaseAllCachedMemory();
+  const std::int64_t baseline = devicearray::detail::liveAllocations();
+  convertColoursOn(device());
+  EXPECT_EQ(devicearray::detail::liveAllocations(), baseline + 1) << "the colour tables stay cached for the device";
+  devicearray::detail::releaseAllCachedMemory();
+  EXPECT_EQ(devicearray::detail::liveAllocations(), baseline) << "releasing the caches must free the colour tables";
+  convertColoursOn(device());  // rebuilt on the next conversion
+  EXPECT_EQ(devicearray::detail::liveAllocations(), baseline + 1);
+  devicearray::detail::releaseAllCachedMemory();
+  EXPECT_EQ(devicearray::detail::liveAllocations(), baseline);
+}
+
+TEST_P(DeviceCaches, AdoptedDeviceIsDestroyedWithItsLastHandleAndFreesItsColourTables) {
+  if (isCuda()) GTEST_SKIP() << "only adopted OpenCL devices are destructible";
+  const std::int64_t baseline = devicearray::detail::liveAllocations();
+  std::weak_ptr<devicearray::detail::DeviceImpl> weak;
+  {
+    const ComputeDevice adopted =
+        ComputeDevice::fromOpenCL(device().nativeContext(), device().nativeDevice(), device().nativeStreamHandle());
+    weak = adopted.impl();
+    convertColoursOn(adopted);
+    EXPECT_EQ(devicearray::detail::liveAllocations(), baseline + 1) << "the adopted device caches its tables";
+  }
+  EXPECT_TRUE(weak.expired()) << "the cached colour tables kept the adopted device alive";
+  EXPECT_EQ(devicearray::detail::liveAllocations(), baseline);
+}
+
+DATEST_INSTANTIATE_OVER_DEVICES(DeviceCaches);
 DATEST_INSTANTIATE_OVER_DEVICES(ComputeDeviceInfo);
 DATEST_INSTANTIATE_OVER_DEVICES(StreamTest);
 DATEST_INSTANTIATE_OVER_DEVICES(EventTest);

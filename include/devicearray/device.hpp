@@ -75,6 +75,13 @@ namespace detail { class DeviceImpl; }
 /// primary context) or an OpenCL device with the context and in-order queue the
 /// library uses for it. Arrays, streams and events belong to one ComputeDevice;
 /// see docs/stream-queue-context.md for how work on it is ordered.
+///
+/// Processes: a child forked after the library initialised a backend cannot use the
+/// parent's driver state, so there every call that reaches a device (these factories,
+/// allocations, copies, streams, events) throws InvalidState naming the call; use
+/// the 'spawn' start method of Python's multiprocessing, or use devices only in the
+/// children. Objects inherited from the parent can still be destroyed there. A child
+/// forked before any device use is unaffected.
 class ComputeDevice {
  public:
   /// Every usable device of every backend this build has: CUDA devices by ordinal,

@@ -77,7 +77,10 @@ namespace dispatch_detail {
 #else
 #define DA_ALGO_OPENCL_CALL(call) dispatch_detail::notBuilt(__func__, ComputeBackend::opencl)
 #endif
+// A primitive counts as one launch for fault injection (CUB's launches on CUDA do
+// not pass DeviceImpl::launch; OpenCL's pass it as well).
 #define DA_ALGO_DISPATCH(call)                                   \
+  faultPoint(FaultKind::kernelLaunch, __func__);                  \
   if (q.device()->backend() == ComputeBackend::cuda) {            \
     DA_ALGO_CUDA_CALL(call);                                      \
   } else {                                                        \

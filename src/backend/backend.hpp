@@ -12,11 +12,17 @@
 // q waits (device-side, no host sync) on the events of the other queues; after
 // the work is enqueued, an event recorded on q replaces q's entry. Freeing waits
 // on all entries in stream order. OrderedUse below does both steps.
+//
+// DeviceImpl's work entry points are not virtual: they refuse a forked child
+// (fork_guard.hpp) and count fault-injection points (core/fault_injection.hpp) for
+// every backend, then call the backend's private do* primitive.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -27,6 +33,7 @@
 #include "devicearray/device.hpp"
 #include "devicearray/error.hpp"
 #include "devicearray/types.hpp"
+#include "backend/fork_guard.hpp"
 #include "core/fault_injection.hpp"
 
 namespace devicearray::detail {
@@ -88,6 +95,10 @@ class Allocation {
   std::size_t bytes() const { return bytes_; }
   bool external() const { return !owned_; }
   const std::shared_ptr<DeviceImpl>& device() const { return device_; }
+  /// Stops this allocation from keeping its device alive: for memory the device
+  /// itself caches (DeviceImpl::cachedAllocation), where an owning reference would be
+  /// a cycle. The device must outlive the allocation. Call before sharing it.
+  void dropDeviceOwnership() { device_ = std::shared_ptr<DeviceImpl>(std::shared_ptr<DeviceImpl>(), device_.get()); }
 
   /// Makes `q` wait for recorded work of other queues on this allocation.
   void beforeUse(QueueImpl& q);
@@ -221,7 +232,12 @@ struct KernelLaunch {
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  public:
-  virtual ~DeviceImpl() = default;
+  DeviceImpl() = default;
+  DeviceImpl(const DeviceImpl&) = delete;
+  DeviceImpl& operator=(const DeviceImpl&) = delete;
+  /// Backends that destroy devices call releaseCachedMemory() and then forgetAtExit()
+  /// first in their own destructor, while their context still exists.
+  virtual ~DeviceImpl();
 
   virtual ComputeBackend backend() const = 0;
   virtual int ordinal() const = 0;
@@ -234,21 +250,47 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// The library's own queue of this device.
   virtual const std::shared_ptr<QueueImpl>& sdkQueue() = 0;
+
+  // The entry points below are not virtual: they make the checks every backend
+  // shares (a forked child, fault injection) once, here, and then call the
+  // backend's primitive (the private do* functions).
+
   /// A new owned queue (CUDA: non-blocking stream; OpenCL: in-order queue).
-  virtual std::shared_ptr<QueueImpl> createQueue() = 0;
+  std::shared_ptr<QueueImpl> createQueue() {
+    requireNotForked("Stream::Stream");
+    return doCreateQueue();
+  }
   /// Non-owning wrapper of a native handle (validated against this device).
-  virtual std::shared_ptr<QueueImpl> wrapQueue(void* native) = 0;
+  std::shared_ptr<QueueImpl> wrapQueue(void* native) {
+    requireNotForked("using a stream/queue");
+    return doWrapQueue(native);
+  }
   /// An unrecorded event with timing enabled (Event class).
-  virtual std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) = 0;
+  std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) {
+    requireNotForked("Event::record");
+    return doRecordTimingEvent(q);
+  }
 
   /// Stream-ordered allocation usable on `q` (its first use is recorded on `q`).
   /// Throws OutOfMemory naming the requested and free bytes.
-  virtual std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) = 0;
+  std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) {
+    requireNotForked("device allocation");
+    faultPoint(FaultKind::deviceAllocation, "allocate");
+    return doAllocate(bytes, q);
+  }
   /// Wraps memory the library does not own (CUDA pointer / cl_mem, which is retained
   /// for the wrapper's lifetime). `bytes` may be 0 when unknown.
-  virtual std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) = 0;
+  std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) {
+    requireNotForked("wrapping device memory");
+    return doAdopt(handle, bytes);
+  }
 
-  virtual void copy(const CopyDesc& desc, QueueImpl& q) = 0;
+  /// Enqueues the strided copy on `q` (host<->device or within this device).
+  void copy(const CopyDesc& desc, QueueImpl& q) {
+    requireNotForked("device copy");
+    faultPoint(FaultKind::deviceCopy, "copy");
+    doCopy(desc, q);
+  }
   /// A device-to-device copy from memory of `srcDevice` (desc.src) into memory of
   /// this device (desc.dst), enqueued on `q` (a queue of this device) without
   /// blocking the host. Returns false, having enqueued and waited for nothing, when
@@ -257,16 +299,75 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// the recorded work on both allocations and recorded on both (OrderedUse on
   /// `q`): only the backend knows whether its queues can wait on the other device's
   /// events, so it does the ordering itself.
-  virtual bool copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
+  bool copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
+    requireNotForked("device copy");
+    faultPoint(FaultKind::deviceCopy, "copy across devices");
+    return doCopyAcrossDevices(desc, srcDevice, q);
+  }
+  void fill(const FillDesc& desc, QueueImpl& q) {
+    requireNotForked("device fill");
+    faultPoint(FaultKind::kernelLaunch, "fill");
+    doFill(desc, q);
+  }
+  void convert(const ConvertDesc& desc, QueueImpl& q) {
+    requireNotForked("device conversion");
+    faultPoint(FaultKind::kernelLaunch, "convert");
+    doConvert(desc, q);
+  }
+  void launch(const KernelLaunch& launch, QueueImpl& q) {
+    requireNotForked("kernel launch");
+    faultPoint(FaultKind::kernelLaunch, launch.name != nullptr ? launch.name : "launch");
+    doLaunch(launch, q);
+  }
+
+  /// Device memory the core keeps for the life of this device (the colour conversion
+  /// tables): `build` runs on the first call for `key`, later calls share its result.
+  /// The entry does not keep the device alive (that would be a cycle); it is freed,
+  /// in stream order, by releaseCachedMemory().
+  std::shared_ptr<Allocation> cachedAllocation(const void* key,
+                                               const std::function<std::shared_ptr<Allocation>()>& build);
+  /// Frees what this device caches: the cachedAllocation() entries, then the
+  /// backend's own retained memory (doReleaseRetainedMemory). Later calls rebuild
+  /// them. Runs for every device at exit (before the drivers tear down), in a
+  /// destructible device's destructor, and from tests. No-op in a forked child.
+  void releaseCachedMemory() noexcept;
+
+ protected:
+  /// Registers this device with the exit handler that calls releaseCachedMemory()
+  /// (idempotent). Backends call it when they start retaining device memory, which is
+  /// after their driver set up its own exit handlers, so this one runs first.
+  void releaseAtExit() noexcept;
+  /// Undoes releaseAtExit(), waiting for an exit handler that is running. Destructible
+  /// devices call it early in their destructor (the base destructor calls it again).
+  void forgetAtExit() noexcept;
+
+ private:
+  virtual std::shared_ptr<QueueImpl> doCreateQueue() = 0;
+  virtual std::shared_ptr<QueueImpl> doWrapQueue(void* native) = 0;
+  virtual std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) = 0;
+  virtual std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) = 0;
+  virtual std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) = 0;
+  virtual void doCopy(const CopyDesc& desc, QueueImpl& q) = 0;
+  virtual bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
     (void)desc;
     (void)srcDevice;
     (void)q;
     return false;
   }
-  virtual void fill(const FillDesc& desc, QueueImpl& q) = 0;
-  virtual void convert(const ConvertDesc& desc, QueueImpl& q) = 0;
-  virtual void launch(const KernelLaunch& launch, QueueImpl& q) = 0;
+  virtual void doFill(const FillDesc& desc, QueueImpl& q) = 0;
+  virtual void doConvert(const ConvertDesc& desc, QueueImpl& q) = 0;
+  virtual void doLaunch(const KernelLaunch& launch, QueueImpl& q) = 0;
+  /// Frees device memory the backend retains for reuse (never blocks). Default: none.
+  virtual void doReleaseRetainedMemory() noexcept {}
+
+  std::mutex cachedMutex_;
+  std::vector<std::pair<const void*, std::shared_ptr<Allocation>>> cached_;
+  std::atomic<bool> releaseAtExit_{false};
 };
+
+/// DeviceImpl::releaseCachedMemory() of every device that holds cached memory:
+/// what the exit handler runs, callable by tests.
+void releaseAllCachedMemory() noexcept;
 
 /// Makes `q` ready to use every allocation in `uses` (beforeUse), and on commit()
 /// records one event on `q` as their latest work. Construct, enqueue, commit().

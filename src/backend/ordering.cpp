@@ -22,7 +22,11 @@ const void* QueueImpl::key() const {
   return handle;
 }
 
+// The ordering steps below run before the device call they order, so they refuse a
+// forked child themselves (their waits and events are driver calls).
+
 void Allocation::beforeUse(QueueImpl& q) {
+  requireNotForked("ordering device work");
   if (auto parent = orderingParent_.lock()) parent->beforeUse(q);
   std::vector<std::shared_ptr<EventImpl>> waits;
   {
@@ -36,6 +40,7 @@ void Allocation::beforeUse(QueueImpl& q) {
 }
 
 void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event) {
+  requireNotForked("ordering device work");
   if (auto parent = orderingParent_.lock()) parent->afterUse(q, event);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : pending_) {
@@ -60,6 +65,7 @@ void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event)
 }
 
 void Allocation::waitIdle() {
+  requireNotForked("waiting for device work");
   if (auto parent = orderingParent_.lock()) parent->waitIdle();
   std::vector<std::shared_ptr<EventImpl>> events;
   {

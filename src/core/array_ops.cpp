@@ -24,6 +24,7 @@ std::shared_ptr<QueueImpl> queueFor(const char* fn, const StreamOrQueue& sq, con
 std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
                                        std::size_t elemSize, const Region& dst, const Region& src,
                                        bool hostMayBlock) {
+  requireNotForked(fn);  // names the public call before any ordering touches the driver
   const auto& qdev = q.device();
   if (src.alloc && dst.alloc && src.alloc->device() != dst.alloc->device()) {
     // Different devices: the destination's backend moves the data directly when it

@@ -19,8 +19,10 @@ const detail::DeviceImpl& checked(const std::shared_ptr<detail::DeviceImpl>& imp
   return *impl;
 }
 
+/// The device, for calls that reach its driver (refused in a forked child).
 detail::DeviceImpl& mut(const std::shared_ptr<detail::DeviceImpl>& impl, const char* fn) {
   checked(impl, fn);
+  detail::requireNotForked(fn);
   return *impl;
 }
 
@@ -49,12 +51,14 @@ ComputeDevice::ComputeDevice(std::shared_ptr<detail::DeviceImpl> impl) : impl_(s
 const std::shared_ptr<detail::DeviceImpl>& ComputeDevice::impl() const { return impl_; }
 
 std::vector<ComputeDevice> ComputeDevice::all() {
+  detail::requireNotForked("ComputeDevice::all");
   std::vector<ComputeDevice> out = wrapAll(detail::cudaDevices());
   for (auto& d : wrapAll(detail::openclDevices())) out.push_back(std::move(d));
   return out;
 }
 
 ComputeDevice ComputeDevice::cuda(int ordinal) {
+  detail::requireNotForked("ComputeDevice::cuda");
   const auto devices = detail::cudaDevices();
   if (devices.empty())
     fail(ErrorCode::BackendUnavailable, "ComputeDevice::cuda: no CUDA device: " + detail::cudaUnavailableReason());
@@ -65,6 +69,7 @@ ComputeDevice ComputeDevice::cuda(int ordinal) {
 }
 
 ComputeDevice ComputeDevice::opencl(int index) {
+  detail::requireNotForked("ComputeDevice::opencl");
   const auto devices = detail::openclDevices();
   if (devices.empty())
     fail(ErrorCode::BackendUnavailable,
@@ -76,6 +81,7 @@ ComputeDevice ComputeDevice::opencl(int index) {
 }
 
 ComputeDevice ComputeDevice::defaultDevice() {
+  detail::requireNotForked("ComputeDevice::defaultDevice");
   const char* backend = std::getenv("DEVICEARRAY_BACKEND");
   const char* device = std::getenv("DEVICEARRAY_DEVICE");
   const int index = (device != nullptr && *device != '\0') ? parseIndex("DEVICEARRAY_DEVICE", device) : -1;
@@ -103,6 +109,7 @@ ComputeDevice ComputeDevice::defaultDevice() {
 }
 
 ComputeDevice ComputeDevice::fromOpenCL(void* clContext, void* clDevice, void* clCommandQueue) {
+  detail::requireNotForked("ComputeDevice::fromOpenCL");
   if (clContext == nullptr || clDevice == nullptr || clCommandQueue == nullptr)
     fail(ErrorCode::InvalidArgument, "ComputeDevice::fromOpenCL: context, device and command queue must be non-null");
   return ComputeDevice(detail::openclAdopt(clContext, clDevice, clCommandQueue));
@@ -137,6 +144,7 @@ std::size_t ComputeDevice::totalMemory() const { return mut(impl_, "ComputeDevic
 std::size_t ComputeDevice::freeMemory() const { return mut(impl_, "ComputeDevice::freeMemory").freeMemory(); }
 
 void synchronizeStream(const StreamOrQueue& sq) {
+  detail::requireNotForked("synchronizeStream");
   if (sq.backend() == ComputeBackend::cuda)
     detail::cudaSynchronizeNative(sq.stream);
   else
@@ -159,10 +167,18 @@ Stream Stream::wrap(const ComputeDevice& device, StreamOrQueue sq) {
   return Stream(dev.wrapQueue(sq.native()));
 }
 
-bool Stream::queryIfComplete() const { return impl_->query(); }
-void Stream::waitForCompletion() { impl_->synchronize(); }
+bool Stream::queryIfComplete() const {
+  detail::requireNotForked("Stream::queryIfComplete");
+  return impl_->query();
+}
+
+void Stream::waitForCompletion() {
+  detail::requireNotForked("Stream::waitForCompletion");
+  impl_->synchronize();
+}
 
 void Stream::waitEvent(const Event& event) {
+  detail::requireNotForked("Stream::waitEvent");
   if (!event.impl()) return;  // never recorded: nothing to wait for
   impl_->waitEvent(*event.impl());
 }
@@ -179,19 +195,25 @@ ComputeDevice Stream::device() const { return ComputeDevice(impl_->device()); }
 Event::Event(const ComputeDevice& device) : device_(device) { checked(device.impl(), "Event::Event"); }
 
 void Event::record(const Stream& stream) {
+  detail::requireNotForked("Event::record");
   if (stream.impl()->device() != device_.impl())
     fail(ErrorCode::InvalidArgument, "Event::record: the stream is on " + stream.device().toString() +
                                          " but the event belongs to " + device_.toString());
   impl_ = device_.impl()->recordTimingEvent(*stream.impl());
 }
 
-bool Event::queryIfComplete() const { return !impl_ || impl_->query(); }
+bool Event::queryIfComplete() const {
+  detail::requireNotForked("Event::queryIfComplete");
+  return !impl_ || impl_->query();
+}
 
 void Event::waitForCompletion() {
+  detail::requireNotForked("Event::waitForCompletion");
   if (impl_) impl_->synchronize();
 }
 
 float Event::elapsedTime(const Event& start, const Event& end) {
+  detail::requireNotForked("Event::elapsedTime");
   if (!start.impl_ || !end.impl_)
     fail(ErrorCode::InvalidState, "Event::elapsedTime: both events must have been recorded");
   if (start.device_ != end.device_)

@@ -10,8 +10,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -208,30 +206,23 @@ const ColorTables& hostColorTables() {
   return tables;
 }
 
-/// The device copy of the tables for `device`, uploaded on `q` at first use. The cache
-/// is never destroyed (no device calls during static destruction); an entry is dropped
-/// once its device is referenced by nothing but the entry itself.
+/// The device copy of the tables for `device`, uploaded on `q` at first use and kept
+/// for the device's lifetime: the device frees it when it is destroyed, or at exit
+/// (DeviceImpl::cachedAllocation).
 std::shared_ptr<Allocation> deviceColorTables(const std::shared_ptr<detail::DeviceImpl>& device, QueueImpl& q) {
-  static auto* mutex = new std::mutex;
-  static auto* cache = new std::map<const detail::DeviceImpl*, std::shared_ptr<Allocation>>;
-  const ColorTables& host = hostColorTables();
-  std::lock_guard<std::mutex> lock(*mutex);
-  for (auto it = cache->begin(); it != cache->end();) {
-    if (it->first != device.get() && it->second->device().use_count() == 1) it = cache->erase(it);
-    else ++it;
-  }
-  auto found = cache->find(device.get());
-  if (found != cache->end()) return found->second;
-  std::shared_ptr<Allocation> storage = device->allocate(sizeof(ColorTables), q);
-  detail::OrderedUse use(q, {storage.get()});
-  detail::CopyDesc copy;
-  copy.elemSize = sizeof(ColorTables);
-  copy.dst = detail::MemRef::dev(storage.get(), 0);
-  copy.src = detail::MemRef::hostPtr(const_cast<ColorTables*>(&host));  // static storage: outlives the copy
-  device->copy(copy, q);
-  use.commit();
-  cache->emplace(device.get(), storage);
-  return storage;
+  static const char key = 0;  // identifies this cache entry among the device's
+  return device->cachedAllocation(&key, [&] {
+    const ColorTables& host = hostColorTables();
+    std::shared_ptr<Allocation> storage = device->allocate(sizeof(ColorTables), q);
+    detail::OrderedUse use(q, {storage.get()});
+    detail::CopyDesc copy;
+    copy.elemSize = sizeof(ColorTables);
+    copy.dst = detail::MemRef::dev(storage.get(), 0);
+    copy.src = detail::MemRef::hostPtr(const_cast<ColorTables*>(&host));  // static storage: outlives the copy
+    device->copy(copy, q);
+    use.commit();
+    return storage;
+  });
 }
 
 // --------------------------------------------------------------- conversion --

@@ -20,10 +20,6 @@ struct KindState {
 std::array<KindState, kFaultKinds> gKinds;
 std::atomic<std::int64_t> gInjected{0};
 
-const char* kindName(FaultKind kind) {
-  return kind == FaultKind::deviceAllocation ? "device" : "host";
-}
-
 void refreshArmed() noexcept {
   int armed = 0;
   for (const auto& k : gKinds) armed |= k.target.load(std::memory_order_relaxed) > 0 ? 1 : 0;
@@ -41,9 +37,21 @@ void faultPointArmed(FaultKind kind, const char* where) {
   s.target.store(0, std::memory_order_release);
   refreshArmed();
   gInjected.fetch_add(1, std::memory_order_relaxed);
-  throw Error(ErrorCode::OutOfMemory, std::string(where) + ": injected " + kindName(kind) +
-                                          " allocation failure (fault injection, allocation point " +
-                                          std::to_string(n) + ")");
+  // The code a real failure at this point reports.
+  const bool allocation = kind == FaultKind::deviceAllocation || kind == FaultKind::hostAllocation;
+  throw Error(allocation ? ErrorCode::OutOfMemory : ErrorCode::BackendError,
+              std::string(where) + ": injected " + faultKindName(kind) + " failure (fault injection, " +
+                  faultKindName(kind) + " point " + std::to_string(n) + ")");
+}
+
+const char* faultKindName(FaultKind kind) noexcept {
+  switch (kind) {
+    case FaultKind::deviceAllocation: return "device allocation";
+    case FaultKind::hostAllocation: return "host allocation";
+    case FaultKind::deviceCopy: return "device copy";
+    case FaultKind::kernelLaunch: return "kernel launch";
+  }
+  return "unknown";
 }
 
 void armFault(FaultKind kind, std::int64_t k) {

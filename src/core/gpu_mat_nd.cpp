@@ -45,6 +45,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type) : GpuMatND(std::move(sz), type, Compu
 GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
   constexpr const char* fn = "GpuMatND::GpuMatND";
   auto dev = checkedDevice(device, fn);
+  detail::requireNotForked(fn);
   detail::validateType(fn, type);
   const std::size_t es = detail::elemSizeOf(type);
   const std::size_t total = detail::validateShape(fn, sz, es);
@@ -58,6 +59,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
 
 GpuMatND::GpuMatND(SizeArray sz, int type, void* data, StepArray st) {
   constexpr const char* fn = "GpuMatND::GpuMatND(external CUDA memory)";
+  detail::requireNotForked(fn);  // before the per-device adopt() attempts below swallow the error
   detail::validateType(fn, type);
   const std::size_t es = detail::elemSizeOf(type);
   detail::validateShape(fn, sz, es);
@@ -149,6 +151,7 @@ GpuMatND GpuMatND::clone() const {
 GpuMatND GpuMatND::clone(Stream& stream) const {
   constexpr const char* fn = "GpuMatND::clone";
   requireNonEmpty(*this, fn);
+  detail::requireNotForked(fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
   GpuMatND out;
   out.data_ = detail::allocateFor(fn, *data_->device(), total() * elemSize(), q);
@@ -215,6 +218,7 @@ GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRan
 void GpuMatND::download(HostMat& dst) const {
   constexpr const char* fn = "GpuMatND::download";
   requireNonEmpty(*this, fn);
+  detail::requireNotForked(fn);
   Stream s(data_->device()->sdkQueue());
   if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
   detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
@@ -231,6 +235,7 @@ void GpuMatND::download(HostMat& dst, Stream& stream) const {
 void GpuMatND::upload(const HostMat& src) {
   constexpr const char* fn = "GpuMatND::upload";
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
+  detail::requireNotForked(fn);
   if (empty() || src.size != size || src.type() != type()) create(src.size, src.type());
   Stream s(data_->device()->sdkQueue());
   detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();

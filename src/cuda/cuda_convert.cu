@@ -1,4 +1,4 @@
-// CudaDevice::convert: dst = saturate_cast<dst depth>(alpha * src + beta) for
+// CudaDevice::doConvert: dst = saturate_cast<dst depth>(alpha * src + beta) for
 // every pair of the eight OpenCV depths.
 //
 // Arithmetic follows OpenCV's convertTo (convert_scale.simd.hpp): the product is
@@ -133,7 +133,7 @@ bool preloadConvertRow() noexcept {
 
 }  // namespace
 
-void CudaDevice::convert(const ConvertDesc& desc, QueueImpl& q) {
+void CudaDevice::doConvert(const ConvertDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "convert";
   cudaStream_t stream = streamOf(q, kFn);
   const int s = static_cast<int>(desc.srcDepth), d = static_cast<int>(desc.dstDepth);

@@ -1,4 +1,4 @@
-// CudaDevice::copy and CudaDevice::fill: the strided N-d copy engine and the
+// CudaDevice::doCopy and CudaDevice::doFill: the strided N-d copy engine and the
 // pattern fill (strategies in cuda_device.cu's overview and strided_kernels.cuh).
 #include <cuda_runtime.h>
 
@@ -477,7 +477,7 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
   // return the buffers in the caller's stream order.
 }
 
-void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
+void CudaDevice::doCopy(const CopyDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "copy";
   cudaStream_t stream = streamOf(q, kFn);
   if (desc.dims < 0 || desc.dims > kMaxDims)
@@ -602,7 +602,7 @@ void CudaDevice::copy(const CopyDesc& desc, QueueImpl& q) {
   staging.transferred();
 }
 
-void CudaDevice::fill(const FillDesc& desc, QueueImpl& q) {
+void CudaDevice::doFill(const FillDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "fill";
   cudaStream_t stream = streamOf(q, kFn);
   if (desc.dims < 0 || desc.dims > kMaxDims)

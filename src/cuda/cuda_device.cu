@@ -9,7 +9,9 @@
 //   (cuCtxGetCurrent for nativeContext) come from cudaGetDriverEntryPointByVersion.
 // * Devices. One CudaDevice per ordinal, created on first use and never destroyed:
 //   allocations, streams and events may outlive static destructors, and the CUDA
-//   runtime tears itself down at exit in an order we do not control. Everything
+//   runtime tears itself down at exit in an order we do not control. What a device
+//   caches (the core's tables, staging buffers, pool memory) is freed by an exit
+//   handler that runs before the runtime's (DeviceImpl::releaseCachedMemory). Everything
 //   runs in the device's primary context, so memory and streams are
 //   interchangeable with PyTorch, CuPy and plain runtime-API code. Each entry
 //   point sets the device with a DeviceGuard and restores the caller's device.
@@ -65,6 +67,7 @@ namespace cuda {
 // ------------------------------------------------------------------ events ---
 
 CudaEvent::~CudaEvent() {
+  if (forkedAfterInit()) return;  // leaked: no CUDA call (nor a pool lock) in a forked child
   if (timing_) {
     DeviceGuard guard(device_->ordinal(), std::nothrow);
     if (guard.ok() && cudaEventDestroy(event_) != cudaSuccess) (void)cudaGetLastError();
@@ -134,7 +137,7 @@ CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bo
       owned_(owned) {}
 
 CudaQueue::~CudaQueue() {
-  if (!owned_) return;
+  if (!owned_ || forkedAfterInit()) return;  // leaked in a forked child: the stream is the parent's
   DeviceGuard guard(cudaDevice_->ordinal(), std::nothrow);
   // Work already enqueued still completes after cudaStreamDestroy returns.
   if (guard.ok() && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
@@ -180,7 +183,8 @@ void CudaQueue::waitEvent(EventImpl& event) {
 // ------------------------------------------------------------- allocation ---
 
 CudaAllocation::~CudaAllocation() {
-  if (!owned_ || handle_ == nullptr) return;
+  // In a forked child the memory belongs to the parent's context: leaked, no CUDA call.
+  if (!owned_ || handle_ == nullptr || forkedAfterInit()) return;
   std::vector<std::shared_ptr<EventImpl>> pending;
   try {
     pending = takePending();
@@ -196,35 +200,6 @@ CudaAllocation::~CudaAllocation() {
 }
 
 // ---------------------------------------------------------- staging pool ---
-
-namespace {
-
-/// Pools whose retained buffers are freed at exit. Registered at their first
-/// cudaHostAlloc, after the CUDA runtime set up its own exit handler, so this one
-/// runs first (atexit handlers run in reverse order).
-std::mutex gExitPoolsMutex;
-std::vector<PinnedStagingPool*>* gExitPools = nullptr;
-
-void freeRetainedStagingAtExit() {
-  std::lock_guard<std::mutex> lock(gExitPoolsMutex);
-  if (gExitPools == nullptr) return;
-  for (PinnedStagingPool* pool : *gExitPools) pool->freeRetained();
-}
-
-void freeAtExit(PinnedStagingPool* pool) noexcept {
-  try {
-    std::lock_guard<std::mutex> lock(gExitPoolsMutex);
-    if (gExitPools == nullptr) {
-      gExitPools = new std::vector<PinnedStagingPool*>;  // leaked: read by the exit handler
-      if (std::atexit(&freeRetainedStagingAtExit) != 0) return;
-    }
-    if (std::find(gExitPools->begin(), gExitPools->end(), pool) == gExitPools->end()) gExitPools->push_back(pool);
-  } catch (...) {
-    // The buffers then stay allocated until the process ends.
-  }
-}
-
-}  // namespace
 
 PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
   std::vector<Buffer> surplus;
@@ -263,7 +238,6 @@ PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
   while (rounded < bytes && rounded <= (std::numeric_limits<std::size_t>::max() >> 1)) rounded <<= 1;
   if (rounded < bytes) rounded = bytes;
   void* p = nullptr;
-  freeAtExit(this);
   cudaError_t err = cudaHostAlloc(&p, rounded, cudaHostAllocPortable);
   if (err != cudaSuccess && rounded != bytes) {
     (void)cudaGetLastError();
@@ -361,7 +335,7 @@ const std::shared_ptr<QueueImpl>& CudaDevice::sdkQueue() {
   return sdkQueue_;
 }
 
-std::shared_ptr<QueueImpl> CudaDevice::createQueue() {
+std::shared_ptr<QueueImpl> CudaDevice::doCreateQueue() {
   loadKernelsOnce();
   DeviceGuard guard(ordinal_);
   cudaStream_t stream = nullptr;
@@ -374,7 +348,7 @@ std::shared_ptr<QueueImpl> CudaDevice::createQueue() {
   }
 }
 
-std::shared_ptr<QueueImpl> CudaDevice::wrapQueue(void* native) {
+std::shared_ptr<QueueImpl> CudaDevice::doWrapQueue(void* native) {
   loadKernelsOnce();
   auto stream = static_cast<cudaStream_t>(native);
   // The special handles name the calling thread's stream of the *current* device,
@@ -396,7 +370,7 @@ std::shared_ptr<QueueImpl> CudaDevice::wrapQueue(void* native) {
   return std::make_shared<CudaQueue>(shared_from_this(), stream, false);
 }
 
-std::shared_ptr<EventImpl> CudaDevice::recordTimingEvent(QueueImpl& q) {
+std::shared_ptr<EventImpl> CudaDevice::doRecordTimingEvent(QueueImpl& q) {
   (void)streamOf(q, "Event::record");
   return q.recordEvent(true);
 }
@@ -427,6 +401,15 @@ char* CudaDevice::address(const MemRef& ref, const char* function) {
   return static_cast<char*>(ref.device->handle()) + ref.offset;
 }
 
+void CudaDevice::doReleaseRetainedMemory() noexcept {
+  staging_.freeRetained();
+  // Blocks freed into the pool stay reserved (release threshold UINT64_MAX); hand
+  // back those no longer in use. Frees still pending in stream order stay.
+  cudaMemPool_t pool = pool_.load(std::memory_order_acquire);
+  DeviceGuard guard(ordinal_, std::nothrow);
+  if (pool != nullptr && guard.ok() && cudaMemPoolTrimTo(pool, 0) != cudaSuccess) (void)cudaGetLastError();
+}
+
 cudaMemPool_t CudaDevice::memoryPool() {
   std::call_once(poolOnce_, [this] {
     DeviceGuard guard(ordinal_);
@@ -446,9 +429,10 @@ cudaMemPool_t CudaDevice::memoryPool() {
     // synchronization would make steady-state allocation a driver call.
     std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
     check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
-    pool_ = pool;
+    pool_.store(pool, std::memory_order_release);
+    releaseAtExit();  // trim the pool at exit
   });
-  return pool_;
+  return pool_.load(std::memory_order_acquire);
 }
 
 void* CudaDevice::mallocAsync(std::size_t bytes, cudaStream_t stream, const char* function) {
@@ -542,8 +526,7 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
   freeAsync(p, stream);
 }
 
-std::shared_ptr<Allocation> CudaDevice::allocate(std::size_t bytes, QueueImpl& q) {
-  faultPoint(FaultKind::deviceAllocation, "CUDA allocate");
+std::shared_ptr<Allocation> CudaDevice::doAllocate(std::size_t bytes, QueueImpl& q) {
   cudaStream_t stream = streamOf(q, "allocate");
   DeviceGuard guard(ordinal_);
   void* p = mallocAsync(bytes, stream, "allocate");
@@ -559,7 +542,7 @@ std::shared_ptr<Allocation> CudaDevice::allocate(std::size_t bytes, QueueImpl& q
   return allocation;
 }
 
-std::shared_ptr<Allocation> CudaDevice::adopt(void* handle, std::size_t bytes) {
+std::shared_ptr<Allocation> CudaDevice::doAdopt(void* handle, std::size_t bytes) {
   if (handle == nullptr) fail(ErrorCode::InvalidArgument, "adopt: the device pointer is null");
   DeviceGuard guard(ordinal_);
   cudaPointerAttributes attributes{};
@@ -607,6 +590,7 @@ const Registry& registry() {
     auto* r = new Registry;
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess) noteBackendInitialised(ComputeBackend::cuda);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
       const std::string name = cudaGetErrorName(err);
@@ -646,6 +630,7 @@ std::string cudaUnavailableReason() { return cuda::registry().unavailableReason;
 
 void* allocatePinnedHost(std::size_t bytes) {
   if (cuda::registry().devices.empty()) return nullptr;
+  requireNotForked("page-locked host allocation");
   void* p = nullptr;
   const cudaError_t err = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
   if (err == cudaErrorMemoryAllocation) {
@@ -658,7 +643,7 @@ void* allocatePinnedHost(std::size_t bytes) {
 }
 
 void freePinnedHost(void* p) noexcept {
-  if (p == nullptr) return;
+  if (p == nullptr || forkedAfterInit()) return;  // in a forked child: the parent's page-locked memory, leaked
   if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
 }
 

@@ -40,6 +40,7 @@ inline bool isShutdownError(cudaError_t err) {
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
+    requireNotForked("CUDA call");  // every CUDA entry point passes here
     if (cudaGetDevice(&previous_) != cudaSuccess) {
       (void)cudaGetLastError();
       previous_ = -1;
@@ -49,8 +50,13 @@ class DeviceGuard {
       switched_ = true;
     }
   }
-  /// Non-throwing variant for destructors: reports success through ok().
+  /// Non-throwing variant for destructors: reports success through ok(); false in a
+  /// forked child, where no CUDA call may be made (fork_guard.hpp).
   DeviceGuard(int device, std::nothrow_t) noexcept {
+    if (forkedAfterInit()) {
+      ok_ = false;
+      return;
+    }
     if (cudaGetDevice(&previous_) != cudaSuccess) {
       (void)cudaGetLastError();
       previous_ = -1;
@@ -174,8 +180,9 @@ class PinnedStagingPool {
   Buffer acquire(std::size_t bytes);
   /// Returns a buffer; callable from a host callback (no CUDA calls).
   void release(Buffer buffer) noexcept;
-  /// Frees the buffers the pool retains (not those in use). Runs at exit, so that
-  /// the page-locked memory is handed back while the CUDA runtime still exists.
+  /// Frees the buffers the pool retains (not those in use). Runs at exit (the device's
+  /// releaseCachedMemory), so the page-locked memory is handed back while the CUDA
+  /// runtime still exists.
   void freeRetained() noexcept;
 
  private:
@@ -186,7 +193,8 @@ class PinnedStagingPool {
 };
 
 /// One CUDA device (its primary context). Instances are process-wide singletons
-/// made by cudaDevices() and intentionally never destroyed.
+/// made by cudaDevices() and intentionally never destroyed; what they cache is freed
+/// at exit (DeviceImpl::releaseCachedMemory).
 class CudaDevice final : public DeviceImpl {
  public:
   CudaDevice(int ordinal, const cudaDeviceProp& prop);
@@ -201,19 +209,6 @@ class CudaDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& sdkQueue() override;
-  std::shared_ptr<QueueImpl> createQueue() override;
-  std::shared_ptr<QueueImpl> wrapQueue(void* native) override;
-  std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) override;
-
-  std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) override;
-  std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) override;
-
-  void copy(const CopyDesc& desc, QueueImpl& q) override;
-  /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
-  bool copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
-  void fill(const FillDesc& desc, QueueImpl& q) override;
-  void convert(const ConvertDesc& desc, QueueImpl& q) override;
-  void launch(const KernelLaunch& launch, QueueImpl& q) override;
 
   // ---- internals used by the other backend files ----
   /// "cuda:N", for messages.
@@ -232,7 +227,11 @@ class CudaDevice final : public DeviceImpl {
   void releaseOrderingEvent(cudaEvent_t event) noexcept;
   /// Frees `p` on the sdk stream after every event in `pending`. Never throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
-  PinnedStagingPool& stagingPool() { return staging_; }
+  /// The staging buffers; the pool's retained buffers are freed at exit.
+  PinnedStagingPool& stagingPool() {
+    releaseAtExit();
+    return staging_;
+  }
   /// A non-blocking stream of this device, idle and reserved for the caller, on
   /// which the host side of one pipelined staging runs; give it back with
   /// releaseStagingStream once the transfer is enqueued. Transfers never share a
@@ -254,6 +253,20 @@ class CudaDevice final : public DeviceImpl {
   bool peerAccessTo(CudaDevice& source);
 
  private:
+  std::shared_ptr<QueueImpl> doCreateQueue() override;
+  std::shared_ptr<QueueImpl> doWrapQueue(void* native) override;
+  std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
+  std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
+  std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
+  void doCopy(const CopyDesc& desc, QueueImpl& q) override;
+  /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
+  bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
+  void doFill(const FillDesc& desc, QueueImpl& q) override;
+  void doConvert(const ConvertDesc& desc, QueueImpl& q) override;
+  void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
+  /// Frees the retained staging buffers and hands the pool's unused memory back.
+  void doReleaseRetainedMemory() noexcept override;
+
   cudaMemPool_t memoryPool();
 
   int ordinal_;
@@ -267,7 +280,7 @@ class CudaDevice final : public DeviceImpl {
   std::vector<cudaStream_t> stagingStreams_;  ///< side streams not reserved by a transfer
   std::shared_ptr<QueueImpl> sdkQueue_;
   std::once_flag poolOnce_;
-  cudaMemPool_t pool_ = nullptr;
+  std::atomic<cudaMemPool_t> pool_{nullptr};  ///< read by the exit handler too
 
   std::mutex eventMutex_;
   std::vector<cudaEvent_t> freeEvents_;

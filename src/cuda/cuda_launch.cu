@@ -1,4 +1,4 @@
-// The shared-kernel registry (kernel_registry.hpp) and CudaDevice::launch.
+// The shared-kernel registry (kernel_registry.hpp) and CudaDevice::doLaunch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -131,7 +131,7 @@ int CudaDevice::blockSizeFor(const void* kernel, const char* name) {
   return block;
 }
 
-void CudaDevice::launch(const KernelLaunch& launch, QueueImpl& q) {
+void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   cudaStream_t stream = streamOf(q, "launch");
   if (launch.name == nullptr) fail(ErrorCode::InvalidArgument, "launch: the kernel name is null");
   const std::string name = launch.name;

@@ -1,4 +1,4 @@
-// CudaDevice::copyAcrossDevices: copies between two CUDA devices of one process,
+// CudaDevice::doCopyAcrossDevices: copies between two CUDA devices of one process,
 // enqueued on a queue of the destination device without blocking the host.
 //
 // Strategy (first that applies):
@@ -177,7 +177,7 @@ bool CudaDevice::peerAccessTo(CudaDevice& source) {
   return direct;
 }
 
-bool CudaDevice::copyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
+bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
   auto* source = dynamic_cast<CudaDevice*>(&srcDevice);
   if (source == nullptr) return false;  // another backend: the core stages through the host
   const std::string fn = "copy (" + source->label() + " -> " + label() + ")";

@@ -302,7 +302,7 @@ void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, cl_mem dst, std::int6
 
 // ----------------------------------------------------------------- copy ----
 
-void OpenCLDevice::copy(const CopyDesc& d, QueueImpl& qi) {
+void OpenCLDevice::doCopy(const CopyDesc& d, QueueImpl& qi) {
   const char* fn = "copy";
   OpenCLQueue& q = queueOf(qi, fn);
   if (!validShape(d.dims, d.size.data(), fn)) return;
@@ -485,7 +485,7 @@ void OpenCLDevice::copy(const CopyDesc& d, QueueImpl& qi) {
 
 // ----------------------------------------------------------------- fill ----
 
-void OpenCLDevice::fill(const FillDesc& d, QueueImpl& qi) {
+void OpenCLDevice::doFill(const FillDesc& d, QueueImpl& qi) {
   const char* fn = "fill";
   OpenCLQueue& q = queueOf(qi, fn);
   if (!validShape(d.dims, d.size.data(), fn)) return;
@@ -525,7 +525,7 @@ void OpenCLDevice::fill(const FillDesc& d, QueueImpl& qi) {
 
 // -------------------------------------------------------------- convert ----
 
-void OpenCLDevice::convert(const ConvertDesc& c, QueueImpl& qi) {
+void OpenCLDevice::doConvert(const ConvertDesc& c, QueueImpl& qi) {
   const char* fn = "convertTo";
   OpenCLQueue& q = queueOf(qi, fn);
   const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);

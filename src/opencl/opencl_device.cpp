@@ -155,6 +155,7 @@ Registry enumerate() noexcept {
       r.reason = "cannot list OpenCL platforms: " + clErrorMessage("clGetPlatformIDs", err);
       return r;
     }
+    noteBackendInitialised(ComputeBackend::opencl);  // the ICD loaded its drivers
     std::vector<cl_platform_id> platforms(count);
     checkCl(clGetPlatformIDs(count, platforms.data(), nullptr), "clGetPlatformIDs");
 
@@ -261,7 +262,9 @@ AdoptCache& adoptCache() {
 
 // ---------------------------------------------------------------- events ----
 
-OpenCLEvent::~OpenCLEvent() { clReleaseEvent(event_); }
+OpenCLEvent::~OpenCLEvent() {
+  if (!forkedAfterInit()) clReleaseEvent(event_);  // leaked in a forked child (no driver calls there)
+}
 
 bool OpenCLEvent::finished() const noexcept {
   cl_int status = CL_COMPLETE;
@@ -321,7 +324,9 @@ float OpenCLEvent::elapsedMs(EventImpl& later) {
 
 // ---------------------------------------------------------------- queues ----
 
-OpenCLQueue::~OpenCLQueue() { clReleaseCommandQueue(queue_); }
+OpenCLQueue::~OpenCLQueue() {
+  if (!forkedAfterInit()) clReleaseCommandQueue(queue_);  // leaked in a forked child
+}
 
 void OpenCLQueue::synchronize() { checkCl(clFinish(queue_), "Stream::waitForCompletion: clFinish"); }
 
@@ -387,6 +392,7 @@ void OpenCLQueue::waitEvent(EventImpl& e) {
 // ----------------------------------------------------------- allocations ----
 
 OpenCLAllocation::~OpenCLAllocation() {
+  if (forkedAfterInit()) return;  // the parent's buffer: leaked, no driver call (nor cache lock) in a forked child
   if (external()) {
     clReleaseMemObject(mem());
     return;
@@ -439,8 +445,14 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_devic
 }
 
 OpenCLDevice::~OpenCLDevice() {
-  // Only adopted devices are ever destroyed. Release in dependency order; the
-  // caller's objects keep living with the caller's own references.
+  // In a forked child everything here belongs to the parent's driver state: leaked.
+  if (forkedAfterInit()) return;
+  // Only adopted devices are ever destroyed. Release in dependency order, cached
+  // allocations (which hold no reference to the device) first, then leave the exit
+  // handler's list (no handler touches the device after that); the caller's objects
+  // keep living with the caller's own references.
+  releaseCachedMemory();
+  forgetAtExit();
   std::list<CachedBuffer> cache;
   {
     std::lock_guard<std::mutex> lock(cacheMutex_);
@@ -488,7 +500,7 @@ cl_mem OpenCLDevice::memOf(const Allocation* a, const char* fn) const {
   return static_cast<cl_mem>(a->handle());
 }
 
-std::shared_ptr<QueueImpl> OpenCLDevice::createQueue() {
+std::shared_ptr<QueueImpl> OpenCLDevice::doCreateQueue() {
   cl_int err = CL_SUCCESS;
   cl_command_queue q = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
   checkCl(err, "Stream: clCreateCommandQueue");
@@ -500,7 +512,7 @@ std::shared_ptr<QueueImpl> OpenCLDevice::createQueue() {
   }
 }
 
-std::shared_ptr<QueueImpl> OpenCLDevice::wrapQueue(void* native) {
+std::shared_ptr<QueueImpl> OpenCLDevice::doWrapQueue(void* native) {
   auto* sdk = static_cast<cl_command_queue>(sdkQueue_->native());
   cl_command_queue q = native == nullptr ? sdk : static_cast<cl_command_queue>(native);
   if (q == sdk && !adopted_) return sdkQueue_;
@@ -520,7 +532,7 @@ std::shared_ptr<QueueImpl> OpenCLDevice::wrapQueue(void* native) {
   }
 }
 
-std::shared_ptr<EventImpl> OpenCLDevice::recordTimingEvent(QueueImpl& q) {
+std::shared_ptr<EventImpl> OpenCLDevice::doRecordTimingEvent(QueueImpl& q) {
   return queueOf(q, "Event::record").recordEvent(true);
 }
 
@@ -600,6 +612,7 @@ void OpenCLDevice::recycle(cl_mem mem, std::size_t capacity, std::vector<std::sh
                   pending.end());
     std::list<CachedBuffer> node;
     node.push_back({mem, capacity, std::move(pending)});
+    releaseAtExit();  // cached buffers are released at exit
     std::lock_guard<std::mutex> lock(cacheMutex_);
     liveBytes_ -= capacity;
     if (capacity > cacheLimitBytes_) {
@@ -623,6 +636,16 @@ void OpenCLDevice::recycle(cl_mem mem, std::size_t capacity, std::vector<std::sh
   for (auto& b : evicted) clReleaseMemObject(b.mem);
 }
 
+void OpenCLDevice::doReleaseRetainedMemory() noexcept {
+  std::list<CachedBuffer> all;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex_);
+    all.swap(cache_);
+    cachedBytes_ = 0;
+  }
+  for (auto& b : all) clReleaseMemObject(b.mem);
+}
+
 void OpenCLDevice::flushCache() noexcept {
   std::list<CachedBuffer> all;
   {
@@ -642,8 +665,7 @@ void OpenCLDevice::flushCache() noexcept {
   }
 }
 
-std::shared_ptr<Allocation> OpenCLDevice::allocate(std::size_t bytes, QueueImpl& qi) {
-  faultPoint(FaultKind::deviceAllocation, "OpenCL allocate");
+std::shared_ptr<Allocation> OpenCLDevice::doAllocate(std::size_t bytes, QueueImpl& qi) {
   OpenCLQueue& q = queueOf(qi, "allocate");
   const Acquired a = acquire(bytes, q, "allocate");
   std::shared_ptr<OpenCLAllocation> alloc;
@@ -679,7 +701,7 @@ void OpenCLDevice::releaseScratch(const ScratchBuffer& buffer, OpenCLQueue& q) {
   recycle(buffer.mem, buffer.capacity, {std::move(last)});
 }
 
-std::shared_ptr<Allocation> OpenCLDevice::adopt(void* handle, std::size_t bytes) {
+std::shared_ptr<Allocation> OpenCLDevice::doAdopt(void* handle, std::size_t bytes) {
   const char* fn = "adopt OpenCL buffer";
   if (handle == nullptr) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the cl_mem is null");
   auto mem = static_cast<cl_mem>(handle);
@@ -790,7 +812,7 @@ void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& 
           std::string(fn) + ": clEnqueueNDRangeKernel(" + name + ")");
 }
 
-void OpenCLDevice::launch(const KernelLaunch& l, QueueImpl& qi) {
+void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
   const char* fn = "launch";
   OpenCLQueue& q = queueOf(qi, fn);
   if (l.name == nullptr || *l.name == '\0') fail(ErrorCode::InvalidArgument, "launch: the kernel name is empty");
@@ -868,6 +890,7 @@ std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue
   auto ctx = static_cast<cl_context>(context);
   auto dev = static_cast<cl_device_id>(device);
   auto q = static_cast<cl_command_queue>(queue);
+  noteBackendInitialised(ComputeBackend::opencl);  // the caller's OpenCL objects exist
 
   cl_uint n = 0;
   cl_int err = clGetContextInfo(ctx, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, nullptr);

@@ -122,17 +122,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& sdkQueue() override { return sdkQueue_; }
-  std::shared_ptr<QueueImpl> createQueue() override;
-  std::shared_ptr<QueueImpl> wrapQueue(void* native) override;
-  std::shared_ptr<EventImpl> recordTimingEvent(QueueImpl& q) override;
-
-  std::shared_ptr<Allocation> allocate(std::size_t bytes, QueueImpl& q) override;
-  std::shared_ptr<Allocation> adopt(void* handle, std::size_t bytes) override;
-
-  void copy(const CopyDesc& desc, QueueImpl& q) override;
-  void fill(const FillDesc& desc, QueueImpl& q) override;
-  void convert(const ConvertDesc& desc, QueueImpl& q) override;
-  void launch(const KernelLaunch& launch, QueueImpl& q) override;
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -173,6 +162,19 @@ class OpenCLDevice final : public DeviceImpl {
   };
 
   OpenCLDevice(cl_platform_id platform, cl_context context, cl_device_id device, int ordinal, bool adopted);
+
+  std::shared_ptr<QueueImpl> doCreateQueue() override;
+  std::shared_ptr<QueueImpl> doWrapQueue(void* native) override;
+  std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
+  std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
+  std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
+  void doCopy(const CopyDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
+  void doFill(const FillDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
+  void doConvert(const ConvertDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
+  void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
+  /// Releases the cached buffers without waiting (OpenCL deletes a cl_mem once the
+  /// commands using it have finished).
+  void doReleaseRetainedMemory() noexcept override;
 
   Acquired acquire(std::size_t bytes, OpenCLQueue& q, const char* fn);
   /// Releases every cached buffer after its pending work (blocks on that work).
