@@ -187,6 +187,35 @@ TEST_P(GpuMatNDRoundTrip, UploadOfDifferentSizeOrTypeRecreatesOnTheSameDevice) {
   EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::downloadPacked(g), 8));
 }
 
+TEST_P(GpuMatNDRoundTrip, StreamUploadAndDownloadOfAnotherShapeReplaceTheDestinationAndSparePreviousHandles) {
+  Stream stream(device());
+  const Shape shape{4, 6, 3};
+  const int type = makeType(Depth::U16, 2);
+  const HostMat h = datest::randomHostMat(shape, type, 21);
+  const HostMat small = datest::randomHostMat({2, 2}, makeType(Depth::U8, 1), 22);
+  GpuMatND g({2, 2}, makeType(Depth::U8, 1), device());
+  g.upload(small);
+  const GpuMatND previous = g;  // another handle to the memory upload replaces
+  g.upload(h, stream);
+  HostMat empty;
+  HostMat wrong({1}, makeType(Depth::F64, 1));
+  const HostMat wrongAlias = wrong;
+  g.download(empty, stream);
+  g.download(wrong, stream);
+  stream.waitForCompletion();
+  EXPECT_EQ(g.size, shape);
+  EXPECT_EQ(g.type(), type);
+  EXPECT_EQ(g.device(), device());
+  EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::downloadPacked(g), 4));
+  EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(small), datest::downloadPacked(previous)));
+  for (const HostMat* out : {&empty, &wrong}) {
+    EXPECT_EQ(out->size, shape);
+    EXPECT_EQ(out->type(), type);
+    EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(*out), 4));
+  }
+  EXPECT_EQ(wrongAlias.size, (Shape{1})) << "another handle of the replaced HostMat keeps its memory";
+}
+
 TEST_P(GpuMatNDRoundTrip, DownloadIntoNonContinuousHostViewWritesInPlaceAndNothingElse) {
   constexpr std::uint8_t kSentinel = 0xA5;
   for (int type : {makeType(Depth::U8, 1), makeType(Depth::S16, 3), makeType(Depth::F64, 2)}) {

@@ -74,13 +74,17 @@ class GpuMatND {
   GpuMat createGpuMatHeader(IndexArray idx, Range rowRange, Range colRange) const;
 
   /// Blocking download (InvalidState when empty). Writes in place when `dst` has this size and type (also into
-  /// a non-continuous host view), otherwise recreates `dst`.
+  /// a non-continuous host view), otherwise gives `dst` new memory, filled before it replaces the old one: a
+  /// failing call leaves `dst` as it was (its bytes too, unless the failure hits the in-place copy itself).
   void download(HostMat& dst) const;
-  /// Enqueued download: returns without waiting; `dst` must stay alive until `stream` completes.
+  /// Enqueued download: returns without waiting; `dst` must stay alive until `stream` completes. Same
+  /// guarantee for a failure to enqueue.
   void download(HostMat& dst, Stream& stream) const;
-  /// Blocking upload; recreates this array when size or type differ.
+  /// Blocking upload. Writes in place when size and type match, otherwise into a new array on this array's
+  /// device (defaultDevice() when empty) that replaces this one only once filled: a failing call leaves
+  /// this array as it was.
   void upload(const HostMat& src);
-  /// Enqueued upload: returns without waiting.
+  /// Enqueued upload: returns without waiting. Same guarantee for a failure to enqueue.
   void upload(const HostMat& src, Stream& stream);
 
   /// Bytes per element (all channels).
@@ -167,7 +171,8 @@ class GpuMat {
   /// Drops this handle's reference (memory released in stream order with the last one).
   void release();
 
-  /// Copies `src` (2-D) into this matrix, recreating it when size or type differ.
+  /// Copies `src` (2-D) into this matrix, recreating it when size or type differ (the new
+  /// matrix replaces this one only once the copy is enqueued: a failing call leaves it as it was).
   /// Without a stream: blocking; with one: enqueued there, returns at once.
   ///@{
   void upload(const HostMat& src);
@@ -186,8 +191,9 @@ class GpuMat {
   GpuMat clone(Stream& stream) const;
   ///@}
 
-  /// Copies into `dst`: in place when it has this size and type, else recreates it
-  /// on this device. Blocking / enqueued.
+  /// Copies into `dst`: in place when it has this size and type, else into a new matrix on
+  /// this device that replaces `dst` once the copy is enqueued (a failing call leaves `dst`
+  /// as it was). Blocking / enqueued.
   ///@{
   void copyTo(GpuMat& dst) const;
   void copyTo(GpuMat& dst, Stream& stream) const;

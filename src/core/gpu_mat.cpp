@@ -102,10 +102,15 @@ void GpuMat::upload(const HostMat& src) {
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source must be a non-empty 1-D or 2-D HostMat");
   const int r = src.dims == 1 ? 1 : src.size[0];
   const int c = src.dims == 1 ? src.size[0] : src.size[1];
-  if (empty() || rows != r || cols != c || type() != src.type()) create(r, c, src.type());
-  GpuMatND nd = asGpuMatND();
   const HostMat view2d = src.dims == 2 ? src : HostMat({1, c}, src.type(), src.data());
-  nd.upload(view2d);
+  if (!empty() && rows == r && cols == c && type() == src.type()) {
+    asGpuMatND().upload(view2d);
+    return;
+  }
+  // Filled before it replaces *this: a failure leaves this matrix as it was.
+  GpuMat fresh(r, c, src.type(), empty() ? ComputeDevice::defaultDevice() : device());
+  fresh.asGpuMatND().upload(view2d);
+  *this = std::move(fresh);
 }
 
 void GpuMat::upload(const HostMat& src, Stream& stream) {
@@ -114,10 +119,14 @@ void GpuMat::upload(const HostMat& src, Stream& stream) {
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source must be a non-empty 1-D or 2-D HostMat");
   const int r = src.dims == 1 ? 1 : src.size[0];
   const int c = src.dims == 1 ? src.size[0] : src.size[1];
-  if (empty() || rows != r || cols != c || type() != src.type()) *this = GpuMat(r, c, src.type(), stream.device());
-  GpuMatND nd = asGpuMatND();
   const HostMat view2d = src.dims == 2 ? src : HostMat({1, c}, src.type(), src.data());
-  nd.upload(view2d, stream);
+  if (!empty() && rows == r && cols == c && type() == src.type()) {
+    asGpuMatND().upload(view2d, stream);
+    return;
+  }
+  GpuMat fresh(r, c, src.type(), stream.device());
+  fresh.asGpuMatND().upload(view2d, stream);
+  *this = std::move(fresh);
 }
 
 void GpuMat::download(HostMat& dst) const {
@@ -151,17 +160,27 @@ void GpuMat::copyTo(GpuMat& dst) const {
   constexpr const char* fn = "GpuMat::copyTo";
   requireNonEmpty(*this, fn);
   if (&dst == this) return;
-  if (dst.empty() || dst.rows != rows || dst.cols != cols || dst.type() != type()) dst = GpuMat(rows, cols, type(), device());
-  copyInto(fn, sdkQueueOf(dst), *this, dst)->synchronize();
+  if (!dst.empty() && dst.rows == rows && dst.cols == cols && dst.type() == type()) {
+    copyInto(fn, sdkQueueOf(dst), *this, dst)->synchronize();
+    return;
+  }
+  // Filled before it replaces dst: a failure leaves dst as it was.
+  GpuMat fresh(rows, cols, type(), device());
+  copyInto(fn, sdkQueueOf(fresh), *this, fresh)->synchronize();
+  dst = std::move(fresh);
 }
 
 void GpuMat::copyTo(GpuMat& dst, Stream& stream) const {
   constexpr const char* fn = "GpuMat::copyTo";
   requireNonEmpty(*this, fn);
   if (&dst == this) return;
-  if (dst.empty() || dst.rows != rows || dst.cols != cols || dst.type() != type())
-    dst = GpuMat(rows, cols, type(), stream.device());
-  copyInto(fn, detail::queueFor(fn, stream, dst.storage_->device()), *this, dst);
+  if (!dst.empty() && dst.rows == rows && dst.cols == cols && dst.type() == type()) {
+    copyInto(fn, detail::queueFor(fn, stream, dst.storage_->device()), *this, dst);
+    return;
+  }
+  GpuMat fresh(rows, cols, type(), stream.device());
+  copyInto(fn, detail::queueFor(fn, stream, fresh.storage_->device()), *this, fresh);
+  dst = std::move(fresh);
 }
 
 namespace {

@@ -215,42 +215,68 @@ GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRan
   return GpuMat::fromAllocation(std::move(alias), off, rr.size(), cr.size(), type(), step[dims - 2]);
 }
 
+// upload / download write into the existing destination when it already has the
+// size and type (OpenCV's reuse); otherwise they fill a new one and only then hand it
+// over, so a failing allocation or copy leaves the argument as it was.
+
 void GpuMatND::download(HostMat& dst) const {
   constexpr const char* fn = "GpuMatND::download";
   requireNonEmpty(*this, fn);
   detail::requireNotForked(fn);
   Stream s(data_->device()->sdkQueue());
-  if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
-  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
+  if (!dst.empty() && dst.size == size && dst.type() == type()) {
+    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
+    return;
+  }
+  HostMat fresh(size, type());
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(fresh), regionOf(*this), true)->synchronize();
+  dst = std::move(fresh);
 }
 
 void GpuMatND::download(HostMat& dst, Stream& stream) const {
   constexpr const char* fn = "GpuMatND::download";
   requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
-  if (dst.empty() || dst.size != size || dst.type() != type()) dst.create(size, type());
-  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst), regionOf(*this));
+  if (!dst.empty() && dst.size == size && dst.type() == type()) {
+    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst), regionOf(*this));
+    return;
+  }
+  // A copy that fails to enqueue leaves nothing writing into `fresh` (the backends'
+  // contract), so dropping it is safe; on success dst takes its memory over.
+  HostMat fresh(size, type());
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(fresh), regionOf(*this));
+  dst = std::move(fresh);
 }
 
 void GpuMatND::upload(const HostMat& src) {
   constexpr const char* fn = "GpuMatND::upload";
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
   detail::requireNotForked(fn);
-  if (empty() || src.size != size || src.type() != type()) create(src.size, src.type());
-  Stream s(data_->device()->sdkQueue());
-  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();
+  if (!empty() && src.size == size && src.type() == type()) {
+    Stream s(data_->device()->sdkQueue());
+    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();
+    return;
+  }
+  GpuMatND fresh(src.size, src.type(), empty() ? ComputeDevice::defaultDevice() : device());
+  Stream s(fresh.data_->device()->sdkQueue());
+  detail::enqueueCopy(fn, *s.impl(), fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src), true)
+      ->synchronize();
+  swap(fresh);
 }
 
 void GpuMatND::upload(const HostMat& src, Stream& stream) {
   constexpr const char* fn = "GpuMatND::upload";
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
-  if (empty() || src.size != size || src.type() != type()) {
-    // Allocate on the stream's device, ordered on that stream.
-    GpuMatND fresh(src.size, src.type(), stream.device());
-    swap(fresh);
+  if (!empty() && src.size == size && src.type() == type()) {
+    auto& q = detail::queueFor(fn, stream, data_->device());
+    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src));
+    return;
   }
-  auto& q = detail::queueFor(fn, stream, data_->device());
-  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src));
+  // Allocate on the stream's device, ordered on that stream.
+  GpuMatND fresh(src.size, src.type(), stream.device());
+  auto& q = detail::queueFor(fn, stream, fresh.data_->device());
+  detail::enqueueCopy(fn, q, fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src));
+  swap(fresh);
 }
 
 std::size_t GpuMatND::elemSize() const { return detail::elemSizeOf(type()); }
