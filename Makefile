@@ -23,9 +23,11 @@ build: configure
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
-# The C++ suite (ctest: every backend present, CUDA tests skip without a GPU),
+# The include layering (scripts/check-layering.py), the C++ suite (ctest: every
+# backend present, CUDA tests skip without a GPU),
 # then the Python package built into a venv under the build tree and its pytest suite.
 test: build
+	@python3 scripts/check-layering.py
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	@./scripts/python-test.sh $(BUILD)
 

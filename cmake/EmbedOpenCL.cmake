@@ -1,4 +1,4 @@
-# Concatenates the shared kernel headers (prelude first) and the OpenCL-only
+# Concatenates the shared kernel headers (prelude and launch geometry first) and the OpenCL-only
 # .cl files into one OpenCL C program embedded as a C++ string.
 file(GLOB headers ${SOURCE_DIR}/src/kernels/*.h)
 list(SORT headers)
@@ -6,7 +6,8 @@ list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/prelude.h)
 file(GLOB cl_files ${SOURCE_DIR}/src/opencl/*.cl)
 list(SORT cl_files)
 set(program "")
-foreach(f ${SOURCE_DIR}/src/kernels/prelude.h ${headers} ${cl_files})
+# Host/kernel shared constants (plain macros) come right after the prelude.
+foreach(f ${SOURCE_DIR}/src/kernels/prelude.h ${SOURCE_DIR}/src/backend/conversion_geometry.h ${headers} ${cl_files})
   file(READ ${f} text)
   # The program is one translation unit: drop the includes between kernel files.
   string(REGEX REPLACE "#include \"[^\"]*\"" "" text "${text}")

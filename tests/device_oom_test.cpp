@@ -4,7 +4,7 @@
 // Kept cheap: the failing requests fail at once in the driver's pool.
 #include <cstring>
 
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "test_support.hpp"
 
 namespace {

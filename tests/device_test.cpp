@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "test_support.hpp"
 
 namespace {

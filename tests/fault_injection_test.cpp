@@ -1,5 +1,5 @@
 // Fault injection: every allocation, device copy and kernel launch an operation
-// reaches is made to fail in turn (src/core/fault_injection.hpp). For each k the
+// reaches is made to fail in turn (src/backend/fault_injection.hpp). For each k the
 // operation must throw the Error a real failure there gives (OutOfMemory for
 // allocations, BackendError for copies and launches), leave no Allocation behind
 // (live count back to baseline), and leave its arguments unchanged and usable
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 #include "test_support.hpp"

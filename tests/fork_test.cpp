@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "devicearray/devicearray.hpp"
 #include "test_support.hpp"
 

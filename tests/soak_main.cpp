@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 #include "test_support.hpp"

@@ -14,7 +14,7 @@
 // on all entries in stream order. OrderedUse below does both steps.
 //
 // DeviceImpl's work entry points are not virtual: they refuse a forked child
-// (fork_guard.hpp) and count fault-injection points (core/fault_injection.hpp) for
+// (fork_guard.hpp) and count fault-injection points (backend/fault_injection.hpp) for
 // every backend, then call the backend's private do* primitive.
 #pragma once
 
@@ -34,7 +34,7 @@
 #include "devicearray/error.hpp"
 #include "devicearray/types.hpp"
 #include "backend/fork_guard.hpp"
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 
 namespace devicearray::detail {
 

@@ -15,7 +15,7 @@
 
 #include "backend/backend.hpp"
 #include "core/layout.hpp"
-#include "kernels/convert_formats.h"
+#include "backend/conversion_geometry.h"
 
 namespace devicearray {
 

@@ -1,4 +1,4 @@
-#include "core/fault_injection.hpp"
+#include "backend/fault_injection.hpp"
 
 #include <array>
 #include <string>

@@ -1,0 +1,50 @@
+/* Launch geometry of the format-conversion kernels (src/kernels/convert_formats.h),
+ * shared by the kernels and the host code that launches them, so that the two cannot
+ * disagree; plain macros, valid in C++, CUDA C++ and OpenCL C, with no kernel body.
+ * cmake/EmbedOpenCL.cmake puts it into the OpenCL program before the kernels. */
+#ifndef DEVICEARRAY_BACKEND_CONVERSION_GEOMETRY_H
+#define DEVICEARRAY_BACKEND_CONVERSION_GEOMETRY_H
+
+/* Work items per work-group of every conversion kernel, and the local memory of one
+ * work-group for its tile: the tile's source bytes followed by its converted bytes.
+ * The host picks the tile length (DA_CVT_TILE below) from the two element sizes, so
+ * every conversion stages as many source bytes as fit: the H200 needs tens of KiB of
+ * loads in flight per multiprocessor to reach its copy bandwidth, and a fixed tile
+ * length left 3- and 4-byte sources with a third of that (RGB -> BGRA ran at 59 % of
+ * copy). 28 KiB plus the 2 KiB tables of the 8-bit -> float kernel stays within the
+ * 32 KiB of local memory every OpenCL 1.2 device has.
+ *
+ * Work-groups per multiprocessor that CUDA must fit (__launch_bounds__, which caps the
+ * registers; measured on the H200 at 64M elements with 4, 7, and 8 with smaller tiles):
+ * 7 suits the colour kernels (RGB -> BGRA at 84 % of copy where 4 gave 77 %), 4 the
+ * point kernel, whose registers it leaves free (PointXYZ <-> PointXYZW at 98-99 %
+ * where 7 gave 89 %). */
+#define DA_CVT_GROUP 256
+#define DA_CVT_LOCAL_BYTES 28672
+#define DA_CVT_POINT_MIN_GROUPS 4
+#define DA_CVT_COLOR_MIN_GROUPS 7
+/* da_convert_color_f32_u8 (not tiled): consecutive elements per work item (4: the
+ * kernel packs four 3-byte results into three words), elements per work-group, and
+ * work-groups per multiprocessor. */
+#define DA_CVT_F32_U8_ITEMS 4
+#define DA_CVT_F32_U8_TILE (DA_CVT_GROUP * DA_CVT_F32_U8_ITEMS)
+#define DA_CVT_F32_U8_MIN_GROUPS 6
+#if DA_CVT_F32_U8_ITEMS != 4
+#error "da_convert_color_f32_u8 packs four 3-byte elements into three words"
+#endif
+/* Elements per tile for the given source and destination element sizes: a multiple
+ * of 16, so that both parts of the tile, and every tile's start in global memory,
+ * stay 16-byte aligned. */
+#define DA_CVT_TILE(srcBytes, dstBytes) ((DA_CVT_LOCAL_BYTES / ((srcBytes) + (dstBytes))) / 16 * 16)
+/* Elements per work item of da_convert_points_z (not tiled). */
+#define DA_CVT_Z_ITEMS 4
+/* Quantization buckets (see da_cvt_quantize): floats in [2^-DA_CVT_BUCKET_OCTAVES, 1),
+ * 2^DA_CVT_BUCKET_BITS buckets per octave. Below that range every float quantizes to
+ * 0 (the first boundary is 2^-12.69 for sRGB, 2^-8.99 for linear). */
+#define DA_CVT_BUCKET_OCTAVES 13
+#define DA_CVT_BUCKET_BITS 7
+#define DA_CVT_BUCKETS (DA_CVT_BUCKET_OCTAVES << DA_CVT_BUCKET_BITS)
+/* 16-byte loads each work item keeps in flight while it stages a tile. */
+#define DA_CVT_BATCH 4
+
+#endif /* DEVICEARRAY_BACKEND_CONVERSION_GEOMETRY_H */
