@@ -313,12 +313,17 @@ bool interpreterFinalizing() {
 
 extern "C" void interfaceOwnerDeleter(DLManagedTensor* self) {
   auto* owner = static_cast<InterfaceOwner*>(self->manager_ctx);
-  // The last handle may go on any thread; during interpreter shutdown the object
-  // is left to the interpreter rather than touched.
-  if (owner->object != nullptr && Py_IsInitialized() && !interpreterFinalizing()) {
-    PyGILState_STATE state = PyGILState_Ensure();
-    Py_DECREF(owner->object);
-    PyGILState_Release(state);
+  // The last handle may go on any thread. While the interpreter shuts down only the
+  // thread that holds the GIL may touch objects (another thread taking the GIL then
+  // would hang); such an object is left to the interpreter, after it is gone too.
+  if (owner->object != nullptr && Py_IsInitialized()) {
+    if (PyGILState_Check() == 1) {
+      Py_DECREF(owner->object);
+    } else if (!interpreterFinalizing()) {
+      PyGILState_STATE state = PyGILState_Ensure();
+      Py_DECREF(owner->object);
+      PyGILState_Release(state);
+    }
   }
   delete owner;
 }

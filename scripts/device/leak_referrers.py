@@ -1,25 +1,27 @@
-"""Diagnosis of nanobind's "leaked instances" report at interpreter exit: runs the
-Python suite in this process, then prints what still refers to each ComputeDevice
-instance the suite created (two levels of referrers), once the suite's own module
-globals are dropped. Used by scripts/device/session.sh hostile."""
+"""Diagnosis of nanobind's "leaked instances" report at interpreter exit.
+
+  python leak_referrers.py [PYTEST ARGS...]
+
+Runs pytest in this process, then drops what interpreter shutdown would drop (the
+globals of the test modules, conftest and pytest), collects garbage, and for every
+ComputeDevice instance the suite created that is still referenced, prints the chains
+of referrers up to an object with no tracked referrer (a root held from C). Used by
+scripts/device/session.sh."""
 import gc
-from collections import Counter
-import pathlib
 import sys
 
 import pytest
 
-root = pathlib.Path(__file__).resolve().parent.parent.parent
-pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(root / "tests/python")])
+pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *sys.argv[1:]])
 
 import devicearray as da  # noqa: E402
 
-conftest = sys.modules.get("conftest")
-devices = list(getattr(conftest, "DEVICES", []))
-# Drop the references module globals hold, as interpreter shutdown would.
-for name, module in list(sys.modules.items()):
-    if name == "conftest" or name.startswith("test_"):
-        for key, value in list(vars(module).items()):
+devices = list(getattr(sys.modules.get("conftest"), "DEVICES", []))
+mine = {id(devices)}
+for name in list(sys.modules):
+    if name == "conftest" or name.startswith(("test_", "_pytest", "pytest", "pluggy")):
+        module = sys.modules.pop(name)
+        for key in list(vars(module)):
             if not key.startswith("__"):
                 setattr(module, key, None)
 gc.collect()
@@ -27,25 +29,28 @@ gc.collect()
 
 def describe(obj):
     if isinstance(obj, dict):
-        return f"dict keys={sorted(map(str, obj))[:6]}"
-    if isinstance(obj, (list, tuple)):
-        return f"{type(obj).__name__} len={len(obj)}"
+        return f"dict{sorted(map(str, obj))[:6]}"
+    if isinstance(obj, (list, tuple, set)):
+        return f"{type(obj).__name__}(len {len(obj)})"
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{type(obj).__name__} {getattr(obj, '__module__', '?')}.{obj.__qualname__}"
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-this_frame = sys._getframe()
-for device in devices:
-    direct = Counter()
-    second = Counter()
-    for ref in gc.get_referrers(device):
-        if ref is devices or ref is this_frame:
+def chains(obj, depth, seen, prefix):
+    referrers = [r for r in gc.get_referrers(obj) if id(r) not in mine and r is not sys._getframe()
+                 and not isinstance(r, type(sys._getframe()))]
+    if not referrers:
+        print(prefix + "(no tracked referrer: held from C, or by a module being torn down)")
+    for r in referrers[:4]:
+        if id(r) in seen:
             continue
-        direct[describe(ref)] += 1
-        for ref2 in gc.get_referrers(ref):
-            if ref2 is not this_frame:
-                second[describe(ref2)] += 1
-    print(f"== {device!r}: refcount {sys.getrefcount(device) - 2}")
-    for text, n in direct.most_common(8):
-        print(f"   {n:4d} <- {text}")
-    for text, n in second.most_common(8):
-        print(f"   {n:4d} <-<- {text}")
+        seen.add(id(r))
+        print(prefix + "<- " + describe(r))
+        if depth > 0:
+            chains(r, depth - 1, seen, prefix + "   ")
+
+
+for device in devices:
+    print(f"== {device!r}: {sys.getrefcount(device) - 3} references besides this script's")
+    chains(device, 5, set(), "  ")
