@@ -9,27 +9,33 @@ import devicearray as da
 DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32, np.float64, np.float16]
 
 
-def _devices():
+def devices():
+    """Every device devicearray sees, as new handles. Nothing in the suite keeps
+    ComputeDevice objects in module globals or pytest parameters: those live until the
+    interpreter exits, and nanobind reports instances still alive then as leaks (on
+    the GPU machine, with PyTorch loaded, pytest's own objects outlive the modules)."""
     try:
         return da.ComputeDevice.all()
     except RuntimeError:
         return []
 
 
-DEVICES = _devices()
+# Names only, for the parametrization and its ids.
+DEVICE_NAMES = [d.to_string().split(" ")[0] for d in devices()]
+DEVICE_COUNT = len(DEVICE_NAMES)
 
 
-@pytest.fixture(params=DEVICES, ids=[d.to_string().split(" ")[0] for d in DEVICES])
+@pytest.fixture(params=range(DEVICE_COUNT), ids=DEVICE_NAMES)
 def device(request):
-    return request.param
+    return devices()[request.param]
 
 
 def cuda_devices():
-    return [d for d in DEVICES if d.backend() == da.ComputeBackend.cuda]
+    return [d for d in devices() if d.backend() == da.ComputeBackend.cuda]
 
 
 def opencl_devices():
-    return [d for d in DEVICES if d.backend() == da.ComputeBackend.opencl]
+    return [d for d in devices() if d.backend() == da.ComputeBackend.opencl]
 
 
 def reference(shape, dtype, seed=0):
@@ -43,7 +49,7 @@ def reference(shape, dtype, seed=0):
 
 def device_index(device):
     """The position of `device` in ComputeDevice.all(), for a child process."""
-    return DEVICES.index(device)
+    return devices().index(device)
 
 
 def run_isolated(code, timeout=120):

@@ -9,8 +9,7 @@ import pytest
 import devicearray as da
 from conftest import cuda_devices
 
-CUDA = cuda_devices()
-pytestmark = pytest.mark.skipif(not CUDA, reason="no CUDA device visible to devicearray")
+pytestmark = pytest.mark.skipif(not cuda_devices(), reason="no CUDA device visible to devicearray")
 
 
 def _import(name):
@@ -22,7 +21,7 @@ def _import(name):
 
 @pytest.fixture
 def cuda_device():
-    return CUDA[0]
+    return cuda_devices()[0]
 
 
 @pytest.fixture

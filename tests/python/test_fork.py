@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from conftest import DEVICES
+from conftest import DEVICE_COUNT
 
 PROGRAM = textwrap.dedent('''
     import multiprocessing
@@ -47,7 +47,7 @@ PROGRAM = textwrap.dedent('''
         assert (arr.to_numpy() == 1).all(), "the parent no longer works after the child"
 ''')
 
-needs_device = pytest.mark.skipif(not DEVICES, reason="no device visible to devicearray")
+needs_device = pytest.mark.skipif(DEVICE_COUNT == 0, reason="no device visible to devicearray")
 
 
 def run_program(tmp_path, method):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import devicearray as da
-from conftest import DEVICES, device_index, opencl_devices, reference, run_isolated
+from conftest import DEVICE_COUNT, device_index, opencl_devices, reference, run_isolated
 
 CHILD_PRELUDE = """
 import gc, sys, numpy as np, devicearray as da
@@ -413,4 +413,4 @@ arrays = [da.from_numpy(np.zeros(4, np.float32), device=d) for d in devices]
 streams = [da.Stream(d) for d in devices]
 print(len(devices))
 """)
-    assert int(out) == len(DEVICES)
+    assert int(out) == DEVICE_COUNT
