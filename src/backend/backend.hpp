@@ -251,6 +251,12 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// The library's own queue of this device.
   virtual const std::shared_ptr<QueueImpl>& sdkQueue() = 0;
 
+  /// The one way a caller's StreamOrQueue becomes a queue of this device: the
+  /// library's own queue when `sq` is its handle (or a null OpenCL queue, which names
+  /// no queue of its own), else a wrapper of the caller's handle. Throws
+  /// InvalidArgument naming `fn` when `sq` is a handle of the other backend.
+  std::shared_ptr<QueueImpl> queueFor(const StreamOrQueue& sq, const char* fn);
+
   // The entry points below are not virtual: they make the checks every backend
   // shares (a forked child, fault injection) once, here, and then call the
   // backend's primitive (the private do* functions).

@@ -14,13 +14,6 @@ QueueImpl& queueFor(const char* fn, Stream& stream, const std::shared_ptr<Device
   return q;
 }
 
-std::shared_ptr<QueueImpl> queueFor(const char* fn, const StreamOrQueue& sq, const std::shared_ptr<DeviceImpl>& device) {
-  if (sq.backend() != device->backend())
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": a " + toString(sq.backend()) +
-                                         " stream/queue cannot order work on " + ComputeDevice(device).toString());
-  return device->wrapQueue(sq.native());
-}
-
 std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::vector<int>& size,
                                        std::size_t elemSize, const Region& dst, const Region& src,
                                        bool hostMayBlock) {

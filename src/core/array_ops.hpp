@@ -14,8 +14,6 @@ namespace devicearray::detail {
 
 /// The queue `stream` wraps, after checking it lives on `device` (InvalidArgument).
 QueueImpl& queueFor(const char* fn, Stream& stream, const std::shared_ptr<DeviceImpl>& device);
-/// The user's stream/queue handle as a queue of `device` (backend mismatch → InvalidArgument).
-std::shared_ptr<QueueImpl> queueFor(const char* fn, const StreamOrQueue& sq, const std::shared_ptr<DeviceImpl>& device);
 
 /// One side of a copy: host memory (alloc == nullptr, host pointer) or device storage.
 struct Region {

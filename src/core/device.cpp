@@ -160,11 +160,7 @@ Stream::Stream(const ComputeDevice& device) : impl_(mut(device.impl(), "Stream::
 Stream::Stream(std::shared_ptr<detail::QueueImpl> impl) : impl_(std::move(impl)) {}
 
 Stream Stream::wrap(const ComputeDevice& device, StreamOrQueue sq) {
-  auto& dev = mut(device.impl(), "Stream::wrap");
-  if (sq.backend() != dev.backend())
-    fail(ErrorCode::InvalidArgument, std::string("Stream::wrap: a ") + devicearray::toString(sq.backend()) +
-                                         " handle cannot be used with " + device.toString());
-  return Stream(dev.wrapQueue(sq.native()));
+  return Stream(mut(device.impl(), "Stream::wrap").queueFor(sq, "Stream::wrap"));
 }
 
 bool Stream::queryIfComplete() const {

@@ -97,19 +97,6 @@ GpuMatND matFor(std::shared_ptr<Allocation> storage, std::size_t offset, FormatI
   return GpuMatND::fromAllocation(std::move(storage), offset, {static_cast<int>(g.count)}, type, {f.bytes});
 }
 
-/// The queue behind `sq` on `device` (the library's own queue when `sq` is it, or a
-/// null OpenCL queue), after checking the backends agree.
-std::shared_ptr<QueueImpl> queueFor(const ComputeDevice& device, const StreamOrQueue& sq, const char* fn) {
-  if (sq.backend() != device.backend())
-    fail(ErrorCode::InvalidArgument, prefix(fn) + "the stream/queue is a " + toString(sq.backend()) +
-                                         " handle but the array lives on " + device.toString());
-  const std::shared_ptr<detail::DeviceImpl>& impl = device.impl();
-  std::shared_ptr<QueueImpl> sdk = impl->sdkQueue();
-  void* native = sq.native();
-  if (native == sdk->native() || (device.backend() == ComputeBackend::opencl && native == nullptr)) return sdk;
-  return impl->wrapQueue(native);
-}
-
 /// Address of element 0 for alignment checks: the CUDA address, or the byte offset in
 /// a cl_mem (whose base is aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN).
 std::uintptr_t alignmentAddress(ComputeBackend backend, void* handle, std::size_t offset) {
@@ -444,7 +431,7 @@ void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size
   if (bytes < needed)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "destination capacity " + std::to_string(bytes) +
                                          " bytes is smaller than sizeInBytes() = " + std::to_string(needed));
-  std::shared_ptr<QueueImpl> q = queueFor(span.device, sq, fn);
+  std::shared_ptr<QueueImpl> q = span.device.impl()->queueFor(sq, fn);
   OrderedUse use(*q, {span.storage.get()});
   CopyDesc copy;
   copy.elemSize = needed;
@@ -462,7 +449,7 @@ void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char*
 }
 
 GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const StreamOrQueue& sq, const char* fn) {
-  std::shared_ptr<QueueImpl> q = queueFor(src.device, sq, fn);
+  std::shared_ptr<QueueImpl> q = src.device.impl()->queueFor(sq, fn);
   const ArrayGeometry g = geometryOf(src);
   const ArrayLayout layout = layoutFor(to, g, fn);
   std::shared_ptr<Allocation> storage = allocateFor(fn, *src.device.impl(), layout.sizeInBytes, *q);
@@ -491,7 +478,7 @@ void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const Arr
                                            formatName(from) + " -> " + formatName(to) +
                                            " can only run in place when both cover exactly the same bytes)");
   }
-  std::shared_ptr<QueueImpl> q = queueFor(src.device, sq, fn);
+  std::shared_ptr<QueueImpl> q = src.device.impl()->queueFor(sq, fn);
   enqueueConversion(to, dst, from, src, *q);
 }
 
@@ -512,7 +499,7 @@ std::shared_ptr<Allocation> adoptUserMemory(const ComputeDevice& device, FormatI
                                          "-byte channel values of " + formatName(format));
   if (offset > std::numeric_limits<std::size_t>::max() - layout.sizeInBytes)
     fail(ErrorCode::OutOfRange, prefix(fn) + "byte offset " + std::to_string(offset) + " plus the array size overflows");
-  std::shared_ptr<QueueImpl> q = queueFor(device, sq, fn);
+  std::shared_ptr<QueueImpl> q = device.impl()->queueFor(sq, fn);
   std::shared_ptr<Allocation> storage = device.impl()->adopt(handle, offset + layout.sizeInBytes);
   // Later library work on other queues waits for what the caller enqueued on sq so far.
   OrderedUse use(*q, {storage.get()});

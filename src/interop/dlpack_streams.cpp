@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "backend/backend.hpp"
-#include "core/array_ops.hpp"
 #include "devicearray/error.hpp"
 
 namespace devicearray {
@@ -30,7 +29,7 @@ class UnorderedAlias final : public detail::Allocation {
 std::shared_ptr<detail::QueueImpl> queueOf(const GpuMatND& array, const StreamOrQueue& sq, const char* fn) {
   if (array.empty() || !array.allocation())
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty");
-  return detail::queueFor(fn, sq, array.allocation()->device());
+  return array.allocation()->device()->queueFor(sq, fn);
 }
 
 }  // namespace

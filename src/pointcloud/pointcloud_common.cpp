@@ -8,15 +8,7 @@ namespace devicearray::detail::pc {
 
 std::shared_ptr<QueueImpl> queueOf(const ComputeDevice& device, const StreamOrQueue& sq, const char* fn) {
   if (!device.isValid()) raise(ErrorCode::InvalidState, fn, "the cloud is empty (it has no device)");
-  if (sq.backend() != device.backend())
-    raise(ErrorCode::InvalidArgument, fn,
-          std::string("the stream/queue is a ") + toString(sq.backend()) + " handle but the data lives on " +
-              device.toString());
-  const std::shared_ptr<DeviceImpl>& impl = device.impl();
-  const std::shared_ptr<QueueImpl>& sdk = impl->sdkQueue();
-  void* native = sq.native();
-  if (native == sdk->native() || (device.backend() == ComputeBackend::opencl && native == nullptr)) return sdk;
-  return impl->wrapQueue(native);
+  return device.impl()->queueFor(sq, fn);
 }
 
 std::size_t checkedBytes(std::size_t count, std::size_t elemBytes, const char* fn) {
