@@ -6,19 +6,13 @@
 #define DEVICEARRAY_BACKEND_CONVERSION_GEOMETRY_H
 
 /* Work items per work-group of every conversion kernel, and the local memory of one
- * work-group for its tile: the tile's source bytes followed by its converted bytes.
- * The host picks the tile length (DA_CVT_TILE below) from the two element sizes, so
- * every conversion stages as many source bytes as fit: the H200 needs tens of KiB of
- * loads in flight per multiprocessor to reach its copy bandwidth, and a fixed tile
- * length left 3- and 4-byte sources with a third of that (RGB -> BGRA ran at 59 % of
- * copy). 28 KiB plus the 2 KiB tables of the 8-bit -> float kernel stays within the
- * 32 KiB of local memory every OpenCL 1.2 device has.
- *
+ * work-group for its tile (the tile's source bytes, then its converted bytes). The
+ * tile length follows the two element sizes so that every conversion keeps as many
+ * source bytes in flight as fit; 28 KiB plus the 2 KiB tables of the 8-bit -> float
+ * kernel stays within the 32 KiB of local memory every OpenCL 1.2 device has.
  * Work-groups per multiprocessor that CUDA must fit (__launch_bounds__, which caps the
- * registers; measured on the H200 at 64M elements with 4, 7, and 8 with smaller tiles):
- * 7 suits the colour kernels (RGB -> BGRA at 84 % of copy where 4 gave 77 %), 4 the
- * point kernel, whose registers it leaves free (PointXYZ <-> PointXYZW at 98-99 %
- * where 7 gave 89 %). */
+ * registers): more for the colour kernels, fewer for the point kernel, whose registers
+ * that leaves free. The measurements behind these numbers are in docs/PERFORMANCE.md. */
 #define DA_CVT_GROUP 256
 #define DA_CVT_LOCAL_BYTES 28672
 #define DA_CVT_POINT_MIN_GROUPS 4

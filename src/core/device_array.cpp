@@ -38,7 +38,7 @@ void requireDevice(const ComputeDevice& device, const char* fn) {
                                                   "ComputeDevice::defaultDevice() or another factory");
 }
 
-/// The one place where the seed's layout is computed and overflow-checked.
+/// The one place where the DeviceArray layout (docs/data-layout.md) is computed and overflow-checked.
 ArrayLayout layoutFor(FormatId id, const ArrayGeometry& g, const char* fn) {
   const FormatInfo& f = formatInfo(id);
   const auto valueBytes = static_cast<int>(depthSize(f.depth));

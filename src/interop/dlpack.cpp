@@ -1,4 +1,4 @@
-// DLPack export and import (API.md §8, §11).
+// DLPack export and import: zero-copy tensors in both directions, host copies.
 //
 // Export hands out a tensor whose manager context holds a GpuMatND copy (keeping
 // the storage alive) and the shape/stride arrays the DLTensor points into.

@@ -1,4 +1,4 @@
-// Frame2D (API.md §7): a colour image on one device, stored as linear ColorRGBA.
+// Frame2D: a colour image on one device, stored as linear ColorRGBA.
 #include "pointcloud/pointcloud_internal.hpp"
 
 namespace devicearray {

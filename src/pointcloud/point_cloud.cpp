@@ -1,4 +1,4 @@
-// PointCloud (API.md §7): organized clouds on one device. Kernels: src/kernels/pointcloud.h.
+// PointCloud: organized clouds on one device. Kernels: src/kernels/pointcloud.h.
 #include <cmath>
 #include <cstring>
 

@@ -1,4 +1,4 @@
-// UnorganizedPointCloud (API.md §7): compact lists of valid points on one device.
+// UnorganizedPointCloud: compact lists of valid points on one device.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
