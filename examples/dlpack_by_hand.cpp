@@ -1,7 +1,7 @@
 // Building a DLPack tensor from a DeviceArray by hand, from its public accessors,
 // and checking it field by field against the library's toDLPackVersioned().
 //
-// The seed's point: shape(), strides(), the element type, backend()/device() and
+// The point: shape(), strides(), the element type, backend()/device() and
 // devicePointer() are exactly the fields a DLTensor needs. (The library's exporter
 // additionally keeps the memory alive and waits for pending work; a hand-made
 // tensor is only a borrowed view.)

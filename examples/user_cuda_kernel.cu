@@ -1,9 +1,10 @@
 // A user CUDA kernel on a DeviceArray<PointXYZ>: first on the library's own stream,
 // then on a stream of the user's, with library calls that take that stream.
 //
-// The rule (API.md §3): work you enqueue yourself through devicePointer() is yours
-// to order. Enqueue it on a stream and pass that same stream to the next library
-// call; the library then orders everything else after it without host syncs.
+// The rule (docs/stream-queue-context.md): work you enqueue yourself through
+// devicePointer() is yours to order. Enqueue it on a stream and pass that same
+// stream to the next library call; the library then orders everything else after
+// it without host syncs.
 #include <cuda_runtime.h>
 
 #include <cstdio>

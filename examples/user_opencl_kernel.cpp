@@ -3,7 +3,8 @@
 // OpenCL objects are valid only in their cl_context, so the user and the library
 // must share one: here the user makes the context and queue and the library adopts
 // them with ComputeDevice::fromOpenCL. Work on the user's queue is ordered for the
-// library by passing that queue to the next library call (API.md §3).
+// library by passing that queue to the next library call
+// (docs/stream-queue-context.md).
 #include <CL/cl.h>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
-// DeviceArray<Format> / DeviceArrayView<Format>: the seed's layout (worked examples
-// and every format), host round trips, GpuMatND sharing, lifetime, user-memory views
+// DeviceArray<Format> / DeviceArrayView<Format>: the layout of docs/data-layout.md
+// (worked examples and every format), host round trips, GpuMatND sharing, lifetime, user-memory views
 // and input validation, on every device.
 #include <gtest/gtest.h>
 
@@ -52,7 +52,7 @@ std::vector<unsigned char> rawBytes(const DeviceArray<Format>& array) {
 
 class DeviceArrayTest : public testing::TestWithParam<ComputeDevice> {};
 
-// ---------------------------------------------------- the seed's worked examples --
+// ----------------------------------------- the worked examples of data-layout.md --
 
 TEST_P(DeviceArrayTest, SeedExamplePointXYZ2x3HasShapeStridesAndInterleavedFlatOrder) {
   const ComputeDevice device = GetParam();
@@ -130,7 +130,8 @@ using AllFormatTypes = testing::Types<da::PointXYZ, da::PointXYZW, da::PointZ, d
                                       da::ColorRGB, da::ColorBGR, da::ColorRGB_SRGB, da::ColorBGR_SRGB>;
 TYPED_TEST_SUITE(DeviceArrayFormatTest, AllFormatTypes);
 
-/// The seed's catalog, written out by hand: element type, channels, bytes/element.
+/// The format catalog of docs/data-layout.md, written out by hand: element type,
+/// channels, bytes/element.
 template <class F> struct Catalog;
 template <> struct Catalog<da::PointXYZ> { using T = float; static constexpr int c = 3, bytes = 12; };
 template <> struct Catalog<da::PointXYZW> { using T = float; static constexpr int c = 4, bytes = 16; };

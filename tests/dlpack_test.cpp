@@ -1,4 +1,4 @@
-// DLPack export/import (API.md §8, §11): layout of exported tensors against
+// DLPack export/import (dlpack.hpp): layout of exported tensors against
 // hand-computed values, zero-copy round trips for every depth and rank, views,
 // deleter lifetime, and malformed hand-built tensors (right error, deleter run once).
 #include <cstdint>
@@ -145,7 +145,8 @@ class DLPack : public testing::TestWithParam<ComputeDevice> {
 // ------------------------------------------------------------------- export ----
 
 TEST_P(DLPack, ExportOfSeedPointXYZExampleHasSeedShapeStridesAndDtype) {
-  // The seed's 2 x 3 PointXYZ buffer: shape [2, 3, 3], strides [W*C = 9, C = 3, 1], float32.
+  // The 2 x 3 PointXYZ buffer of docs/data-layout.md: shape [2, 3, 3], strides
+  // [W*C = 9, C = 3, 1], float32.
   const auto arr = DeviceArray<devicearray::PointXYZ>::allocate(2, 3, device());
   DLManagedTensorVersioned* t = devicearray::toDLPackVersioned(arr);
   ASSERT_NE(t, nullptr);

@@ -485,7 +485,7 @@ void gatedCrossDeviceCopy(const ComputeDevice& from, const ComputeDevice& to, St
                                                   cyclesFor50ms(from.ordinal()), 2.0f);
       ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     });
-    // Hand-over (API.md §3): a library call on the producer's stream reads src after
+    // Hand-over: a library call on the producer's stream reads src after
     // the kernel; src and `handed` now carry that stream's event.
     Stream producer = Stream::wrap(from, CUDAStreamPtr{producerStream});
     GpuMat handed = src.clone(producer);

@@ -1,4 +1,5 @@
-// Stream ordering on CUDA (API.md §3), with user kernels on user streams.
+// Stream ordering on CUDA (docs/stream-queue-context.md), with user kernels on user
+// streams.
 //
 // Every test gates a producer kernel on a host-controlled flag in mapped pinned
 // memory: the kernel spins until the host opens the gate, then ~50 ms more, then
@@ -94,8 +95,8 @@ TEST_F(OrderingCuda, ConsumerOnAnotherStreamSeesProducerHandedOverThroughLibrary
 
   gatedProduce<<<1, 256, 0, s1_>>>(gate.device(), static_cast<float*>(a.devicePointer()), floats, spin_, 1.0f);
   CUDA_OK(cudaGetLastError());
-  // Hand-over: a library call on the producer's stream (API.md §3). It reads `a` after
-  // the kernel and its result is ready on s1.
+  // Hand-over: a library call on the producer's stream. It reads `a` after the kernel
+  // and its result is ready on s1.
   DeviceArray<PointXYZW> b = convert<PointXYZW>(a, CUDAStreamPtr{s1_});
   // Consumers on s2 read both the handed-over array and the library's result.
   a.copyToHost(reinterpret_cast<PointXYZ*>(viaA.data), static_cast<std::size_t>(floats) * sizeof(float),
@@ -214,7 +215,7 @@ TEST_F(OrderingCuda, DroppingTheLastHandleWhileAUserKernelReadsItIsSafe) {
     ASSERT_TRUE(gate.valid());
     gatedCopy<<<1, 256, 0, s1_>>>(gate.device(), static_cast<const float*>(source.devicePointer()), out, kN, spin_);
     CUDA_OK(cudaGetLastError());
-    // The user's kernel is made known to the library by a call on its stream (API.md §3);
+    // The user's kernel is made known to the library by a call on its stream;
     // that call's own result is dropped at once, with its work still enqueued.
     { const auto discarded = convert<PointZ>(source, CUDAStreamPtr{s1_}); }
     source = DeviceArray<PointZ>();  // last handle gone while s1 still reads the memory

@@ -1,4 +1,4 @@
-// Stream ordering (API.md §3) on every backend, and with user OpenCL kernels on
+// Stream ordering (docs/stream-queue-context.md) on every backend, and with user OpenCL kernels on
 // user queues of a shared context.
 //
 // The OpenCL tests gate a user producer kernel on a user event the host completes
@@ -365,7 +365,7 @@ TEST_P(OrderingOpenCL, DroppingTheLastHandleWhileAUserKernelReadsItIsSafe) {
                            {{sizeof in, &in}, {sizeof inOff, &inOff}, {sizeof outMem, &outMem}, {sizeof n, &n},
                             {sizeof steps, &steps}}),
               CL_SUCCESS);
-    // Made known to the library by a call on the producer's queue (API.md §3); that
+    // Made known to the library by a call on the producer's queue; that
     // call's own result is dropped at once with its work still enqueued.
     { const auto discarded = convert<PointZ>(source, OpenCLCommandQueuePtr{s_->producer}); }
     source = DeviceArray<PointZ>();  // last handle gone while the user kernel still reads it

@@ -1,4 +1,4 @@
-// Plain host reference of the point-cloud operations of API.md §7, written
+// Plain host reference of the point-cloud operations of point_cloud.hpp, written
 // independently of the kernels (double accumulation, straightforward loops), for
 // tests/point_cloud_test.cpp.
 #pragma once

@@ -1,4 +1,4 @@
-// PointCloud / UnorganizedPointCloud / Frame2D (API.md §7) against the host reference
+// PointCloud / UnorganizedPointCloud / Frame2D against the host reference
 // of point_cloud_reference.hpp, on every device.
 //
 // Tolerances: XYZ results 1e-5 relative (+1e-4 mm absolute) — the device accumulates

@@ -1,4 +1,4 @@
-// `devicearray layout FORMAT -H h -W w | -N n`: the seed's data-layout table for one
+// `devicearray layout FORMAT -H h -W w | -N n`: the DeviceArray layout table for one
 // format and size, and the flat memory order of its first elements.
 #include <CLI/CLI.hpp>
 
@@ -47,7 +47,7 @@ FormatId parseFormat(const std::string& name) {
   throw CommandError("unknown format '" + name + "' (one of: " + all + ")");
 }
 
-/// Letter of channel `c` of `info` as the seed's diagrams name it.
+/// Letter of channel `c` of `info` as the diagrams of docs/data-layout.md name it.
 std::string channelLetter(const FormatInfo& info, int c) {
   if (info.isColor) {
     if (c == info.red) return "R";
@@ -62,7 +62,7 @@ std::string channelLetter(const FormatInfo& info, int c) {
   }
 }
 
-/// "X01" as in the seed; "X(12,3)" once an index has two digits.
+/// "X01" as in docs/data-layout.md; "X(12,3)" once an index has two digits.
 std::string cellLabel(const FormatInfo& info, int c, bool organized, long long row, long long col) {
   const std::string l = channelLetter(info, c);
   if (!organized) return l + std::to_string(col);
@@ -107,7 +107,7 @@ void printFlatMemory(const FormatInfo& info, bool organized, long long width, st
 }
 
 void printGrid(const FormatInfo& info, int height, int width) {
-  // The pixel grid of the seed's diagrams, for arrays small enough to draw.
+  // The pixel grid of the diagrams in docs/data-layout.md, for arrays small enough to draw.
   if (height > 8 || width > 8) return;
   std::vector<std::vector<std::string>> cells(static_cast<std::size_t>(height));
   std::size_t cellWidth = 6;

@@ -1,5 +1,6 @@
-// `devicearray process IN.ply [stages] -o OUT.ply`: the point-cloud pipeline of API.md §7
-// on a PLY file, on one device, with the device time of every stage.
+// `devicearray process IN.ply [stages] -o OUT.ply`: the PointCloud operations of
+// point_cloud.hpp as a pipeline on a PLY file, on one device, with the device time
+// of every stage.
 //
 // Stages always run in one order — downsample, normals, transform, ROI, unorganize,
 // voxel — because each later stage needs what the earlier ones keep: normals need the

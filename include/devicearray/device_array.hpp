@@ -1,7 +1,7 @@
-// devicearray — DeviceArray<Format>: typed, tightly packed device arrays with the
-// seed's data layout, their non-owning views, and format conversions.
+// devicearray — DeviceArray<Format>: typed, tightly packed device arrays in the
+// layout of docs/data-layout.md, their non-owning views, and format conversions.
 //
-// Layout (the seed's table): row-major, channels interleaved, no row padding.
+// Layout: row-major, channels interleaved, no row padding.
 //   organized,   channels > 1: shape [H, W, C], strides [W*C, C, 1]
 //   organized,   channels = 1: shape [H, W],    strides [W, 1]
 //   unorganized, channels > 1: shape [N, C],    strides [C, 1]
@@ -9,13 +9,13 @@
 // Strides are in elements (channel values); stridesInBytes() multiplies by the
 // channel size.
 //
-// Unorganized arrays have no height in the seed's sense; height() returns 1 and
-// width() returns N, matching the 1 x N GpuMat header of a 1-D GpuMatND
-// (API.md §11), so height() * width() == size() always holds.
+// Unorganized arrays have no height of their own; height() returns 1 and
+// width() returns N, matching the 1 x N GpuMat header of a 1-D GpuMatND,
+// so height() * width() == size() always holds.
 //
-// Stream ordering (API.md §3): functions that take a StreamOrQueue enqueue on it
-// and return without blocking; what they hand out is ready on that stream. The
-// others block until their work is complete.
+// Stream ordering (docs/stream-queue-context.md): functions that take a
+// StreamOrQueue enqueue on it and return without blocking; what they hand out is
+// ready on that stream. The others block until their work is complete.
 #pragma once
 
 #include <cstddef>
@@ -173,7 +173,8 @@ class DeviceArray {
   /// CUDA: the device pointer of element 0. OpenCL: the cl_mem; element 0 is at
   /// byteOffset() in it, which is 0 for arrays made by allocate, fromHost and convert
   /// (only fromGpuMatND of a sub-array view can give a non-zero offset).
-  /// nullptr for an empty array. Work you enqueue on it is yours to order (API.md §3).
+  /// nullptr for an empty array. Work you enqueue on it is yours to order
+  /// (docs/stream-queue-context.md).
   void* devicePointer() const { return isEmpty() ? nullptr : detail::devicePointerOf(span()); }
   /// Byte offset of element 0 within the cl_mem on OpenCL (always 0 on CUDA, where
   /// devicePointer() already includes it).
@@ -386,7 +387,7 @@ DeviceArrayView<Format> ComputeDevice::createDeviceArrayView(OpenCLBufferPtr buf
   return v;
 }
 
-/// A new array holding `src` converted to `To` (API.md §6a), allocated and computed on
+/// A new array holding `src` converted to `To`, allocated and computed on
 /// `sq` (same device as `src`). Returns without blocking; the result is ready on `sq`.
 /// An empty `src` gives an empty result. Conversions:
 ///  - identity: a copy;

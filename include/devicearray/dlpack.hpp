@@ -1,4 +1,4 @@
-// devicearray — zero-copy DLPack import and export (API.md §8).
+// devicearray — zero-copy DLPack import and export.
 //
 // This header declares the standard, global DLPack ≥ 1.0 types (DLTensor,
 // DLManagedTensor, DLManagedTensorVersioned, ...) with exactly the ABI of
@@ -152,9 +152,9 @@ namespace devicearray {
 
 // ------------------------------------------------------------------- export ----
 //
-// Exported tensors follow the seed's layout table: every GpuMatND axis becomes a
-// DLPack axis and, when the type has more than one channel, the channels are one
-// more, last axis ([H, W, C]). Strides are in elements and never NULL; dtype is
+// Exported tensors follow the DeviceArray layout table (docs/data-layout.md):
+// every GpuMatND axis becomes a DLPack axis and, when the type has more than one
+// channel, the channels are one more, last axis ([H, W, C]). Strides are in elements and never NULL; dtype is
 // the depth (U8 → kDLUInt/8, S16 → kDLInt/16, F16 → kDLFloat/16, ...), lanes 1.
 //   CUDA:   device {kDLCUDA, ordinal}; data = device address of the first element
 //           (view offset folded in); byte_offset = 0.
@@ -264,7 +264,8 @@ GpuMatND foldChannelAxisForFormat(GpuMatND imported, Depth depth, int channels, 
 // ------------------------------------------------------------ DeviceArray ----
 
 /// Exports arr.toGpuMatND(): shape [H,W,C] / [H,W] / [N,C] / [N] exactly as the
-/// seed's table, zero-copy. Blocking and errors as toDLPackVersioned(GpuMatND).
+/// DeviceArray layout table (docs/data-layout.md), zero-copy. Blocking and errors as
+/// toDLPackVersioned(GpuMatND).
 template <class Format>
 DLManagedTensorVersioned* toDLPackVersioned(const DeviceArray<Format>& array) {
   return toDLPackVersioned(array.toGpuMatND());

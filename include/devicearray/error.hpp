@@ -11,7 +11,8 @@
 
 namespace devicearray {
 
-/// Why a call failed. Python maps these onto built-in exceptions (see API.md §1).
+/// Why a call failed. Python raises InvalidArgument as ValueError, OutOfRange as
+/// IndexError, OutOfMemory as MemoryError and the others as RuntimeError.
 enum class ErrorCode {
   InvalidArgument,     ///< wrong counts, non-positive sizes, null pointers, bad steps or type codes
   OutOfRange,          ///< an index or range outside an axis, or a size whose byte count overflows

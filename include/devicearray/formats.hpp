@@ -1,6 +1,7 @@
-// devicearray — the element formats of DeviceArray (the seed's format catalog).
+// devicearray — the element formats of DeviceArray (the format catalog of
+// docs/data-layout.md).
 //
-// Each format is a standard-layout struct whose size is the seed's bytes/element,
+// Each format is a standard-layout struct whose size is its bytes/element,
 // so a DeviceArray<Format> is exactly an array of Format in device memory and
 // `toHost()` returns a std::vector<Format>. Every format carries:
 //   using ValueType = float | std::uint8_t;   // element type of one channel
@@ -8,7 +9,7 @@
 //   static constexpr Depth depth;             // the Depth code of ValueType
 //   static constexpr FormatId id;             // runtime identity (FormatId below)
 //
-// Colour meaning (API.md §6): the non-SRGB 8-bit formats and ColorRGBAf hold
+// Colour meaning: the non-SRGB 8-bit formats and ColorRGBAf hold
 // linear-light values (ColorRGBAf in [0, 1]); the _SRGB formats hold values
 // encoded with the IEC 61966-2-1 transfer function. Alpha is always linear.
 // Missing points are NaN.
@@ -126,7 +127,7 @@ struct ColorBGRA {
 };
 
 /// sRGB-encoded 8-bit colour with linear alpha, in r, g, b, a order.
-struct ColorRGBA_SRGB {  // NOLINT(readability-identifier-naming): the seed's name
+struct ColorRGBA_SRGB {  // NOLINT(readability-identifier-naming): the DeviceArray reference's name
   using ValueType = std::uint8_t;  ///< type of one channel value
   static constexpr int channels = 4;  ///< channels per element
   static constexpr Depth depth = Depth::U8;  ///< Depth code of ValueType
@@ -238,7 +239,7 @@ inline constexpr bool isFormat = IsInFormatList<T, AllFormats>::value;
 template <class T>
 inline constexpr bool isColorFormat = IsInFormatList<T, ColorFormats>::value;
 
-/// True when convert<To, From> exists (API.md §6a): the identity (a copy),
+/// True when convert<To, From> exists: the identity (a copy),
 /// PointXYZ <-> PointXYZW, PointXYZ / PointXYZW -> PointZ, and any colour format
 /// to any other.
 template <class To, class From>
@@ -324,7 +325,7 @@ constexpr std::optional<FormatId> formatFromName(std::string_view name) noexcept
 
 constexpr std::string_view toString(FormatId id) noexcept { return formatInfo(id).name; }
 
-/// The seed's layout of a DeviceArray: shape [H,W,C] | [H,W] | [N,C] | [N] and
+/// The layout of a DeviceArray (docs/data-layout.md): shape [H,W,C] | [H,W] | [N,C] | [N] and
 /// row-major strides (elements and bytes).
 struct ArrayLayout {
   std::vector<int> shape;           ///< [H, W, C] | [H, W] | [N, C] | [N]
@@ -347,7 +348,7 @@ ArrayLayout unorganizedLayout(FormatId format, std::size_t count);
 #define DEVICEARRAY_CHECK_FORMAT_(F, bytes)                                                        \
   static_assert(std::is_standard_layout_v<F> && std::is_trivially_copyable_v<F>,                \
                 #F " must be a standard-layout, trivially copyable struct");                      \
-  static_assert(sizeof(F) == (bytes), #F " must have the seed's bytes/element");                 \
+  static_assert(sizeof(F) == (bytes), #F " must have its catalog bytes/element");                  \
   static_assert(sizeof(F) == F::channels * sizeof(F::ValueType), #F " must have no padding");      \
   static_assert(depthSize(F::depth) == sizeof(F::ValueType), #F "::depth must match ValueType")
 DEVICEARRAY_CHECK_FORMAT_(PointXYZ, 12);
@@ -366,7 +367,7 @@ DEVICEARRAY_CHECK_FORMAT_(ColorRGB_SRGB, 3);
 DEVICEARRAY_CHECK_FORMAT_(ColorBGR_SRGB, 3);
 #undef DEVICEARRAY_CHECK_FORMAT_
 
-// Member order is the memory order of the seed (x, y, z[, w]; r, g, b, a / b, g, r, a).
+// Member order is the memory order of docs/data-layout.md (x, y, z[, w]; r, g, b, a / b, g, r, a).
 static_assert(offsetof(PointXYZ, x) == 0 && offsetof(PointXYZ, y) == 4 && offsetof(PointXYZ, z) == 8);
 static_assert(offsetof(PointXYZW, x) == 0 && offsetof(PointXYZW, y) == 4 && offsetof(PointXYZW, z) == 8 &&
               offsetof(PointXYZW, w) == 12);

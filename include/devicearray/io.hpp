@@ -255,12 +255,12 @@ struct SynthOptions {
 
 /// Renders a realistic organized point cloud of a scene as a 3-D camera sees it: a
 /// floor with tiles and a few dark stains, several boxes and spheres at different
-/// depths (placement and colours vary with the seed), Lambert-shaded colours, SNR that
+/// depths (placement and colours vary with `seed`), Lambert-shaded colours, SNR that
 /// falls with distance and grazing angle, Gaussian depth noise along each ray with
 /// sigma proportional to z², and missing points at projector shadows, depth edges,
 /// dark or grazing surfaces (SNR below minSNR), outside the scene and at random
 /// dropouts. Deterministic for a given SynthOptions (the random numbers are a function
-/// of the seed and the pixel, independent of the platform's <random>). Blocking, on the
+/// of `seed` and the pixel, independent of the platform's <random>). Blocking, on the
 /// calling thread. Throws what SynthOptions::validate() throws, and OutOfRange when the
 /// camera's pixel count overflows.
 HostPointCloud synthesizeScene(const SynthOptions& options);
@@ -326,7 +326,7 @@ struct RenderOptions {
 /// memory than options.memoryLimitBytes.
 HostImage renderCloud(const HostPointCloud& cloud, const RenderOptions& options = {});
 
-/// Normals of an organized cloud from its grid, as API.md §7 defines them: the unit
+/// Normals of an organized cloud from its grid, as PointCloud defines them: the unit
 /// cross product of the horizontal and vertical central differences of neighbouring
 /// valid points (one-sided at borders and next to holes), oriented towards the camera
 /// (n · p < 0), NaN where a point is missing or has no valid neighbour along an axis.

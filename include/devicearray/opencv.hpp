@@ -5,15 +5,15 @@
 //   cv::cuda::GpuMat    <-> GpuMat / GpuMatND     headers over CUDA memory, no copies
 //   cv::UMat            <-> GpuMatND              OpenCL buffers shared through one cl_context
 //
-// Type codes are numerically identical to OpenCV's (API.md §2), so `type()` passes
-// through unchanged in both directions.
+// Type codes are numerically identical to OpenCV's (CV_8UC3 == makeType(Depth::U8,
+// 3)), so `type()` passes through unchanged in both directions.
 //
 // Lifetime: like OpenCV's user-data headers (and GpuMatND::createGpuMatHeader), the
 // view and header functions here do NOT keep the memory alive; the source object
 // must outlive what is made from it. The one exception is fromUMat(), which keeps
 // the UMat alive because OpenCV would otherwise recycle its buffer.
 //
-// Stream ordering (API.md §3) with OpenCV's OpenCL queue: OpenCV enqueues its
+// Stream ordering (docs/stream-queue-context.md) with OpenCV's OpenCL queue: OpenCV enqueues its
 // OpenCL work on the queue of the thread's cv::ocl::OpenCLExecutionContext, which
 // the library does not see. fromUMat() and toUMat() order the hand-over in both
 // directions; work OpenCV does on a UMat made by toUMat() afterwards is ordered for
@@ -84,8 +84,8 @@ inline HostMat hostMatView(const cv::Mat& mat) {
 }
 
 /// A cv::Mat viewing the elements of `host` (no copy), with its type and steps. A
-/// 1-D HostMat of N elements gives a 1 x N Mat (the GpuMat-header convention of
-/// API.md §11); N-d HostMats give N-d Mats. The Mat does not keep `host`'s memory
+/// 1-D HostMat of N elements gives a 1 x N Mat (the convention of OpenCV's GpuMat
+/// headers); N-d HostMats give N-d Mats. The Mat does not keep `host`'s memory
 /// alive. An empty HostMat gives an empty Mat. Non-blocking. Throws InvalidArgument
 /// when a step is not a multiple of elemSize1() (OpenCV requires it).
 inline cv::Mat cvMatView(const HostMat& host) {

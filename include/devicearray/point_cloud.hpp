@@ -1,15 +1,15 @@
-// devicearray — point clouds and images that live on one ComputeDevice (API.md §7).
+// devicearray — point clouds and images that live on one ComputeDevice.
 //
 // Storage. A PointCloud is organized (height x width, point (r, c) at r * width + c)
 // and holds XYZ (PointXYZ, NaN = missing point), optionally colour and SNR. Colour is
-// stored as ColorRGBA, i.e. linear-light 8-bit RGBA (API.md §6): block and voxel means
+// stored as ColorRGBA, i.e. linear-light 8-bit RGBA (formats.hpp): block and voxel means
 // are then physically meaningful averages of light, and every colour format is one
 // convert<> away. Host clouds (HostPointCloud) carry sRGB colours; they are decoded on
 // the device when uploaded and encoded again by toHost(). Dark sRGB shades share linear
 // 8-bit codes, so an sRGB -> linear -> sRGB round trip is exact only above sRGB ~ 20.
 //
-// Streams (API.md §3). Every operation has an overload taking a StreamOrQueue: it
-// enqueues its work there, returns without blocking (unless stated: operations whose
+// Streams (docs/stream-queue-context.md). Every operation has an overload taking a
+// StreamOrQueue: it enqueues its work there, returns without blocking (unless stated: operations whose
 // output size depends on the data read one count back) and what it hands out is ready
 // on that stream. The overloads without a stream run on the device's own queue and
 // block until their work is complete.
@@ -116,9 +116,11 @@ class PointCloud {
   ///@}
   /// Throws InvalidState when the cloud has no SNR.
   DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
-  /// Unit normals (API.md §7), oriented towards the camera. The camera is where the
-  /// accumulated transformationMatrix() moved the sensor origin, so normals of a
-  /// transformed cloud are the rotated normals of the original.
+  /// Unit normals from the cross product of the horizontal and vertical central
+  /// differences of neighbouring valid points (one-sided at borders and next to holes),
+  /// NaN where they cannot be computed, oriented towards the camera. The camera is
+  /// where the accumulated transformationMatrix() moved the sensor origin, so normals
+  /// of a transformed cloud are the rotated normals of the original.
   DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
   /// The colour image in any of the nine colour formats. Throws InvalidState when the
   /// cloud has no colours.
@@ -129,7 +131,7 @@ class PointCloud {
   }
 
   // ---- operations ----
-  /// Replaces the cloud by its k x k block reduction (API.md §7); the new size is
+  /// Replaces the cloud by its k x k block reduction (see Downsampling); the new size is
   /// floor(H/k) x floor(W/k). Throws InvalidArgument when that is 0 x something, or for
   /// an invalid enum value.
   ///@{

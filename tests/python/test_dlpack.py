@@ -1,4 +1,5 @@
-"""DLPack capsule protocol details (API.md §9, §11) on every device."""
+"""DLPack capsule protocol details (__dlpack__, from_dlpack, versioned capsules, host
+copies) on every device."""
 
 import gc
 

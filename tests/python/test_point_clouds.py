@@ -1,6 +1,6 @@
 """PointCloud, UnorganizedPointCloud, Frame2D, RegionOfInterestBox and Downsampling
-(API.md §7, §9) on every device, each result checked against a numpy reference
-written here from the documented semantics (never from the library's output).
+on every device, each result checked against a numpy reference written here from
+the documented semantics (never from the library's output).
 
 Tolerances follow tests/point_cloud_test.cpp: XYZ 1e-5 relative + 1e-4 mm absolute
 (the device accumulates in float, the references in double), normals 1e-4 per
@@ -124,7 +124,7 @@ def block_sums(a, k, ho, wo):
 
 
 def downsample_ref(xyz, rgba, snr, k):
-    """API.md §7: SNR^2-weighted mean of the valid points of each k x k block (plain
+    """Block downsampling: SNR^2-weighted mean of the valid points of each k x k block (plain
     mean when every weight is 0 or there is no SNR), NaN where none; colour: mean of
     the block, rounded half up; SNR: sqrt of the sum of the valid SNR^2."""
     h, w = xyz.shape[:2]
@@ -170,7 +170,7 @@ def rotation(axis, angle, t=(0.0, 0.0, 0.0)):
 
 
 def normals_ref(xyz, cam=(0.0, 0.0, 0.0)):
-    """API.md §7: cross product of the horizontal and vertical central differences of
+    """Normals: cross product of the horizontal and vertical central differences of
     neighbouring valid points (one-sided at borders / holes), n . (p - camera) < 0."""
     p = xyz.astype(np.float64)
     valid = valid_of(xyz)
