@@ -523,12 +523,12 @@ void CudaDevice::doCopy(const CopyDesc& desc, QueueImpl& q) {
     return;
   }
   // One strided axis with the host involved: the copy engine. Device-to-device
-  // copies always use the kernel: on an H200, cudaMemcpy2DAsync moved pitched
-  // 16 KB rows at ~40% of contiguous bandwidth where the kernel reaches ~94%.
+  // copies always use the kernel, which keeps pitched rows near contiguous
+  // bandwidth where cudaMemcpy2DAsync does not (docs/PERFORMANCE.md).
   // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
-  // driver stages it synchronously (blocking the host) and, on the H200 driver
-  // tested, an odd-offset pitched upload from pageable memory was not applied.
-  // Pageable memory takes the pinned staging path below instead.
+  // driver stages it synchronously (blocking the host), and a driver was seen to
+  // drop an odd-offset pitched upload from pageable memory. Pageable memory takes
+  // the pinned staging path below instead.
   if (dims == 1 && hostPinned &&
       fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_)) {
     check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,

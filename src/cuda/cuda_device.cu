@@ -30,9 +30,8 @@
 //   trim the pool to zero and retry once before reporting the free bytes.
 // * Copies (cuda_copy.cu): contiguous -> cudaMemcpyAsync; host<->device with one
 //   strided axis -> cudaMemcpy2DAsync; every other device<->device layout (wide
-//   pitched rows included: on an H200 cudaMemcpy2DAsync reached ~40% of
-//   contiguous bandwidth there, the kernel ~94%) -> one launch of a strided N-d
-//   copy kernel moving the widest word
+//   pitched rows included, which cudaMemcpy2DAsync moves far below contiguous
+//   bandwidth) -> one launch of a strided N-d copy kernel moving the widest word
 //   that divides element size, steps and base addresses. Host layouts that
 //   cudaMemcpy2D cannot express go through page-locked staging buffers, packed and
 //   unpacked in stream-ordered host callbacks, plus a temporary pool buffer and the

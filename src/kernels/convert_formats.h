@@ -1,14 +1,15 @@
-/* Format conversions of DeviceArray (API.md §6a), written once for CUDA and OpenCL.
+/* Format conversions of DeviceArray (the formats of docs/data-layout.md), written
+ * once for CUDA and OpenCL.
  *
  * Memory access: a work-group converts one tile of consecutive elements in three
- * steps (float -> 8-bit colour excepted, see da_convert_color_f32_u8). It copies the tile's source bytes into local memory in 16-byte words, each
- * work item converts elements of the tile from local to local memory, and the group
- * copies the converted bytes out, again in 16-byte words. Element sizes of 3, 12 or
- * 4 bytes never line up with a warp's 16-byte lanes, so accessing global memory one
- * element per work item splits every store (and many loads) into partial sectors:
- * measured on the H200, that ran XYZW -> XYZ at 74 % of the copy bandwidth and
- * 8-bit colour at 56-64 %. Only the widths of the global accesses depend on
- * alignment: the host passes each buffer's alignment (16, 4 or 1 bytes).
+ * steps (float -> 8-bit colour excepted, see da_convert_color_f32_u8): it copies the
+ * tile's source bytes into local memory in 16-byte words, each work item converts
+ * elements of the tile from local to local memory, and the group copies the converted
+ * bytes out, again in 16-byte words. Element sizes of 3, 12 or 4 bytes never line up
+ * with a warp's 16-byte lanes, so one element per work item would split every store
+ * (and many loads) into partial sectors. Only the widths of the global accesses
+ * depend on alignment: the host passes each buffer's alignment (16, 4 or 1 bytes).
+ * Measurements: docs/PERFORMANCE.md, "Design notes moved from the source".
  *
  * Channel layouts are kernel arguments (channel count and the index of r, g, b, a,
  * -1 when absent) so that one kernel serves every pair of formats of a family
@@ -169,10 +170,10 @@ DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(
 }
 
 /* PointXYZ / PointXYZW -> PointZ, element-wise rather than tiled: the 4-byte
- * destination is contiguous, so a warp's stores are whole sectors already, and reading
- * z straight from the source measured 1.04x the copy bandwidth on the H200 against
- * 0.83x through a tile. Each work item converts DA_CVT_Z_ITEMS elements `stride`
- * apart (stride = the number of work items), issuing all loads before any store. */
+ * destination is contiguous, so a warp's stores are whole sectors already and a tile
+ * would only add a pass through local memory. Each work item converts DA_CVT_Z_ITEMS
+ * elements `stride` apart (stride = the number of work items), issuing all loads
+ * before any store. */
 DA_KERNEL(da_convert_points_z)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src), int srcChannels,
                                DA_BUFFER(float, dst)) {
   DA_BUFFER_INIT(const float, src);
@@ -308,13 +309,10 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
  * 16-byte store (4-channel destination) or three 4-byte stores (3 channels), with no
  * local memory and no barrier. The bucket lookups (three or four per element, at
  * data-dependent addresses) make this kernel the slowest to issue, and a work-group
- * waiting at a barrier stops issuing them. Measured on the H200 at 64M elements, RGBAf
- * -> RGBA_SRGB: 86 % of the copy bandwidth this way (NVIDIA OpenCL 83 %), 77 % with the
- * destination staged in a tile, 67 % with the bucket tables in local memory, 67 % with
- * pow and a 256-entry boundary table instead of the buckets. Across a warp, the loads
- * of one element index read every fourth 16-byte word of 2 KiB; the other three
- * indices find the rest of those cache lines in the cache. `tile` is
- * DA_CVT_F32_U8_TILE (the elements of one work-group). */
+ * waiting at a barrier stops issuing them. Across a warp, the loads of one element
+ * index read every fourth 16-byte word of 2 KiB; the other three indices find the rest
+ * of those cache lines in the cache. `tile` is DA_CVT_F32_U8_TILE (the elements of one
+ * work-group). */
 DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)(
     da_i64 n, int tile, DA_BUFFER(const float, src), int srcR, int srcG, int srcB, int srcA, int srcAlign,
     DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,

@@ -333,10 +333,9 @@ void OpenCLQueue::synchronize() { checkCl(clFinish(queue_), "Stream::waitForComp
 bool OpenCLQueue::query() {
   // OpenCL has no "is this queue idle" call: a marker completes when everything
   // before it has, but drivers retire even a marker on an idle queue only after a
-  // moment (PoCL: microseconds; the NVIDIA driver updates event status from a
-  // polling thread, which took over 1 ms on the H200). So poll the marker for a
-  // bounded time, backing off, and report "busy" only past that bound: a real
-  // queue with work still running stays busy for far longer.
+  // moment (NVIDIA's updates event status from a polling thread: over a
+  // millisecond). So poll the marker for a bounded time, backing off, and report
+  // "busy" only past that bound: a queue with work still running stays busy longer.
   const auto marker = recordEvent();
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(20);
