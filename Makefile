@@ -14,13 +14,26 @@ all: build
 deps:
 	@./scripts/install-deps.sh
 
+# Everything: both backends where their toolkits are (CUDA is reset to that default,
+# in case `make demo` left it out), tests, benchmarks, examples.
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -UDEVICEARRAY_WITH_CUDA \
+	    -DDEVICEARRAY_BUILD_TESTS=ON -DDEVICEARRAY_BUILD_BENCHMARKS=ON -DDEVICEARRAY_BUILD_EXAMPLES=ON \
+	    $(CMAKE_ARGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# The first run builds only what the demo needs: the library and the command, and the
+# CUDA backend only when an NVIDIA GPU is there to run it (without one the demo runs
+# on OpenCL, and compiling the CUDA kernels would be most of the wait).
+DEMO_CUDA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo ON || echo OFF)
+demo:
+	@./scripts/install-deps.sh demo
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DDEVICEARRAY_WITH_CUDA=$(DEMO_CUDA) \
+	    -DDEVICEARRAY_BUILD_TESTS=OFF -DDEVICEARRAY_BUILD_BENCHMARKS=OFF -DDEVICEARRAY_BUILD_EXAMPLES=OFF \
+	    $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target devicearray_cli
 	@./scripts/demo.sh $(BUILD)
 
 # The include layering (scripts/check-layering.py), the C++ suite (ctest: every

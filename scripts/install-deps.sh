@@ -6,14 +6,23 @@
 # without a package registry).
 set -euo pipefail
 
+# `install-deps.sh demo` installs only what the library and the command need (the
+# first run of `make demo`); without an argument, everything the tests, benchmarks,
+# interop, Python package and docs need too.
 packages=(
   cmake ninja-build g++ pkg-config
-  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
-  libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libcli11-dev libdlpack-dev
-  python3-venv python3-dev
-  libopencv-dev
-  doxygen
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+  libpng-dev libcli11-dev
 )
+if [ "${1:-all}" != "demo" ]; then
+  packages+=(
+    clinfo
+    libgtest-dev libgmock-dev libbenchmark-dev libdlpack-dev
+    python3-venv python3-dev
+    libopencv-dev
+    doxygen
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
