@@ -21,6 +21,7 @@
 
 #include "cli_support.hpp"
 #include "devicearray/io.hpp"
+#include "interrupted_write.hpp"
 
 namespace {
 
@@ -176,16 +177,6 @@ TEST(Cli, RenderRefusesPicturesAboveTheMemoryCap) {
   EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
-/// Lists the writer temporaries (".NAME.tmp-XXXXXX") in `dir`.
-std::vector<std::string> temporariesIn(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() > 11 && n[0] == '.' && n.find(".tmp-") != std::string::npos) names.push_back(n);
-  }
-  return names;
-}
-
 TEST(Cli, InterruptedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   REQUIRE_CLI();
   const fs::path dir = tempDir() / "interrupt";
@@ -204,25 +195,13 @@ TEST(Cli, InterruptedWriteKeepsTheOldFileAndLeavesNoTemporary) {
     ::_exit(127);
   }
   // SIGINT as soon as the temporary exists: the ~75 MB ascii write is then under way.
-  bool sent = false;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!sent && std::chrono::steady_clock::now() < deadline) {
-    if (!temporariesIn(dir).empty()) {
-      ::kill(pid, SIGINT);
-      sent = true;
-    } else if (::waitpid(pid, &status, WNOHANG) == pid) {
-      FAIL() << "synth ended (status " << status << ") before its temporary was seen";
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }
-  if (!sent) ::kill(pid, SIGKILL);
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(sent) << "no temporary appeared within 60 s";
+  const datest::Interruption run = datest::interruptOnceWriting(pid, dir, std::chrono::seconds(60));
+  ASSERT_FALSE(run.endedFirst) << "synth ended (status " << run.status << ") before its temporary was seen";
+  ASSERT_TRUE(run.sent) << "no temporary appeared within 60 s";
+  const int status = run.status;
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status;
   EXPECT_EQ(slurp(ply), "the old scene");
-  EXPECT_TRUE(temporariesIn(dir).empty()) << temporariesIn(dir)[0];
+  EXPECT_TRUE(datest::temporariesIn(dir).empty()) << datest::temporariesIn(dir)[0];
 }
 
 TEST(Cli, FailedWriteToADeviceNodeKeepsTheNode) {

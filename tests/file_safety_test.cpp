@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "interrupted_write.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -74,16 +75,6 @@ std::string errorOf(ErrorCode code, Fn&& fn) {
   }
   ADD_FAILURE() << "expected devicearray::Error(" << devicearray::toString(code) << ")";
   return {};
-}
-
-/// Names in `dir` that look like a writer's temporary (".NAME.tmp-XXXXXX").
-std::vector<std::string> temporariesIn(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() > 11 && n[0] == '.' && n.find(".tmp-") != std::string::npos) names.push_back(n);
-  }
-  return names;
 }
 
 /// A fresh, empty directory for one test.
@@ -320,7 +311,7 @@ TEST(SafeWrite, ReplacingAFileKeepsItsPermissionsAndLeavesNoTemporary) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(devicearray::readPly(path.string()).size(), 4u);
-  EXPECT_TRUE(temporariesIn(dir).empty());
+  EXPECT_TRUE(datest::temporariesIn(dir).empty());
 
   // A new file is created like any other: 0666 less the umask.
   const mode_t mask = ::umask(022);
@@ -392,7 +383,7 @@ TEST(SafeWrite, AFailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
     EXPECT_EQ(pngStatus, 0);
     EXPECT_EQ(slurp(png), "the old image");
   }
-  EXPECT_TRUE(temporariesIn(dir).empty()) << temporariesIn(dir)[0];
+  EXPECT_TRUE(datest::temporariesIn(dir).empty()) << datest::temporariesIn(dir)[0];
 }
 
 TEST(SafeWrite, AnInterruptedWriteKeepsTheOldFileAndLeavesNoTemporary) {
@@ -418,26 +409,14 @@ TEST(SafeWrite, AnInterruptedWriteKeepsTheOldFileAndLeavesNoTemporary) {
     ::_exit(0);
   }
   // Interrupt as soon as the temporary exists, i.e. while the write is under way.
-  bool sent = false;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!sent && std::chrono::steady_clock::now() < deadline) {
-    if (!temporariesIn(dir).empty()) {
-      ::kill(pid, SIGINT);
-      sent = true;
-    } else if (::waitpid(pid, &status, WNOHANG) == pid) {
-      FAIL() << "the write ended (status " << status << ") before its temporary was seen";
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }
-  if (!sent) ::kill(pid, SIGKILL);
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(sent) << "no temporary appeared within 30 s";
+  const datest::Interruption run = datest::interruptOnceWriting(pid, dir, std::chrono::seconds(30));
+  ASSERT_FALSE(run.endedFirst) << "the write ended (status " << run.status << ") before its temporary was seen";
+  ASSERT_TRUE(run.sent) << "no temporary appeared within 30 s";
+  const int status = run.status;
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << "0: the write finished before the signal";
   EXPECT_EQ(slurp(path), "the old cloud");
-  EXPECT_TRUE(temporariesIn(dir).empty()) << temporariesIn(dir)[0];
+  EXPECT_TRUE(datest::temporariesIn(dir).empty()) << datest::temporariesIn(dir)[0];
 }
 
 TEST(SafeWrite, AFifoIsWrittenInPlaceAndStaysAFifo) {
@@ -453,7 +432,7 @@ TEST(SafeWrite, AFifoIsWrittenInPlaceAndStaysAFifo) {
   const fs::path file = tempDir() / "fifo_reference.ply";
   devicearray::writePly(file.string(), smallCloud(1000));
   EXPECT_EQ(received, slurp(file));
-  EXPECT_TRUE(temporariesIn(tempDir()).empty());
+  EXPECT_TRUE(datest::temporariesIn(tempDir()).empty());
 }
 
 TEST(SafeWrite, AFailingDeviceNodeIsNeverRemoved) {
@@ -474,7 +453,7 @@ TEST(SafeWrite, AFailingDeviceNodeIsNeverRemoved) {
     errorOf(ErrorCode::InvalidArgument, [&] { devicearray::writePng(node.string(), devicearray::HostImage(64, 64, 3)); });
     EXPECT_TRUE(fs::is_character_file(node));
   }
-  EXPECT_TRUE(temporariesIn(dir).empty());
+  EXPECT_TRUE(datest::temporariesIn(dir).empty());
 }
 
 // ---------------------------------------------------- non-finite points -----
