@@ -1,5 +1,6 @@
-// OpenCL implementation of the backend interface (src/backend/backend.hpp).
-// The design is described at the top of opencl_device.cpp.
+// OpenCL implementation of the backend interface (src/backend/backend.hpp): the
+// device, its allocations and what the copy engine shares with it. opencl_device.cpp
+// lists which file implements what.
 #pragma once
 
 #include <CL/cl.h>
@@ -15,64 +16,9 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "opencl/opencl_queue.hpp"
 
 namespace devicearray::detail::opencl {
-
-class OpenCLDevice;
-
-/// A cl_event of a marker (or of any command), owned: released on destruction.
-class OpenCLEvent final : public EventImpl {
- public:
-  /// Takes over one reference of `event`. `queue` is only an identity (the event
-  /// itself keeps the queue alive); `profiled` says whether the queue records timing.
-  OpenCLEvent(cl_event event, cl_command_queue queue, bool profiled) noexcept
-      : event_(event), queue_(queue), profiled_(profiled) {}
-  OpenCLEvent(const OpenCLEvent&) = delete;
-  OpenCLEvent& operator=(const OpenCLEvent&) = delete;
-  ~OpenCLEvent() override;
-
-  bool query() override;
-  void synchronize() override;
-  float elapsedMs(EventImpl& later) override;
-  const void* queueKey() const override { return queue_; }
-
-  cl_event native() const { return event_; }
-  /// True when the command finished, successfully or not (never throws).
-  bool finished() const noexcept;
-
- private:
-  cl_event event_;
-  cl_command_queue queue_;
-  bool profiled_;
-};
-
-/// An in-order command queue: created by the library (owned) or a retained
-/// wrapper of a caller's queue; both hold one reference, released on destruction.
-class OpenCLQueue final : public QueueImpl {
- public:
-  OpenCLQueue(std::shared_ptr<DeviceImpl> device, cl_command_queue queue, bool profiled) noexcept
-      : device_(std::move(device)), queue_(queue), profiled_(profiled) {}
-  OpenCLQueue(const OpenCLQueue&) = delete;
-  OpenCLQueue& operator=(const OpenCLQueue&) = delete;
-  ~OpenCLQueue() override;
-
-  const std::shared_ptr<DeviceImpl>& device() const override { return device_; }
-  void* native() const override { return queue_; }
-  void synchronize() override;
-  bool query() override;
-  std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
-  void waitEvent(EventImpl& event) override;
-
-  cl_command_queue queue() const { return queue_; }
-  bool profiled() const { return profiled_; }
-  /// Adopts `event` (one reference, produced by a command on this queue) as an EventImpl.
-  std::shared_ptr<EventImpl> wrapEvent(cl_event event) const;
-
- private:
-  std::shared_ptr<DeviceImpl> device_;
-  cl_command_queue queue_;
-  bool profiled_;
-};
 
 /// Device memory of one cl_context. Owned buffers go back to the device's
 /// buffer cache (with their pending work) when the last handle drops; adopted

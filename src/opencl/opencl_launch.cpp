@@ -1,0 +1,147 @@
+// Kernels of the OpenCL backend. The program (src/kernels/*.h + src/opencl/*.cl,
+// embedded by CMake) is built once per device on first use; cl_kernel objects are
+// cached by name, and clSetKernelArg + enqueue run under a per-kernel mutex because a
+// cl_kernel's arguments are shared state.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "opencl/cl_error.hpp"
+#include "opencl/opencl_device.hpp"
+
+namespace devicearray::detail {
+extern const char* const kOpenCLProgramSource;
+}
+
+namespace devicearray::detail::opencl {
+namespace {
+
+constexpr std::size_t kMaxBuildLogChars = 16000;
+
+}  // namespace
+
+cl_program OpenCLDevice::program() {
+  std::lock_guard<std::mutex> lock(programMutex_);
+  if (program_ != nullptr) return program_;
+  if (!buildError_.empty()) fail(ErrorCode::BackendError, buildError_);
+  const char* source = kOpenCLProgramSource;
+  const std::size_t length = std::strlen(source);
+  cl_int err = CL_SUCCESS;
+  cl_program p = clCreateProgramWithSource(context_, 1, &source, &length, &err);
+  checkCl(err, "building the OpenCL program: clCreateProgramWithSource");
+  std::string options = "-cl-std=CL1.2";
+  if (hasFp64_) options += " -DDA_HAS_FP64=1";
+  err = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log;
+    std::size_t size = 0;
+    if (clGetProgramBuildInfo(p, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) == CL_SUCCESS && size > 0) {
+      log.resize(size);
+      clGetProgramBuildInfo(p, device_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+      while (!log.empty() && log.back() == '\0') log.pop_back();
+      if (log.size() > kMaxBuildLogChars) log = log.substr(0, kMaxBuildLogChars) + "\n[build log truncated]";
+    }
+    clReleaseProgram(p);
+    std::string message = "building the OpenCL program for " + describe() + " with \"" + options +
+                          "\" failed: " + clErrorMessage("clBuildProgram", err) + "\nbuild log:\n" + log;
+    // A compile error is deterministic: report it again instead of rebuilding.
+    // Other failures (e.g. out of memory) may be transient and are retried.
+    if (err == CL_BUILD_PROGRAM_FAILURE) buildError_ = message;
+    fail(ErrorCode::BackendError, message);
+  }
+  program_ = p;
+  return p;
+}
+
+OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
+  std::lock_guard<std::mutex> lock(kernelsMutex_);
+  auto it = kernels_.find(name);
+  if (it != kernels_.end()) return *it->second;
+  cl_program p = program();
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(p, name, &err);
+  if (err == CL_INVALID_KERNEL_NAME)
+    fail(ErrorCode::Unsupported, std::string("launch: no OpenCL kernel named '") + name +
+                                     "' in the program (kernels come from src/kernels/*.h and src/opencl/*.cl)");
+  checkCl(err, std::string("clCreateKernel(") + name + ")");
+  auto slot = std::make_unique<KernelSlot>();
+  slot->kernel = k;
+  err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof slot->numArgs, &slot->numArgs, nullptr);
+  if (err != CL_SUCCESS) {
+    clReleaseKernel(k);
+    checkCl(err, std::string("clGetKernelInfo(") + name + ")");
+  }
+  KernelSlot& ref = *slot;
+  kernels_.emplace(name, std::move(slot));
+  return ref;
+}
+
+void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
+                                 const std::size_t* global, const std::vector<RawArg>& args,
+                                 const std::size_t* local) {
+  KernelSlot& k = kernel(name);
+  if (args.size() != k.numArgs)
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": kernel '" + name + "' takes " + std::to_string(k.numArgs) +
+                                         " OpenCL arguments but " + std::to_string(args.size()) +
+                                         " were given (a buffer counts as two: cl_mem and byte offset)");
+  std::lock_guard<std::mutex> lock(k.mutex);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const cl_int err = clSetKernelArg(k.kernel, static_cast<cl_uint>(i), args[i].size, args[i].value);
+    if (err == CL_INVALID_ARG_SIZE || err == CL_INVALID_ARG_VALUE || err == CL_INVALID_MEM_OBJECT)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": argument " + std::to_string(i) + " of kernel '" + name +
+                                           "' does not match its parameter (" + clErrorMessage("clSetKernelArg", err) +
+                                           ")");
+    checkCl(err, std::string(fn) + ": clSetKernelArg(" + name + ", " + std::to_string(i) + ")");
+  }
+  checkCl(clEnqueueNDRangeKernel(q.queue(), k.kernel, workDims, nullptr, global, local, 0, nullptr, nullptr),
+          std::string(fn) + ": clEnqueueNDRangeKernel(" + name + ")");
+}
+
+void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
+  const char* fn = "launch";
+  OpenCLQueue& q = queueOf(qi, fn);
+  if (l.name == nullptr || *l.name == '\0') fail(ErrorCode::InvalidArgument, "launch: the kernel name is empty");
+  if (l.workDims < 1 || l.workDims > 3)
+    fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": workDims " + std::to_string(l.workDims) +
+                                         " is not 1, 2 or 3");
+  l.checkWorkGroup(std::string("launch: ") + l.name);
+  for (int i = 0; i < l.workDims; ++i)
+    if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
+
+  // Storage that outlives the RawArg pointers into it (8 bytes per value).
+  std::vector<cl_mem> mems(l.args.size());
+  std::vector<cl_ulong> values(l.args.size());
+  std::vector<RawArg> raw;
+  raw.reserve(l.args.size() * 2);
+  for (std::size_t i = 0; i < l.args.size(); ++i) {
+    const KernelArg& a = l.args[i];
+    void* slot = &values[i];
+    switch (a.kind) {
+      case KernelArg::Kind::buffer: {
+        mems[i] = memOf(a.buffer, fn);
+        if (a.buffer->bytes() != 0 && a.offset > a.buffer->bytes())
+          fail(ErrorCode::OutOfRange, std::string("launch: ") + l.name + ": byte offset " +
+                                               std::to_string(a.offset) + " of argument " + std::to_string(i) +
+                                               " is past the end of its " + std::to_string(a.buffer->bytes()) +
+                                               "-byte buffer");
+        values[i] = a.offset;
+        raw.push_back({sizeof(cl_mem), &mems[i]});
+        raw.push_back({sizeof(cl_ulong), slot});
+        break;
+      }
+      case KernelArg::Kind::i32: std::memcpy(slot, &a.value.i32, 4); raw.push_back({4, slot}); break;
+      case KernelArg::Kind::u32: std::memcpy(slot, &a.value.u32, 4); raw.push_back({4, slot}); break;
+      case KernelArg::Kind::f32: std::memcpy(slot, &a.value.f32, 4); raw.push_back({4, slot}); break;
+      case KernelArg::Kind::i64: std::memcpy(slot, &a.value.i64, 8); raw.push_back({8, slot}); break;
+      case KernelArg::Kind::u64: std::memcpy(slot, &a.value.u64, 8); raw.push_back({8, slot}); break;
+      case KernelArg::Kind::f64: std::memcpy(slot, &a.value.f64, 8); raw.push_back({8, slot}); break;
+    }
+  }
+  const std::size_t global[3] = {l.globalSize[0], l.globalSize[1], l.globalSize[2]};
+  const std::size_t local[3] = {l.localSize, 1, 1};
+  enqueueKernel(fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw, l.localSize != 0 ? local : nullptr);
+}
+
+}  // namespace devicearray::detail::opencl
