@@ -24,7 +24,11 @@
 #define DEVICEARRAY_KERNELS_PRELUDE_H
 
 #if defined(__OPENCL_VERSION__)
+/* The backend defines DA_HAS_FP64 for devices with cl_khr_fp64; the program uses
+ * double only under it, so it builds on devices without double precision too. */
+#ifdef DA_HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
 #define DA_KERNEL(name) kernel void name
 #define DA_KERNEL_GROUP(name, size, minGroups) kernel __attribute__((reqd_work_group_size(size, 1, 1))) void name
 #define DA_GLOBAL global

@@ -83,7 +83,7 @@ void reduceLevels(QueueImpl& q, DeviceBuffer points, std::size_t n, DeviceBuffer
   while (true) {
     const std::size_t chunks = chunksOf(m);
     const DeviceBuffer dst = chunks == 1 ? out : temps.allocate(chunks * tupleBytes);
-    launch1d(q, kernel, chunks, {i64(m), i64(kChunk), i64(chunks), buf(src), buf(dst)});
+    launch1d(q, kernel, chunks, {i64(m), i64(kChunk), i64(chunks), KernelArg::i32(chunks == 1 ? 1 : 0), buf(src), buf(dst)});
     if (chunks == 1) return;
     src = dst;
     m = chunks;

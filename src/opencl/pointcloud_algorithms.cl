@@ -86,10 +86,17 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, DA_B
 
 /* ------------------------------------------------------------ reductions ---- */
 
+/* Every reduction kernel takes `last`: non-zero when it writes the final result
+ * (one chunk), which the host reads. */
+
+#ifdef DA_HAS_FP64
+
 /* partial[4c..4c+3] = (sum x, sum y, sum z, count) of the finite points of chunk c. */
-DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, DA_BUFFER(const float, xyz), DA_BUFFER(double, partial)) {
+DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
+                          DA_BUFFER(double, partial)) {
   DA_BUFFER_INIT(const float, xyz);
   DA_BUFFER_INIT(double, partial);
+  (void)last;
   const long c = DA_ID(0);
   if (c >= chunks) return;
   const long begin = c * chunk;
@@ -110,9 +117,11 @@ DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, DA_BUFFER(const float
 }
 
 /* out[4c..4c+3] = sum of the 4-tuples in[4i..4i+3] of chunk c. */
-DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, DA_BUFFER(const double, in), DA_BUFFER(double, out)) {
+DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, int last, DA_BUFFER(const double, in),
+                       DA_BUFFER(double, out)) {
   DA_BUFFER_INIT(const double, in);
   DA_BUFFER_INIT(double, out);
+  (void)last;
   const long c = DA_ID(0);
   if (c >= chunks) return;
   const long begin = c * chunk;
@@ -130,10 +139,158 @@ DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, DA_BUFFER(const double, 
   out[4 * c + 3] = s3;
 }
 
-/* partial[3c..3c+2] = component-wise min of the finite points of chunk c (+inf if none). */
-DA_KERNEL(da_alg_min_xyz)(long n, long chunk, long chunks, DA_BUFFER(const float, xyz), DA_BUFFER(float, partial)) {
+#else  /* no double precision on this device */
+
+/* A sum is the unevaluated pair hi + lo of floats (|lo| <= ulp(hi) / 2): about 48
+ * bits, so coordinate sums stay as exact as with double and counts exact up to 2^48.
+ * A pair takes the 8 bytes of a double in the partial buffers; the last level writes
+ * the binary64 bits of hi + lo, which the host reads as the double it expects. */
+#pragma OPENCL FP_CONTRACT OFF
+
+typedef struct {
+  float hi;
+  float lo;
+} da_pair;
+
+/* (hi, lo) + x by Knuth's two-sum, renormalized. */
+inline da_pair da_pair_add(da_pair a, float x) {
+  const float s = a.hi + x;
+  const float bp = s - a.hi;
+  const float err = (a.hi - (s - bp)) + (x - bp);
+  const float t = a.lo + err;
+  da_pair r;
+  r.hi = s + t;
+  r.lo = t - (r.hi - s);
+  return r;
+}
+
+/* A float as an integer significand m and exponent e (value = m * 2^e). */
+inline void da_float_parts(float x, long* m, int* e) {
+  const uint b = as_uint(x);
+  const int biased = (int)((b >> 23) & 0xFFu);
+  *m = (long)(b & 0x7FFFFFu);
+  if (biased == 0) {
+    *e = -149;
+  } else {
+    *m |= 0x800000L;
+    *e = biased - 150;
+  }
+  if ((b >> 31) != 0u) *m = -*m;
+}
+
+/* The binary64 bits nearest (ties to even) to hi + lo, for a pair as da_pair_add
+ * leaves it, computed with integers: the device has no double to do it. */
+inline ulong da_pair_to_double_bits(float hi, float lo) {
+  {  /* renormalize (two-sum), so that |lo| <= ulp(hi) / 2 below */
+    const float s = hi + lo;
+    const float bp = s - hi;
+    lo = (hi - (s - bp)) + (lo - bp);
+    hi = s;
+  }
+  const uint hb = as_uint(hi);
+  const ulong sign = (ulong)(hb >> 31) << 63;
+  if (((hb >> 23) & 0xFFu) == 0xFFu) return sign | (0x7FFUL << 52) | ((ulong)(hb & 0x7FFFFFu) << 29);
+  if (hi == 0.0f) return sign;
+  long mh, ml = 0;
+  int eh, el = 0;
+  da_float_parts(fabs(hi), &mh, &eh);
+  if (lo != 0.0f) {
+    da_float_parts(lo, &ml, &el);
+    if (hi < 0.0f) ml = -ml;  /* relative to |hi| */
+  }
+  /* |hi| + lo = mh * 2^eh + ml * 2^el, el < eh. Shift mh left (it has 24 bits, so up
+   * to 37 keeps the sum below 2^62) and lo right by the rest, keeping a sticky bit. */
+  const int d = lo != 0.0f ? eh - el : 0;
+  const int k = d < 37 ? d : 37;
+  long m = mh << k;
+  int e = eh - k;
+  const int rest = d - k;
+  if (rest == 0) {
+    m += ml;
+  } else {
+    const long kept = rest < 63 ? (ml >> rest) : (ml < 0 ? -1L : 0L);
+    const bool lost = rest < 63 ? (ml - (kept << rest)) != 0 : ml != 0;
+    m += kept;
+    if (lost) {
+      m = (m << 1) | 1L;
+      e -= 1;
+    }
+  }
+  if (m <= 0) return sign;
+  ulong u = (ulong)m;
+  const int bits = 64 - (int)clz(u);
+  if (bits > 53) {
+    int drop = bits - 53;
+    ulong q = u >> drop;
+    const ulong rem = u & ((1UL << drop) - 1UL);
+    const ulong half = 1UL << (drop - 1);
+    if (rem > half || (rem == half && (q & 1UL) != 0UL)) q += 1UL;
+    if ((q >> 53) != 0UL) {
+      q >>= 1;
+      drop += 1;
+    }
+    u = q;
+    e += drop;
+  } else {
+    u <<= (53 - bits);
+    e -= 53 - bits;
+  }
+  return sign | ((ulong)(e + 52 + 1023) << 52) | (u & 0xFFFFFFFFFFFFFUL);
+}
+
+/* Slot i of a partial buffer: a pair, or (last level) double bits. */
+inline void da_pair_store(DA_GLOBAL float* out, long i, da_pair v, int last) {
+  if (last) ((DA_GLOBAL ulong*)out)[i] = da_pair_to_double_bits(v.hi, v.lo);
+  else {
+    out[2 * i] = v.hi;
+    out[2 * i + 1] = v.lo;
+  }
+}
+
+DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
+                          DA_BUFFER(float, partial)) {
   DA_BUFFER_INIT(const float, xyz);
   DA_BUFFER_INIT(float, partial);
+  const long c = DA_ID(0);
+  if (c >= chunks) return;
+  const long begin = c * chunk;
+  const long end = min(begin + chunk, n);
+  da_pair sx = {0.0f, 0.0f}, sy = {0.0f, 0.0f}, sz = {0.0f, 0.0f}, cnt = {0.0f, 0.0f};
+  for (long i = begin; i < end; ++i) {
+    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    if (!da_pc_valid(x, y, z)) continue;
+    sx = da_pair_add(sx, x);
+    sy = da_pair_add(sy, y);
+    sz = da_pair_add(sz, z);
+    cnt = da_pair_add(cnt, 1.0f);
+  }
+  da_pair_store(partial, 4 * c, sx, last);
+  da_pair_store(partial, 4 * c + 1, sy, last);
+  da_pair_store(partial, 4 * c + 2, sz, last);
+  da_pair_store(partial, 4 * c + 3, cnt, last);
+}
+
+DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, in), DA_BUFFER(float, out)) {
+  DA_BUFFER_INIT(const float, in);
+  DA_BUFFER_INIT(float, out);
+  const long c = DA_ID(0);
+  if (c >= chunks) return;
+  const long begin = c * chunk;
+  const long end = min(begin + chunk, n);
+  da_pair s[4] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};
+  for (long i = begin; i < end; ++i)
+    for (int k = 0; k < 4; ++k) s[k] = da_pair_add(da_pair_add(s[k], in[8 * i + 2 * k]), in[8 * i + 2 * k + 1]);
+  for (int k = 0; k < 4; ++k) da_pair_store(out, 4 * c + k, s[k], last);
+}
+
+#endif /* DA_HAS_FP64 */
+
+/* partial[3c..3c+2] = component-wise min of the finite points of chunk c (+inf if none). */
+DA_KERNEL(da_alg_min_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
+                          DA_BUFFER(float, partial)) {
+  DA_BUFFER_INIT(const float, xyz);
+  DA_BUFFER_INIT(float, partial);
+  (void)last;
   const long c = DA_ID(0);
   if (c >= chunks) return;
   const long begin = c * chunk;
@@ -152,9 +309,10 @@ DA_KERNEL(da_alg_min_xyz)(long n, long chunk, long chunks, DA_BUFFER(const float
 }
 
 /* out[3c..3c+2] = component-wise min of the triples in[3i..3i+2] of chunk c. */
-DA_KERNEL(da_alg_min3)(long n, long chunk, long chunks, DA_BUFFER(const float, in), DA_BUFFER(float, out)) {
+DA_KERNEL(da_alg_min3)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, in), DA_BUFFER(float, out)) {
   DA_BUFFER_INIT(const float, in);
   DA_BUFFER_INIT(float, out);
+  (void)last;
   const long c = DA_ID(0);
   if (c >= chunks) return;
   const long begin = c * chunk;
