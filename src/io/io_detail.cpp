@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "devicearray/io.hpp"
+#include "devicearray/output_files.hpp"
 
 namespace devicearray::io_detail {
 

@@ -23,7 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "devicearray/io.hpp"
+#include "devicearray/ply.hpp"
 #include "io/io_detail.hpp"
 
 namespace devicearray {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "devicearray/io.hpp"
+#include "devicearray/png.hpp"
 #include "io/io_detail.hpp"
 
 #ifdef DEVICEARRAY_HAS_PNG

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "devicearray/io.hpp"
+#include "devicearray/host_normals.hpp"
+#include "devicearray/render.hpp"
 #include "io/io_detail.hpp"
 
 namespace devicearray {

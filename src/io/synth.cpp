@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "devicearray/io.hpp"
+#include "devicearray/synthetic_scene.hpp"
 #include "io/io_detail.hpp"
 
 namespace devicearray {
