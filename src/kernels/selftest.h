@@ -1,6 +1,6 @@
 /* A trivial shared kernel that exercises the launch path of both backends
  * (buffer arguments with byte offsets, 32-bit scalars): y = a * x + y over n floats.
- * Used by tests/backend_test.cpp. */
+ * Used by tests/backend_launch_test.cpp. */
 #ifndef DEVICEARRAY_KERNELS_SELFTEST_H
 #define DEVICEARRAY_KERNELS_SELFTEST_H
 

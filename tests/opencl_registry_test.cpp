@@ -1,0 +1,36 @@
+// The OpenCL device list: GPUs first, the index as ordinal, built once.
+#include <cstddef>
+
+#include "backend_fixture.hpp"
+#include "cl_api.hpp"
+
+namespace backendtest {
+namespace {
+
+TEST(OpenCLRegistry, DevicesAreListedGpusFirstWithTheirIndexAsOrdinal) {
+  const auto devices = devicearray::detail::openclDevices();
+  if (devices.empty()) {
+    EXPECT_FALSE(devicearray::detail::openclUnavailableReason().empty());
+    GTEST_SKIP() << "no OpenCL device: " << devicearray::detail::openclUnavailableReason();
+  }
+  EXPECT_EQ(devicearray::detail::openclUnavailableReason(), "");
+  const ClApi* cl = ClApi::get();
+  int lastRank = -1;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(devices[i]->ordinal(), static_cast<int>(i));
+    EXPECT_EQ(devices[i]->backend(), ComputeBackend::opencl);
+    EXPECT_FALSE(devices[i]->model().empty());
+    EXPECT_GT(devices[i]->totalMemory(), 0u);
+    EXPECT_LE(devices[i]->freeMemory(), devices[i]->totalMemory());
+    if (cl == nullptr) continue;
+    cl_device_type type = 0;
+    cl->getDeviceInfo(static_cast<cl_device_id>(devices[i]->nativeDevice()), CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+    const int rank = (type & CL_DEVICE_TYPE_GPU) ? 0 : (type & CL_DEVICE_TYPE_ACCELERATOR) ? 1 : (type & CL_DEVICE_TYPE_CPU) ? 2 : 3;
+    EXPECT_GE(rank, lastRank) << "device " << i << " (" << devices[i]->model() << ") is listed out of order";
+    lastRank = rank;
+  }
+  EXPECT_EQ(devicearray::detail::openclDevices(), devices) << "the list is built once";
+}
+
+}  // namespace
+}  // namespace backendtest
