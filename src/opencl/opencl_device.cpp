@@ -18,6 +18,7 @@
 #include "opencl/opencl_device.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,15 @@ std::shared_ptr<OpenCLDevice> OpenCLDevice::create(cl_platform_id platform, cl_c
   return dev;
 }
 
+namespace {
+
+bool withoutFp64Requested() {
+  const char* value = std::getenv("DEVICEARRAY_OPENCL_NO_FP64");
+  return value != nullptr && value[0] != '\0' && std::string(value) != "0";
+}
+
+}  // namespace
+
 OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_device_id device, int ordinal,
                            bool adopted)
     : platform_(platform), context_(context), device_(device), ordinal_(ordinal), adopted_(adopted) {
@@ -66,7 +76,10 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_devic
   globalMemBytes_ = static_cast<std::size_t>(deviceInfo<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE, "CL_DEVICE_GLOBAL_MEM_SIZE"));
   maxAllocBytes_ =
       static_cast<std::size_t>(deviceInfo<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, "CL_DEVICE_MAX_MEM_ALLOC_SIZE"));
-  hasFp64_ = deviceInfo<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG, "CL_DEVICE_DOUBLE_FP_CONFIG") != 0;
+  // DEVICEARRAY_OPENCL_NO_FP64=1 treats the device as one without double precision:
+  // how the tests run that path on a CPU device that has it.
+  hasFp64_ = !withoutFp64Requested() &&
+             deviceInfo<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG, "CL_DEVICE_DOUBLE_FP_CONFIG") != 0;
   cacheLimitBytes_ = std::clamp<std::size_t>(globalMemBytes_ / 8, std::size_t{16} << 20, std::size_t{1} << 30);
 }
 

@@ -223,8 +223,8 @@ inline ulong da_pair_to_double_bits(float hi, float lo) {
     int drop = bits - 53;
     ulong q = u >> drop;
     const ulong rem = u & ((1UL << drop) - 1UL);
-    const ulong half = 1UL << (drop - 1);
-    if (rem > half || (rem == half && (q & 1UL) != 0UL)) q += 1UL;
+    const ulong halfway = 1UL << (drop - 1);
+    if (rem > halfway || (rem == halfway && (q & 1UL) != 0UL)) q += 1UL;
     if ((q >> 53) != 0UL) {
       q >>= 1;
       drop += 1;
