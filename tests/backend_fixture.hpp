@@ -82,7 +82,7 @@ inline testing::AssertionResult sameBytes(const Bytes& expected, const Bytes& ac
 class Backend : public testing::TestWithParam<DevicePtr> {
  protected:
   DeviceImpl& dev() { return *GetParam(); }
-  QueueImpl& q() { return *GetParam()->sdkQueue(); }
+  QueueImpl& q() { return *GetParam()->libraryQueue(); }
   bool isOpenCL() { return dev().backend() == ComputeBackend::opencl; }
 
   /// Blocking contiguous upload of `bytes` at `offset`.

@@ -87,8 +87,8 @@ CopyDesc makeDesc(const std::vector<std::int64_t>& size, const std::vector<std::
 }
 
 std::shared_ptr<Allocation> deviceBytes(DeviceImpl& dev, const std::vector<std::uint8_t>& bytes) {
-  auto a = dev.allocate(bytes.size(), *dev.sdkQueue());
-  dev.sdkQueue()->synchronize();
+  auto a = dev.allocate(bytes.size(), *dev.libraryQueue());
+  dev.libraryQueue()->synchronize();
   EXPECT_EQ(cudaMemcpy(a->handle(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
   // A pageable cudaMemcpy to the device may return before its DMA lands; the copies
   // under test run on non-blocking streams, which do not wait for it.
@@ -154,7 +154,7 @@ TEST(CudaFastDivmod, MatchesIntegerDivisionBelow2To31) {
 
 TEST(CudaBackend, DeviceToDeviceStridedCopiesMatchHostReference) {
   REQUIRE_CUDA_DEVICE(dev);
-  auto& q = *dev->sdkQueue();
+  auto& q = *dev->libraryQueue();
   std::uint32_t seed = 1;
   for (const LayoutCase& c : layoutCases()) {
     SCOPED_TRACE(c.name);
@@ -201,7 +201,7 @@ TEST(CudaBackend, HostStridedUploadAndDownloadMatchHostReference) {
 
 TEST(CudaBackend, FillWritesPatternOnlyInsideTheRegion) {
   REQUIRE_CUDA_DEVICE(dev);
-  auto& q = *dev->sdkQueue();
+  auto& q = *dev->libraryQueue();
   struct FillCase {
     const char* name;
     std::vector<std::int64_t> size, step;
@@ -241,7 +241,7 @@ TEST(CudaBackend, FillWritesPatternOnlyInsideTheRegion) {
 
 TEST(CudaBackend, ConvertRoundsHalfToEvenAndSaturates) {
   REQUIRE_CUDA_DEVICE(dev);
-  auto& q = *dev->sdkQueue();
+  auto& q = *dev->libraryQueue();
   auto run = [&](Depth sd, Depth dd, const void* in, std::size_t n, void* out, double alpha, double beta) {
     std::vector<std::uint8_t> bytes(n * depthSize(sd));
     std::memcpy(bytes.data(), in, bytes.size());
@@ -311,7 +311,7 @@ TEST(CudaBackend, ConvertRoundsHalfToEvenAndSaturates) {
 
 TEST(CudaBackend, ErrorsNameTheProblem) {
   REQUIRE_CUDA_DEVICE(dev);
-  auto& q = *dev->sdkQueue();
+  auto& q = *dev->libraryQueue();
   KernelLaunch l;
   l.name = "da_no_such_kernel";
   try {

@@ -370,25 +370,25 @@ TEST_F(MultiGpu, BackendCopiesEveryLayoutAcrossDevices) {
         });
         srcAlloc = dev0->adopt(user, srcBytes);
       } else {
-        srcAlloc = dev0->allocate(srcBytes, *dev0->sdkQueue());
+        srcAlloc = dev0->allocate(srcBytes, *dev0->libraryQueue());
         CopyDesc up;
         up.elemSize = srcBytes;
         up.dst = MemRef::dev(srcAlloc.get(), 0);
         up.src = MemRef::hostPtr(const_cast<std::uint8_t*>(srcImage.data()));
         up.hostMayBlock = true;
-        detail::OrderedUse use(*dev0->sdkQueue(), {srcAlloc.get()});
-        dev0->copy(up, *dev0->sdkQueue());
+        detail::OrderedUse use(*dev0->libraryQueue(), {srcAlloc.get()});
+        dev0->copy(up, *dev0->libraryQueue());
         use.commit()->synchronize();
       }
-      auto dstAlloc = dev1->allocate(dstBytes, *dev1->sdkQueue());
+      auto dstAlloc = dev1->allocate(dstBytes, *dev1->libraryQueue());
       {
         CopyDesc up;
         up.elemSize = dstBytes;
         up.dst = MemRef::dev(dstAlloc.get(), 0);
         up.src = MemRef::hostPtr(dstImage.data());
         up.hostMayBlock = true;
-        detail::OrderedUse use(*dev1->sdkQueue(), {dstAlloc.get()});
-        dev1->copy(up, *dev1->sdkQueue());
+        detail::OrderedUse use(*dev1->libraryQueue(), {dstAlloc.get()});
+        dev1->copy(up, *dev1->libraryQueue());
         use.commit()->synchronize();
       }
 
@@ -414,8 +414,8 @@ TEST_F(MultiGpu, BackendCopiesEveryLayoutAcrossDevices) {
         down.dst = MemRef::hostPtr(got.data());
         down.src = MemRef::dev(dstAlloc.get(), 0);
         down.hostMayBlock = true;
-        detail::OrderedUse use(*dev1->sdkQueue(), {dstAlloc.get()});
-        dev1->copy(down, *dev1->sdkQueue());
+        detail::OrderedUse use(*dev1->libraryQueue(), {dstAlloc.get()});
+        dev1->copy(down, *dev1->libraryQueue());
         use.commit()->synchronize();
       }
       scatter(dstImage, k.dstOffset, k.size, k.dstStep, k.elemSize,
@@ -433,8 +433,8 @@ TEST_F(MultiGpu, BackendRejectsBadCrossDeviceCopies) {
   using detail::MemRef;
   const auto& dev0 = d0_.impl();
   const auto& dev1 = d1_.impl();
-  auto src = dev0->allocate(256, *dev0->sdkQueue());
-  auto dst = dev1->allocate(256, *dev1->sdkQueue());
+  auto src = dev0->allocate(256, *dev0->libraryQueue());
+  auto dst = dev1->allocate(256, *dev1->libraryQueue());
   CopyDesc desc;
   desc.dims = 1;
   desc.size[0] = 10;
@@ -443,14 +443,14 @@ TEST_F(MultiGpu, BackendRejectsBadCrossDeviceCopies) {
   desc.elemSize = 16;
   desc.dst = MemRef::dev(dst.get(), 0);
   desc.src = MemRef::dev(src.get(), 0);
-  datest::expectError(ErrorCode::OutOfRange, [&] { (void)dev1->copyAcrossDevices(desc, *dev0, *dev1->sdkQueue()); },
+  datest::expectError(ErrorCode::OutOfRange, [&] { (void)dev1->copyAcrossDevices(desc, *dev0, *dev1->libraryQueue()); },
                       "source region beyond its allocation");
   desc.srcStep[0] = 16;
   // The queue must belong to the destination device.
   datest::expectError(ErrorCode::InvalidArgument,
-                      [&] { (void)dev1->copyAcrossDevices(desc, *dev0, *dev0->sdkQueue()); }, "queue of the source");
+                      [&] { (void)dev1->copyAcrossDevices(desc, *dev0, *dev0->libraryQueue()); }, "queue of the source");
   // The source memory must belong to the named source device.
-  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)dev1->copyAcrossDevices(desc, *dev1, *dev1->sdkQueue()); },
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)dev1->copyAcrossDevices(desc, *dev1, *dev1->libraryQueue()); },
                       "source device is the destination");
   EXPECT_TRUE(current(d0_));
 }
@@ -709,7 +709,7 @@ TEST(MultiBackend, CopyBetweenCudaAndOpenCLStillStagesThroughTheHost) {
   desc.elemSize = 16;
   desc.dst = detail::MemRef::dev(back.allocation().get(), 0);
   desc.src = detail::MemRef::dev(onOpenCL.allocation().get(), 0);
-  EXPECT_FALSE(cuda.impl()->copyAcrossDevices(desc, *opencl.impl(), *cuda.impl()->sdkQueue()));
+  EXPECT_FALSE(cuda.impl()->copyAcrossDevices(desc, *opencl.impl(), *cuda.impl()->libraryQueue()));
 }
 
 }  // namespace

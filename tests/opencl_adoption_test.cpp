@@ -79,12 +79,12 @@ TEST_P(Backend, AdoptedContextSharesBuffersWithTheCaller) {
     EXPECT_EQ(adopted->ordinal(), -1);
     EXPECT_EQ(adopted->nativeContext(), user.context);
     EXPECT_EQ(adopted->nativeDevice(), user.device);
-    EXPECT_EQ(adopted->sdkQueue()->native(), user.queue);
+    EXPECT_EQ(adopted->libraryQueue()->native(), user.queue);
     EXPECT_EQ(devicearray::detail::openclAdopt(user.context, user.device, user.queue), adopted)
         << "the same handles give the same device";
 
     // Library allocations live in the caller's context.
-    QueueImpl& aq = *adopted->sdkQueue();
+    QueueImpl& aq = *adopted->libraryQueue();
     auto mine = adopted->allocate(100, aq);
     cl_context owner = nullptr;
     cl->getMemObjectInfo(static_cast<cl_mem>(mine->handle()), CL_MEM_CONTEXT, sizeof owner, &owner, nullptr);

@@ -249,7 +249,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual std::size_t freeMemory() = 0;
 
   /// The library's own queue of this device.
-  virtual const std::shared_ptr<QueueImpl>& sdkQueue() = 0;
+  virtual const std::shared_ptr<QueueImpl>& libraryQueue() = 0;
 
   /// The one way a caller's StreamOrQueue becomes a queue of this device: the
   /// library's own queue when `sq` is its handle (or a null OpenCL queue, which names

@@ -10,7 +10,7 @@ std::shared_ptr<QueueImpl> DeviceImpl::queueFor(const StreamOrQueue& sq, const c
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": a " + toString(sq.backend()) +
                                          " stream/queue cannot order work on " +
                                          ComputeDevice(shared_from_this()).toString());
-  const std::shared_ptr<QueueImpl>& sdk = sdkQueue();
+  const std::shared_ptr<QueueImpl>& sdk = libraryQueue();
   void* native = sq.native();
   if (native == sdk->native() || (backend() == ComputeBackend::opencl && native == nullptr)) return sdk;
   return wrapQueue(native);

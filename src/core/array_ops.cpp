@@ -36,7 +36,7 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
     Region host;
     host.host = buffer.get();
     host.step = packed;
-    QueueImpl& srcQueue = *src.alloc->device()->sdkQueue();
+    QueueImpl& srcQueue = *src.alloc->device()->libraryQueue();
     enqueueCopy(fn, srcQueue, size, elemSize, host, src, true)->synchronize();
     auto ev = enqueueCopy(fn, q, size, elemSize, dst, host, true);
     // The staging buffer must outlive the enqueued upload.

@@ -131,7 +131,7 @@ std::string ComputeDevice::toString() const {
 void* ComputeDevice::nativeContext() const { return mut(impl_, "ComputeDevice::nativeContext").nativeContext(); }
 void* ComputeDevice::nativeDevice() const { return mut(impl_, "ComputeDevice::nativeDevice").nativeDevice(); }
 void* ComputeDevice::nativeStreamHandle() const {
-  return mut(impl_, "ComputeDevice::nativeStreamHandle").sdkQueue()->native();
+  return mut(impl_, "ComputeDevice::nativeStreamHandle").libraryQueue()->native();
 }
 
 StreamOrQueue ComputeDevice::sdkStreamOrQueue() const {

@@ -265,7 +265,7 @@ GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const Com
   const ArrayLayout layout = layoutFor(format, geometry, fn);
   requireDevice(device, fn);
   const std::shared_ptr<DeviceImpl>& impl = device.impl();
-  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, *impl->sdkQueue());
+  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, *impl->libraryQueue());
   // Blocking by contract: once this returns, any stream may use the memory.
   storage->waitIdle();
   return matFor(std::move(storage), 0, format, geometry);
@@ -277,7 +277,7 @@ GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geo
   if (data == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the host data pointer is null");
   requireDevice(device, fn);
   const std::shared_ptr<DeviceImpl>& impl = device.impl();
-  QueueImpl& q = *impl->sdkQueue();
+  QueueImpl& q = *impl->libraryQueue();
   std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, q);
   OrderedUse use(q, {storage.get()});
   CopyDesc copy;

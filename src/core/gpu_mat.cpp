@@ -33,7 +33,7 @@ std::shared_ptr<detail::EventImpl> copyInto(const char* fn, detail::QueueImpl& q
   return detail::enqueueCopy(fn, q, {src.rows, src.cols}, src.elemSize(), regionOf(dst), regionOf(src));
 }
 
-detail::QueueImpl& sdkQueueOf(const GpuMat& m) { return *m.allocation()->device()->sdkQueue(); }
+detail::QueueImpl& libraryQueueOf(const GpuMat& m) { return *m.allocation()->device()->libraryQueue(); }
 
 }  // namespace
 
@@ -142,7 +142,7 @@ void GpuMat::download(HostMat& dst, Stream& stream) const {
 GpuMat GpuMat::clone() const {
   requireNonEmpty(*this, "GpuMat::clone");
   GpuMat out(rows, cols, type(), device());
-  copyInto("GpuMat::clone", sdkQueueOf(*this), *this, out)->synchronize();
+  copyInto("GpuMat::clone", libraryQueueOf(*this), *this, out)->synchronize();
   return out;
 }
 
@@ -161,12 +161,12 @@ void GpuMat::copyTo(GpuMat& dst) const {
   requireNonEmpty(*this, fn);
   if (&dst == this) return;
   if (!dst.empty() && dst.rows == rows && dst.cols == cols && dst.type() == type()) {
-    copyInto(fn, sdkQueueOf(dst), *this, dst)->synchronize();
+    copyInto(fn, libraryQueueOf(dst), *this, dst)->synchronize();
     return;
   }
   // Filled before it replaces dst: a failure leaves dst as it was.
   GpuMat fresh(rows, cols, type(), device());
-  copyInto(fn, sdkQueueOf(fresh), *this, fresh)->synchronize();
+  copyInto(fn, libraryQueueOf(fresh), *this, fresh)->synchronize();
   dst = std::move(fresh);
 }
 
@@ -203,7 +203,7 @@ GpuMat& GpuMat::setTo(Scalar value) {
   constexpr const char* fn = "GpuMat::setTo";
   requireNonEmpty(*this, fn);
   const auto pattern = scalarPattern(fn, *this, value);
-  detail::enqueueFill(sdkQueueOf(*this), {rows, cols}, elemSize(), regionOf(*this), pattern.data())->synchronize();
+  detail::enqueueFill(libraryQueueOf(*this), {rows, cols}, elemSize(), regionOf(*this), pattern.data())->synchronize();
   return *this;
 }
 
@@ -267,7 +267,7 @@ std::shared_ptr<detail::EventImpl> convertOn(const char* fn, detail::QueueImpl& 
 void GpuMat::convertTo(GpuMat& dst, int rtype, double alpha, double beta) const {
   constexpr const char* fn = "GpuMat::convertTo";
   requireNonEmpty(*this, fn);
-  convertOn(fn, sdkQueueOf(*this), *this, dst, rtype, alpha, beta, device())->synchronize();
+  convertOn(fn, libraryQueueOf(*this), *this, dst, rtype, alpha, beta, device())->synchronize();
 }
 
 void GpuMat::convertTo(GpuMat& dst, int rtype, double alpha, double beta, Stream& stream) const {

@@ -49,7 +49,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
   detail::validateType(fn, type);
   const std::size_t es = detail::elemSizeOf(type);
   const std::size_t total = detail::validateShape(fn, sz, es);
-  data_ = detail::allocateFor(fn, *dev, total * es, *dev->sdkQueue());
+  data_ = detail::allocateFor(fn, *dev, total * es, *dev->libraryQueue());
   step = detail::continuousSteps(sz, es);
   size = std::move(sz);
   dims = static_cast<int>(size.size());
@@ -142,7 +142,7 @@ void GpuMatND::updateFlags() {
 
 GpuMatND GpuMatND::clone() const {
   requireNonEmpty(*this, "GpuMatND::clone");
-  Stream s(data_->device()->sdkQueue());
+  Stream s(data_->device()->libraryQueue());
   GpuMatND out = clone(s);
   out.data_->waitIdle();
   return out;
@@ -223,7 +223,7 @@ void GpuMatND::download(HostMat& dst) const {
   constexpr const char* fn = "GpuMatND::download";
   requireNonEmpty(*this, fn);
   detail::requireNotForked(fn);
-  Stream s(data_->device()->sdkQueue());
+  Stream s(data_->device()->libraryQueue());
   if (!dst.empty() && dst.size == size && dst.type() == type()) {
     detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
     return;
@@ -253,12 +253,12 @@ void GpuMatND::upload(const HostMat& src) {
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
   detail::requireNotForked(fn);
   if (!empty() && src.size == size && src.type() == type()) {
-    Stream s(data_->device()->sdkQueue());
+    Stream s(data_->device()->libraryQueue());
     detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();
     return;
   }
   GpuMatND fresh(src.size, src.type(), empty() ? ComputeDevice::defaultDevice() : device());
-  Stream s(fresh.data_->device()->sdkQueue());
+  Stream s(fresh.data_->device()->libraryQueue());
   detail::enqueueCopy(fn, *s.impl(), fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src), true)
       ->synchronize();
   swap(fresh);

@@ -323,15 +323,15 @@ void CudaDevice::loadKernelsOnce() {
   });
 }
 
-const std::shared_ptr<QueueImpl>& CudaDevice::sdkQueue() {
+const std::shared_ptr<QueueImpl>& CudaDevice::libraryQueue() {
   std::call_once(sdkOnce_, [this] {
     loadKernelsOnce();
     DeviceGuard guard(ordinal_);
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    sdkQueue_ = std::make_shared<CudaQueue>(shared_from_this(), stream, true);
+    libraryQueue_ = std::make_shared<CudaQueue>(shared_from_this(), stream, true);
   });
-  return sdkQueue_;
+  return libraryQueue_;
 }
 
 std::shared_ptr<QueueImpl> CudaDevice::doCreateQueue() {
@@ -503,7 +503,7 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
   if (!guard.ok()) return;  // runtime gone (process exit): the memory dies with the context
   cudaStream_t stream = nullptr;
   try {
-    stream = static_cast<CudaQueue&>(*sdkQueue()).stream();
+    stream = static_cast<CudaQueue&>(*libraryQueue()).stream();
   } catch (...) {
     (void)cudaGetLastError();
     // No library stream: fall back to a device-wide barrier and a synchronous free.

@@ -208,7 +208,7 @@ class CudaDevice final : public DeviceImpl {
   std::size_t totalMemory() override { return totalMemory_; }
   std::size_t freeMemory() override;
 
-  const std::shared_ptr<QueueImpl>& sdkQueue() override;
+  const std::shared_ptr<QueueImpl>& libraryQueue() override;
 
   // ---- internals used by the other backend files ----
   /// "cuda:N", for messages.
@@ -278,7 +278,7 @@ class CudaDevice final : public DeviceImpl {
   std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
   std::mutex stagingMutex_;
   std::vector<cudaStream_t> stagingStreams_;  ///< side streams not reserved by a transfer
-  std::shared_ptr<QueueImpl> sdkQueue_;
+  std::shared_ptr<QueueImpl> libraryQueue_;
   std::once_flag poolOnce_;
   std::atomic<cudaMemPool_t> pool_{nullptr};  ///< read by the exit handler too
 

@@ -222,7 +222,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
 
   QueueImpl* work = &q;
   if (isSpecialStream(callerStream)) {
-    work = sdkQueue().get();
+    work = libraryQueue().get();
     auto callerSoFar = q.recordEvent();
     work->waitEvent(*callerSoFar);
   }
@@ -256,7 +256,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
         if (!srcPacked) {
           // The source's library stream packs the region once `work` has waited for
           // the source allocation's recorded work (OrderedUse above).
-          QueueImpl& sourceQueue = *source->sdkQueue();
+          QueueImpl& sourceQueue = *source->libraryQueue();
           auto ready = work->recordEvent();
           sourceQueue.waitEvent(*ready);
           sourceTemp = std::make_unique<SourceTemp>(*source, sourceQueue, *work, bytes, fn);

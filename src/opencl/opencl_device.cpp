@@ -49,7 +49,7 @@ std::shared_ptr<OpenCLDevice> OpenCLDevice::create(cl_platform_id platform, cl_c
     // adopted device must be destructible, so its sdk queue only points back.
     std::shared_ptr<DeviceImpl> back =
         adopted ? std::shared_ptr<DeviceImpl>(std::shared_ptr<DeviceImpl>(), dev.get()) : dev;
-    dev->sdkQueue_ = std::make_shared<OpenCLQueue>(std::move(back), queue, profiled);
+    dev->libraryQueue_ = std::make_shared<OpenCLQueue>(std::move(back), queue, profiled);
   } catch (...) {
     clReleaseCommandQueue(queue);
     throw;
@@ -102,7 +102,7 @@ OpenCLDevice::~OpenCLDevice() {
   for (auto& [name, slot] : kernels_) clReleaseKernel(slot->kernel);
   kernels_.clear();
   if (program_) clReleaseProgram(program_);
-  sdkQueue_.reset();
+  libraryQueue_.reset();
   clReleaseContext(context_);
   if (adopted_) clReleaseDevice(device_);
 }

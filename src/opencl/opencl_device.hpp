@@ -67,7 +67,7 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t totalMemory() override { return globalMemBytes_; }
   std::size_t freeMemory() override;
 
-  const std::shared_ptr<QueueImpl>& sdkQueue() override { return sdkQueue_; }
+  const std::shared_ptr<QueueImpl>& libraryQueue() override { return libraryQueue_; }
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -138,7 +138,7 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t globalMemBytes_ = 0;
   std::size_t maxAllocBytes_ = 0;
   bool hasFp64_ = false;
-  std::shared_ptr<QueueImpl> sdkQueue_;
+  std::shared_ptr<QueueImpl> libraryQueue_;
 
   std::mutex programMutex_;
   cl_program program_ = nullptr;

@@ -166,9 +166,9 @@ std::shared_ptr<QueueImpl> OpenCLDevice::doCreateQueue() {
 }
 
 std::shared_ptr<QueueImpl> OpenCLDevice::doWrapQueue(void* native) {
-  auto* sdk = static_cast<cl_command_queue>(sdkQueue_->native());
+  auto* sdk = static_cast<cl_command_queue>(libraryQueue_->native());
   cl_command_queue q = native == nullptr ? sdk : static_cast<cl_command_queue>(native);
-  if (q == sdk && !adopted_) return sdkQueue_;
+  if (q == sdk && !adopted_) return libraryQueue_;
   if (q != sdk) {
     const std::string why = queueMismatch(q, context_, device_);
     if (!why.empty())

@@ -142,6 +142,6 @@ DeviceArray<ColorRGBA> linearColors(const DeviceArray<ColorRGBA_SRGB>& srgb, con
   return linear;
 }
 
-void finishDeviceQueue(const ComputeDevice& device) { device.impl()->sdkQueue()->synchronize(); }
+void finishDeviceQueue(const ComputeDevice& device) { device.impl()->libraryQueue()->synchronize(); }
 
 }  // namespace devicearray::detail::pc
