@@ -38,11 +38,13 @@ demo:
 
 # The include layering (scripts/check-layering.py), the C++ suite (ctest: every
 # backend present, CUDA tests skip without a GPU),
-# then the Python package built into a venv under the build tree and its pytest suite.
+# then the Python package built into a venv under the build tree and its pytest suite,
+# then a program built against the installed tree with find_package (tests/consumer).
 test: build
 	@python3 scripts/check-layering.py
 	@ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	@./scripts/python-test.sh $(BUILD)
+	@./scripts/consumer-test.sh $(BUILD)
 
 # ASan+UBSan over the whole suite and TSan over the stress test (docs/RELIABILITY.md).
 sanitize: deps
