@@ -335,70 +335,67 @@ def test_transform_refuses_matrices_that_are_not_4x4(device, matrix):
 
 # ------------------------------------------- one object, many threads (15) --
 
+def run_concurrently(write, read, readers, seconds):
+    """Calls write() in a loop on one thread and read() on `readers` threads for
+    `seconds`; returns what read() reported (a list of problems)."""
+    stop = threading.Event()
+    problems = []
+
+    def loop(step):
+        while not stop.is_set():
+            step(problems)
+
+    threads = [threading.Thread(target=loop, args=(lambda _: write(),))]
+    threads += [threading.Thread(target=loop, args=(read,)) for _ in range(readers)]
+    for t in threads:
+        t.start()
+    threading.Event().wait(seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    return problems
+
+
 def test_shared_gpu_mat_nd_is_never_seen_half_changed(device):
     small = np.arange(6, dtype=np.float32)
     large = np.arange(4 * 50, dtype=np.float32).reshape(4, 50)
     shared = da.from_numpy(small, device=device)
-    stop = threading.Event()
-    problems = []
+    flip = [False]
 
-    def writer():
-        flip = False
-        while not stop.is_set():
-            shared.release()
-            shared.upload(large if flip else small)
-            flip = not flip
+    def write():
+        shared.release()
+        shared.upload(large if flip[0] else small)
+        flip[0] = not flip[0]
 
-    def reader():
-        while not stop.is_set():
-            try:
-                seen = shared.to_numpy()
-            except RuntimeError as e:  # the moment between release() and upload()
-                if "empty" not in str(e):
-                    problems.append(repr(e))
-                continue
-            except Exception as e:  # noqa: BLE001 - anything else is a torn read
+    def read(problems):
+        try:
+            seen = shared.to_numpy()
+        except RuntimeError as e:  # the moment between release() and upload()
+            if "empty" not in str(e):
                 problems.append(repr(e))
-                continue
-            if not (np.array_equal(seen, small) or np.array_equal(seen, large)):
-                problems.append(f"torn read: shape {seen.shape}")
+            return
+        except Exception as e:  # noqa: BLE001 - anything else is a torn read
+            problems.append(repr(e))
+            return
+        if not (np.array_equal(seen, small) or np.array_equal(seen, large)):
+            problems.append(f"torn read: shape {seen.shape}")
 
-    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
-    for t in threads:
-        t.start()
-    threading.Event().wait(1.5)
-    stop.set()
-    for t in threads:
-        t.join()
-    assert problems == []
+    assert run_concurrently(write, read, readers=3, seconds=1.5) == []
 
 
 def test_shared_point_cloud_is_never_seen_half_changed(device):
     points = reference((8, 8, 3), np.float32)
     cloud = da.PointCloud(da.from_numpy(points, format=da.Format.PointXYZ, device=device))
-    stop = threading.Event()
-    problems = []
 
-    def writer():
-        while not stop.is_set():
-            cloud.transform(np.eye(4, dtype=np.float32))
+    def read(problems):
+        try:
+            out = cloud.device_points_xyz().to_numpy()
+            if out.shape != (8, 8, 3):
+                problems.append(out.shape)
+        except Exception as e:  # noqa: BLE001
+            problems.append(repr(e))
 
-    def reader():
-        while not stop.is_set():
-            try:
-                out = cloud.device_points_xyz().to_numpy()
-                if out.shape != (8, 8, 3):
-                    problems.append(out.shape)
-            except Exception as e:  # noqa: BLE001
-                problems.append(repr(e))
-
-    threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
-    for t in threads:
-        t.start()
-    threading.Event().wait(1.0)
-    stop.set()
-    for t in threads:
-        t.join()
+    problems = run_concurrently(lambda: cloud.transform(np.eye(4, dtype=np.float32)), read, readers=1, seconds=1.0)
     assert problems == []
     np.testing.assert_allclose(cloud.device_points_xyz().to_numpy(), points, rtol=1e-6)
 
