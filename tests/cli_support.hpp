@@ -16,6 +16,8 @@
 #include <string>
 #include <system_error>
 
+#include "scratch_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -30,16 +32,8 @@ constexpr const char* kCli = nullptr;
   if (kCli == nullptr || !fs::exists(kCli)) \
   GTEST_SKIP() << "the devicearray command was not built (DEVICEARRAY_BUILD_TOOLS=OFF or no CLI11)"
 
-/// This test process's scratch folder (named after the test program and its pid).
-fs::path tempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() /
-                 (std::string(program_invocation_short_name) + "_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+/// This test process's scratch folder.
+fs::path tempDir() { return datest::scratchDir(); }
 
 /// Removes the scratch folder after the last test.
 class RemoveTempDir : public ::testing::Environment {

@@ -26,6 +26,7 @@
 
 #include "devicearray/io.hpp"
 #include "interrupted_write.hpp"
+#include "scratch_dir.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -35,14 +36,7 @@ using devicearray::PlyFormat;
 
 namespace {
 
-fs::path tempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("devicearray_file_safety_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path tempDir() { return datest::scratchDir(); }
 
 class RemoveTempDir : public ::testing::Environment {
  public:

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "scratch_dir.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -24,14 +25,7 @@ using devicearray::PlyFormat;
 
 namespace {
 
-fs::path tempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("devicearray_ply_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path tempDir() { return datest::scratchDir(); }
 
 void writeFile(const fs::path& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "scratch_dir.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -18,14 +19,7 @@ using devicearray::HostImage;
 
 namespace {
 
-fs::path tempDir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("devicearray_png_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path tempDir() { return datest::scratchDir(); }
 
 #define REQUIRE_PNG()                                                                         \
   if (!devicearray::pngSupported()) GTEST_SKIP() << "this build has no libpng (PNG is optional)"
