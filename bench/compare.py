@@ -43,7 +43,8 @@ FRAME_ELEMENTS = 1920 * 1200
 LARGE_ELEMENTS = 1 << 26
 ALLOC_TARGET_US = 2.0
 CONVERT_ALLOC_TARGET_US = 25.0
-PIPELINE_TARGET_US = 1000.0
+PIPELINE_TARGET_US = 120.0
+PIPELINE_VS_TORCH = 10.0  # ours at least this many times faster than the PyTorch pipeline
 
 # devicearray op -> the raw CUDA baseline of core_bench (cuda_baseline.cu).
 BASELINES = {
@@ -340,6 +341,18 @@ def evaluate_targets(m: Measurements) -> list[Verdict]:
                          "" if ok else "two count read-backs (unorganize, voxel) block the host"))
     else:
         v.append(Verdict("1920×1200 point-cloud pipeline", "-", f"< {PIPELINE_TARGET_US:g} µs", None, "not measured"))
+    frame = FRAME_ELEMENTS
+    torch_pipe = m.get("torch", "pc_pipeline", frame)
+    for label, ours in (("C++", r), ("Python API", m.get("python", "pc_pipeline", frame))):
+        if ours is None or torch_pipe is None:
+            v.append(Verdict(f"1920×1200 pipeline through {label} vs PyTorch", "-", f"≥ {PIPELINE_VS_TORCH:g}×", None,
+                             "not measured"))
+            continue
+        x = torch_pipe.seconds / ours.seconds
+        ok = x >= PIPELINE_VS_TORCH
+        v.append(Verdict(f"1920×1200 pipeline through {label} vs PyTorch", f"{x:.1f}×", f"≥ {PIPELINE_VS_TORCH:g}×",
+                         ok, f"{x - PIPELINE_VS_TORCH:+.1f}×",
+                         "" if ok else "host synchronizations and the voxel sort dominate (PERFORMANCE.md)"))
 
     dl = m.get("python", "__dlpack__", None)
     if dl is not None:
@@ -882,6 +895,14 @@ def main(argv=None) -> int:
                 m.notes.append(f"{PEER_LABEL[peer]} skipped: not importable ({e})")
             except Exception as e:  # noqa: BLE001 — a peer's failure must not lose the report
                 m.notes.append(f"{PEER_LABEL[peer]} skipped: {type(e).__name__}: {e}")
+        try:
+            import pipeline_peers
+
+            pipeline_peers.measure(m, Result, _Timer, args.build, args.peer_min_time)
+        except ImportError as e:
+            m.notes.append(f"pipeline peers skipped: not importable ({e})")
+        except Exception as e:  # noqa: BLE001
+            m.notes.append(f"pipeline peers skipped: {type(e).__name__}: {e}")
         try:
             measure_python_dlpack(m, args.build, args.peer_min_time)
         except ImportError as e:
