@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "pointcloud/pointcloud_internal.hpp"
+#include "pointcloud/scratch_layout.hpp"
 
 namespace devicearray {
 
@@ -402,23 +403,25 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
   const auto q = pc::queueOf(device(), sq, fn);
   const std::size_t n = size();
-  const auto flags = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
-  const auto offsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  pc::ScratchLayout layout;
+  const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
+  const std::size_t offsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
+  const auto scratch = layout.allocate(*q);
   const pc::CompactResult cap = pc::allocateAttributes(*q, n, hasColors(), hasSNRs(), fn);
   std::uint32_t count = 0;
   {
-    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), flags.get(),
-                        offsets.get(), pc::storageOf(cap.xyz), pc::storageOf(cap.colors), pc::storageOf(cap.snrs)});
-    pc::launch(*q, "da_pc_valid_flags", n + 1, 1, {pc::i64(n), pc::arg(xyz_), pc::arg(flags)});
-    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {offsets.get(), 0}, n + 1);
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scratch.get(),
+                        pc::storageOf(cap.xyz)});
+    pc::launch(*q, "da_pc_valid_flags", n + 1, 1, {pc::i64(n), pc::arg(xyz_), pc::arg(scratch, flagsAt)});
+    detail::algo::exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
     pc::launch(*q, "da_pc_compact", n, 1,
-               {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(offsets),
-                pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
-                pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
+               {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0),
+                pc::arg(scratch, offsetsAt), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
+                pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
     use.commit();
   }
   // The one host sync of this operation: the output size.
-  pc::readBack(*q, offsets.get(), n * sizeof(std::uint32_t), &count, sizeof(count));
+  pc::readBack(*q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
   const pc::CompactResult r = pc::trimmed(*q, cap, n, count, fn);
   return UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_);
 }

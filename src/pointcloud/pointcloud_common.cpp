@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "pointcloud/pointcloud_internal.hpp"
+#include "pointcloud/scratch_layout.hpp"
 
 namespace devicearray::detail::pc {
 
@@ -91,12 +92,27 @@ void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointX
 }
 
 CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn) {
+  if (count > static_cast<std::size_t>(INT32_MAX))
+    raise(ErrorCode::OutOfRange, fn, std::to_string(count) + " points exceed the INT_MAX limit of a DeviceArray");
+  ScratchLayout layout;
+  const std::size_t xyzAt = layout.add(count, sizeof(PointXYZ), fn);
+  const std::size_t colorsAt = colors ? layout.add(count, sizeof(ColorRGBA), fn) : 0;
+  const std::size_t snrsAt = snrs ? layout.add(count, sizeof(SNR), fn) : 0;
+  const std::shared_ptr<Allocation> block = layout.allocate(q);
+  const int n = static_cast<int>(count);
   CompactResult r;
-  r.xyz = allocateUnorganized<PointXYZ>(q, count, fn);
-  if (colors) r.colors = allocateUnorganized<ColorRGBA>(q, count, fn);
-  if (snrs) r.snrs = allocateUnorganized<SNR>(q, count, fn);
+  r.xyz = wrapStorage<PointXYZ>(block, xyzAt, false, 1, n);
+  if (colors) r.colors = wrapStorage<ColorRGBA>(block, colorsAt, false, 1, n);
+  if (snrs) r.snrs = wrapStorage<SNR>(block, snrsAt, false, 1, n);
   return r;
 }
+
+namespace {
+template <class F>
+void copyPrefix(QueueImpl& q, const DeviceArray<F>& dst, const DeviceArray<F>& src, std::size_t count) {
+  copyBytes(q, storageOf(dst), dst.span().offset, storageOf(src), src.span().offset, count * sizeof(F));
+}
+}  // namespace
 
 CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capacityCount, std::size_t count,
                       const char* fn) {
@@ -112,11 +128,9 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
   r = allocateAttributes(q, count, cap.colors.isValid(), cap.snrs.isValid(), fn);
   OrderedUse use(q, {storageOf(r.xyz), storageOf(r.colors), storageOf(r.snrs), storageOf(cap.xyz),
                      storageOf(cap.colors), storageOf(cap.snrs)});
-  copyBytes(q, storageOf(r.xyz), 0, storageOf(cap.xyz), cap.xyz.span().offset, count * sizeof(PointXYZ));
-  if (r.colors.isValid())
-    copyBytes(q, storageOf(r.colors), 0, storageOf(cap.colors), cap.colors.span().offset, count * sizeof(ColorRGBA));
-  if (r.snrs.isValid())
-    copyBytes(q, storageOf(r.snrs), 0, storageOf(cap.snrs), cap.snrs.span().offset, count * sizeof(SNR));
+  copyPrefix(q, r.xyz, cap.xyz, count);
+  if (r.colors.isValid()) copyPrefix(q, r.colors, cap.colors, count);
+  if (r.snrs.isValid()) copyPrefix(q, r.snrs, cap.snrs, count);
   use.commit();
   return r;
 }

@@ -25,27 +25,29 @@ std::shared_ptr<QueueImpl> queueOf(const ComputeDevice& device, const StreamOrQu
 /// count * elemBytes, OutOfRange when it overflows.
 std::size_t checkedBytes(std::size_t count, std::size_t elemBytes, const char* fn);
 
-/// A DeviceArray over `bytes`-sized stream-ordered storage allocated on `q`.
+/// A packed DeviceArray over stream-ordered storage, starting `offset` bytes into it.
 template <class F>
-DeviceArray<F> wrapStorage(std::shared_ptr<Allocation> storage, bool organized, int height, int width) {
+DeviceArray<F> wrapStorage(std::shared_ptr<Allocation> storage, std::size_t offset, bool organized, int height,
+                           int width) {
   const int type = makeType(F::depth, F::channels);
   if (organized)
     return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(
-        std::move(storage), 0, {height, width}, type, {static_cast<std::size_t>(width) * sizeof(F), sizeof(F)}));
-  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(std::move(storage), 0, {width}, type, {sizeof(F)}));
+        std::move(storage), offset, {height, width}, type, {static_cast<std::size_t>(width) * sizeof(F), sizeof(F)}));
+  return DeviceArray<F>::fromGpuMatND(
+      GpuMatND::fromAllocation(std::move(storage), offset, {width}, type, {sizeof(F)}));
 }
 
 template <class F>
 DeviceArray<F> allocateOrganized(QueueImpl& q, int height, int width, const char* fn) {
   const std::size_t n = checkedBytes(static_cast<std::size_t>(height), static_cast<std::size_t>(width), fn);
-  return wrapStorage<F>(q.device()->allocate(checkedBytes(n, sizeof(F), fn), q), true, height, width);
+  return wrapStorage<F>(q.device()->allocate(checkedBytes(n, sizeof(F), fn), q), 0, true, height, width);
 }
 
 template <class F>
 DeviceArray<F> allocateUnorganized(QueueImpl& q, std::size_t count, const char* fn) {
   if (count > static_cast<std::size_t>(INT32_MAX))
     raise(ErrorCode::OutOfRange, fn, std::to_string(count) + " points exceed the INT_MAX limit of a DeviceArray");
-  return wrapStorage<F>(q.device()->allocate(checkedBytes(count, sizeof(F), fn), q), false, 1,
+  return wrapStorage<F>(q.device()->allocate(checkedBytes(count, sizeof(F), fn), q), 0, false, 1,
                         static_cast<int>(count));
 }
 
@@ -110,7 +112,8 @@ struct CompactResult {
   DeviceArray<ColorRGBA> colors;
   DeviceArray<SNR> snrs;
 };
-/// Unorganized arrays of `count` points each, with colours and SNRs only where asked for.
+/// Unorganized arrays of `count` points each, with colours and SNRs only where asked for,
+/// as slices of one allocation (one driver call to allocate and one to free).
 CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn);
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);

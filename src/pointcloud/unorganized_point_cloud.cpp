@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "pointcloud/pointcloud_internal.hpp"
+#include "pointcloud/scratch_layout.hpp"
 
 namespace devicearray {
 
@@ -133,52 +134,60 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const std::size_t n = size();
   const bool color = hasColors(), snr = hasSNRs();
   // Scalars: [0] status (u32), [1] output count (u32), [4..6] min corner (floats).
-  const auto scalars = pc::scratch(*q, 8, sizeof(std::uint32_t), fn);
-  const auto keys = pc::scratch(*q, n, sizeof(std::uint64_t), fn);
-  const auto sortedKeys = pc::scratch(*q, n, sizeof(std::uint64_t), fn);
-  const auto indices = pc::scratch(*q, n, sizeof(std::uint32_t), fn);
-  const auto order = pc::scratch(*q, n, sizeof(std::uint32_t), fn);
-  const auto flags = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);      // heads, then keep flags
-  const auto segmentOf = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
-  const auto starts = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
-  const auto keepOffsets = pc::scratch(*q, n + 1, sizeof(std::uint32_t), fn);
+  pc::ScratchLayout layout;
+  const std::size_t scalarsAt = layout.add(8, sizeof(std::uint32_t), fn);
+  const std::size_t keysAt = layout.add(n, sizeof(std::uint64_t), fn);
+  const std::size_t sortedKeysAt = layout.add(n, sizeof(std::uint64_t), fn);
+  const std::size_t indicesAt = layout.add(n, sizeof(std::uint32_t), fn);
+  const std::size_t orderAt = layout.add(n, sizeof(std::uint32_t), fn);
+  const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);  // heads, then keep flags
+  const std::size_t segmentOfAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
+  const std::size_t startsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
+  const std::size_t keepOffsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
+  const std::size_t xyzSortedAt = layout.add(n, sizeof(PointXYZ), fn);
+  const std::size_t colorsSortedAt = color ? layout.add(n, sizeof(ColorRGBA), fn) : xyzSortedAt;
+  const std::size_t snrsSortedAt = snr ? layout.add(n, sizeof(SNR), fn) : xyzSortedAt;
+  const auto scratch = layout.allocate(*q);
+  detail::Allocation* const t = scratch.get();
   const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, fn);
   {
-    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scalars.get(), keys.get(),
-                        sortedKeys.get(), indices.get(), order.get(), flags.get(), segmentOf.get(), starts.get(),
-                        keepOffsets.get(), pc::storageOf(cap.xyz), pc::storageOf(cap.colors),
-                        pc::storageOf(cap.snrs)});
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), t,
+                        pc::storageOf(cap.xyz)});
     detail::FillDesc zero;
     zero.dims = 1;
     zero.size[0] = 1;
     zero.step[0] = 4;
     zero.elemSize = 4;
-    zero.dst = detail::MemRef::dev(scalars.get(), 0);
+    zero.dst = detail::MemRef::dev(t, scalarsAt);
     q->device()->fill(zero, *q);
-    detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {scalars.get(), 16});
+    detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
     pc::launch(*q, "da_vx_keys", n, 1,
-               {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scalars, 16), pc::arg(xyz_), pc::arg(keys),
-                pc::arg(indices), pc::arg(scalars, 0)});
-    detail::algo::sortPairsU64U32(*q, {keys.get(), 0}, {indices.get(), 0}, {sortedKeys.get(), 0}, {order.get(), 0},
-                                  n, 63);
-    pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(sortedKeys), pc::arg(flags)});
-    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {segmentOf.get(), 0}, n + 1);
-    pc::launch(*q, "da_vx_starts", n + 1, 1, {pc::i64(n), pc::arg(segmentOf), pc::arg(starts)});
+               {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_),
+                pc::arg(scratch, keysAt), pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt)});
+    detail::algo::sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n, 63);
+    pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt)});
+    detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
+    pc::launch(*q, "da_vx_starts", n + 1, 1,
+               {pc::i64(n), pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt)});
     pc::launch(*q, "da_vx_keep", n + 1, 1,
-               {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(segmentOf), pc::arg(starts),
-                pc::arg(sortedKeys), pc::arg(flags)});
-    detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
+               {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(scratch, segmentOfAt),
+                pc::arg(scratch, startsAt), pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt)});
+    detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
+    pc::launch(*q, "da_vx_gather", n, 1,
+               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(scratch, orderAt),
+                pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(scratch, xyzSortedAt),
+                pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt)});
     pc::launch(*q, "da_vx_reduce", n, 1,
-               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(segmentOf),
-                pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-                pc::argOr(snrs_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-                pc::argOr(cap.snrs, cap.xyz)});
-    pc::copyBytes(*q, scalars.get(), 4, keepOffsets.get(), n * sizeof(std::uint32_t), sizeof(std::uint32_t));
+               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(scratch, segmentOfAt),
+                pc::arg(scratch, startsAt), pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, xyzSortedAt),
+                pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt), pc::arg(cap.xyz),
+                pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
+    pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
   }
   // The one host sync: status and voxel count together.
   std::uint32_t result[2] = {0, 0};
-  pc::readBack(*q, scalars.get(), 0, result, sizeof(result));
+  pc::readBack(*q, t, scalarsAt, result, sizeof(result));
   if (result[0] != 0)
     pc::raise(ErrorCode::InvalidArgument, fn,
               std::string("voxelSize ") + sizeText + " is too small for the cloud's extent: an axis would need " +
