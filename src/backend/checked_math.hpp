@@ -21,8 +21,10 @@ constexpr const char* typeName() {
   else return "uint64";
 }
 
+/// Throws the overflow of `a op b`; returns T so that it can end a conditional.
 template <class T>
-[[noreturn]] void overflow(T a, char op, T b, const char* fn) {
+T overflow(T a, char op, T b, const char* fn) {
+  static_assert(std::is_integral_v<T> && sizeof(T) == 8, "checked arithmetic is for 64-bit sizes and offsets");
   throw Error(ErrorCode::OutOfRange, std::string(fn) + ": size overflows (" + std::to_string(a) + " " + op + " " +
                                          std::to_string(b) + " does not fit in " + typeName<T>() + ")");
 }
@@ -32,19 +34,15 @@ template <class T>
 /// type of `a`).
 template <class T>
 T checkedMul(T a, std::type_identity_t<T> b, const char* fn) {
-  static_assert(std::is_integral_v<T> && sizeof(T) == 8, "checkedMul is for 64-bit sizes and offsets");
   T r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) checked_math_detail::overflow(a, '*', b, fn);
-  return r;
+  return __builtin_mul_overflow(a, b, &r) ? checked_math_detail::overflow(a, '*', b, fn) : r;
 }
 
 /// a + b, throwing OutOfRange (naming `fn`) when the sum does not fit in T.
 template <class T>
 T checkedAdd(T a, std::type_identity_t<T> b, const char* fn) {
-  static_assert(std::is_integral_v<T> && sizeof(T) == 8, "checkedAdd is for 64-bit sizes and offsets");
   T r = 0;
-  if (__builtin_add_overflow(a, b, &r)) checked_math_detail::overflow(a, '+', b, fn);
-  return r;
+  return __builtin_add_overflow(a, b, &r) ? checked_math_detail::overflow(a, '+', b, fn) : r;
 }
 
 }  // namespace devicearray::detail
