@@ -126,14 +126,19 @@ class Allocation {
   std::weak_ptr<Allocation> orderingParent_;         // set once, before the alias is shared
 };
 
-/// One side of a transfer: host memory, or device storage + byte offset.
+/// A place in device memory: an allocation and a byte offset into it.
+struct BufferRef {
+  Allocation* allocation = nullptr;
+  std::size_t offset = 0;
+};
+
+/// One side of a transfer: host memory, or a place in device memory.
 struct MemRef {
   void* host = nullptr;
-  Allocation* device = nullptr;
-  std::size_t offset = 0;
-  bool isHost() const { return device == nullptr; }
-  static MemRef hostPtr(void* p) { return MemRef{p, nullptr, 0}; }
-  static MemRef dev(Allocation* a, std::size_t off) { return MemRef{nullptr, a, off}; }
+  BufferRef buffer;
+  bool isHost() const { return buffer.allocation == nullptr; }
+  static MemRef hostPtr(void* p) { return MemRef{p, {}}; }
+  static MemRef dev(Allocation* a, std::size_t off) { return MemRef{nullptr, {a, off}}; }
 };
 
 /// Copy `size` (per axis) elements of `elemSize` bytes from src to dst, each side
@@ -291,11 +296,13 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
     return doAdopt(handle, bytes);
   }
 
-  /// Enqueues the strided copy on `q` (host<->device or within this device).
+  /// Enqueues the strided copy on `q` (host<->device or within this device). The
+  /// copy planner (copy_plan.cpp) validates it and carries it out with the
+  /// backend's copy steps (the doCopy* primitives below).
   void copy(const CopyDesc& desc, QueueImpl& q) {
     requireNotForked("device copy");
     faultPoint(FaultKind::deviceCopy, "copy");
-    doCopy(desc, q);
+    copyByPlan(desc, q);
   }
   /// A device-to-device copy from memory of `srcDevice` (desc.src) into memory of
   /// this device (desc.dst), enqueued on `q` (a queue of this device) without
@@ -353,7 +360,26 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) = 0;
   virtual std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) = 0;
   virtual std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) = 0;
-  virtual void doCopy(const CopyDesc& desc, QueueImpl& q) = 0;
+  /// The copy planner (copy_plan.cpp): validates `desc` and picks the steps below.
+  void copyByPlan(const CopyDesc& desc, QueueImpl& q);
+
+  // The steps of a copy. The planner has validated the descriptor (shape, bounds,
+  // not host to host); device sides must still be checked to be this device's.
+  /// Both sides one contiguous run of `bytes` bytes.
+  virtual void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) = 0;
+  /// The copy as one pitched-rectangle command, where the backend has one that
+  /// expresses this layout and is the faster way; false, having enqueued nothing,
+  /// otherwise.
+  virtual bool doCopyRect(const CopyDesc& desc, QueueImpl& q) = 0;
+  /// Device to device in any layout: the strided copy kernel.
+  virtual void doCopyStrided(const CopyDesc& desc, QueueImpl& q) = 0;
+  /// Host to device or back where the device side is packed (`bytes` bytes) and the
+  /// host side is any layout: one transfer of the packed image, the host side
+  /// packed or unpacked in queue order.
+  virtual void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) = 0;
+  /// Device memory of `bytes` bytes for a staged copy's packed image, usable on `q`
+  /// and returned in q's order (after the work enqueued so far) when destroyed.
+  virtual std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) = 0;
   virtual bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
     (void)desc;
     (void)srcDevice;

@@ -19,13 +19,15 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
                                        bool hostMayBlock) {
   requireNotForked(fn);  // names the public call before any ordering touches the driver
   const auto& qdev = q.device();
-  if (src.alloc && dst.alloc && src.alloc->device() != dst.alloc->device()) {
+  Allocation* const dstAlloc = dst.allocation();
+  Allocation* const srcAlloc = src.allocation();
+  if (srcAlloc && dstAlloc && srcAlloc->device() != dstAlloc->device()) {
     // Different devices: the destination's backend moves the data directly when it
     // can (CUDA peer copies), ordered on q without blocking the host.
-    if (dst.alloc->device() == qdev) {
-      CopyDesc desc = makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step);
+    if (dstAlloc->device() == qdev) {
+      CopyDesc desc = makeCopy(size, elemSize, dst.memory, dst.step, src.memory, src.step);
       desc.hostMayBlock = hostMayBlock;
-      if (qdev->copyAcrossDevices(desc, *src.alloc->device(), q)) return q.recordEvent();
+      if (qdev->copyAcrossDevices(desc, *srcAlloc->device(), q)) return q.recordEvent();
     }
     // Otherwise (another backend, e.g. CUDA <-> OpenCL): stage through page-locked
     // host memory; the source side blocks.
@@ -33,22 +35,20 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
     const std::size_t bytes = spanBytes(size, packed, elemSize);
     std::shared_ptr<void> buffer(allocatePinnedHost(bytes), [](void* p) { freePinnedHost(p); });
     if (!buffer) buffer = std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
-    Region host;
-    host.host = buffer.get();
-    host.step = packed;
-    QueueImpl& srcQueue = *src.alloc->device()->libraryQueue();
+    const Region host = Region::host(buffer.get(), packed);
+    QueueImpl& srcQueue = *srcAlloc->device()->libraryQueue();
     enqueueCopy(fn, srcQueue, size, elemSize, host, src, true)->synchronize();
     auto ev = enqueueCopy(fn, q, size, elemSize, dst, host, true);
     // The staging buffer must outlive the enqueued upload.
     ev->synchronize();
     return ev;
   }
-  for (const Region* r : {&dst, &src})
-    if (r->alloc && r->alloc->device() != qdev)
-      fail(ErrorCode::InvalidArgument, std::string(fn) + ": memory of " + ComputeDevice(r->alloc->device()).toString() +
+  for (const Allocation* a : {dstAlloc, srcAlloc})
+    if (a && a->device() != qdev)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": memory of " + ComputeDevice(a->device()).toString() +
                                            " cannot be used on a queue of " + ComputeDevice(qdev).toString());
-  OrderedUse use(q, {dst.alloc.get(), src.alloc.get()});
-  CopyDesc desc = makeCopy(size, elemSize, dst.ref(), dst.step, src.ref(), src.step);
+  OrderedUse use(q, {dstAlloc, srcAlloc});
+  CopyDesc desc = makeCopy(size, elemSize, dst.memory, dst.step, src.memory, src.step);
   desc.hostMayBlock = hostMayBlock;
   qdev->copy(desc, q);
   auto ev = use.commit();
@@ -57,9 +57,9 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
 
 std::shared_ptr<EventImpl> enqueueFill(QueueImpl& q, const std::vector<int>& size, std::size_t elemSize,
                                        const Region& dst, const unsigned char* pattern) {
-  FillDesc f = makeFill(size, elemSize, dst.ref(), dst.step);
+  FillDesc f = makeFill(size, elemSize, dst.memory, dst.step);
   std::memcpy(f.pattern.data(), pattern, elemSize);
-  OrderedUse use(q, {dst.alloc.get()});
+  OrderedUse use(q, {dst.allocation()});
   q.device()->fill(f, q);
   return use.commit();
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -15,13 +16,28 @@ namespace devicearray::detail {
 /// The queue `stream` wraps, after checking it lives on `device` (InvalidArgument).
 QueueImpl& queueFor(const char* fn, Stream& stream, const std::shared_ptr<DeviceImpl>& device);
 
-/// One side of a copy: host memory (alloc == nullptr, host pointer) or device storage.
+/// One side of a copy: host memory or a place in device memory (MemRef), with the
+/// byte step of every axis. `owner` keeps a device side's allocation alive.
 struct Region {
-  std::shared_ptr<Allocation> alloc;
-  void* host = nullptr;
-  std::size_t offset = 0;
+  MemRef memory;
+  std::shared_ptr<Allocation> owner;
   std::vector<std::size_t> step;
-  MemRef ref() const { return alloc ? MemRef::dev(alloc.get(), offset) : MemRef::hostPtr(host); }
+
+  static Region device(std::shared_ptr<Allocation> allocation, std::size_t offset, std::vector<std::size_t> step) {
+    Region r;
+    r.memory = MemRef::dev(allocation.get(), offset);
+    r.owner = std::move(allocation);
+    r.step = std::move(step);
+    return r;
+  }
+  static Region host(void* data, std::vector<std::size_t> step) {
+    Region r;
+    r.memory = MemRef::hostPtr(data);
+    r.step = std::move(step);
+    return r;
+  }
+  /// The device allocation, or null for host memory.
+  Allocation* allocation() const { return memory.buffer.allocation; }
 };
 
 /// Enqueues on `q` a copy of `size` elements of `elemSize` bytes from src to dst,

@@ -22,11 +22,7 @@ void validateRowsCols(const char* fn, int rows, int cols) {
 }
 
 detail::Region regionOf(const GpuMat& m) {
-  detail::Region r;
-  r.alloc = m.allocation();
-  r.offset = m.offset();
-  r.step = {m.step, m.elemSize()};
-  return r;
+  return detail::Region::device(m.allocation(), m.offset(), {m.step, m.elemSize()});
 }
 
 std::shared_ptr<detail::EventImpl> copyInto(const char* fn, detail::QueueImpl& q, const GpuMat& src, GpuMat& dst) {

@@ -20,20 +20,9 @@ void requireNonEmpty(const GpuMatND& m, const char* fn) {
   if (m.empty()) fail(ErrorCode::InvalidState, std::string(fn) + ": the array is empty");
 }
 
-detail::Region regionOf(const GpuMatND& m) {
-  detail::Region r;
-  r.alloc = m.allocation();
-  r.offset = m.offset();
-  r.step = m.step;
-  return r;
-}
+detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(m.allocation(), m.offset(), m.step); }
 
-detail::Region regionOf(const HostMat& m) {
-  detail::Region r;
-  r.host = m.data();
-  r.step = m.step;
-  return r;
-}
+detail::Region regionOf(const HostMat& m) { return detail::Region::host(m.data(), m.step); }
 
 }  // namespace
 

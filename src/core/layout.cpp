@@ -5,22 +5,6 @@
 
 namespace devicearray::detail {
 
-std::size_t checkedMul(std::size_t a, std::size_t b, const char* fn) {
-  std::size_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": size overflows (" + std::to_string(a) + " * " +
-                                    std::to_string(b) + " does not fit in size_t)");
-  return r;
-}
-
-std::size_t checkedAdd(std::size_t a, std::size_t b, const char* fn) {
-  std::size_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": size overflows (" + std::to_string(a) + " + " +
-                                    std::to_string(b) + " does not fit in size_t)");
-  return r;
-}
-
 void validateType(const char* fn, int type) {
   if (!isValidType(type))
     fail(ErrorCode::InvalidArgument,
@@ -80,11 +64,7 @@ std::size_t validateShape(const char* fn, const std::vector<int>& size, std::siz
 
 std::vector<std::size_t> continuousSteps(const std::vector<int>& size, std::size_t elemSize) {
   std::vector<std::size_t> step(size.size());
-  std::size_t s = elemSize;
-  for (std::size_t i = size.size(); i-- > 0;) {
-    step[i] = s;
-    s *= static_cast<std::size_t>(size[i]);
-  }
+  packedSteps(static_cast<int>(size.size()), size.data(), elemSize, step.data());
   return step;
 }
 
@@ -123,12 +103,7 @@ std::vector<std::size_t> normalizeSteps(const char* fn, const std::vector<int>& 
 }
 
 bool isPacked(const std::vector<int>& size, const std::vector<std::size_t>& step, std::size_t elemSize) {
-  std::size_t expected = elemSize;
-  for (std::size_t i = size.size(); i-- > 0;) {
-    if (size[i] > 1 && step[i] != expected) return false;
-    expected *= static_cast<std::size_t>(size[i]);
-  }
-  return true;
+  return isPacked(static_cast<int>(size.size()), size.data(), step.data(), elemSize);
 }
 
 std::size_t spanBytes(const std::vector<int>& size, const std::vector<std::size_t>& step, std::size_t elemSize) {

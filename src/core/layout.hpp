@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/checked_math.hpp"
+#include "backend/region.hpp"
 #include "devicearray/types.hpp"
 
 namespace devicearray::detail {
 
-/// a * b, throwing OutOfRange (naming `fn`) on overflow.
-std::size_t checkedMul(std::size_t a, std::size_t b, const char* fn);
-std::size_t checkedAdd(std::size_t a, std::size_t b, const char* fn);
+// checkedMul / checkedAdd: backend/checked_math.hpp; isPacked / packedSteps of
+// descriptors: backend/region.hpp.
 
 /// Throws InvalidArgument unless `type` is a valid type code.
 void validateType(const char* fn, int type);

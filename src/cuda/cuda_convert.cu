@@ -5,7 +5,7 @@
 // computed in float, except for S32 or F64 sources and F64 destinations, which
 // use double (float cannot hold every int32 / double value). Conversion to an
 // integer depth rounds to nearest with ties to even (cvRound) and saturates to
-// the depth's range; NaN becomes 0, as in OpenCV's CUDA module (CPU OpenCV
+// the depth's range (kernels/saturate.h); NaN becomes 0, as in OpenCV's CUDA module (CPU OpenCV
 // leaves NaN -> S32 to the SSE "integer indefinite" value INT_MIN). F16 values
 // convert with round-to-nearest-even (cuda_fp16.h).
 #include <cuda_fp16.h>
@@ -16,8 +16,11 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/region.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "kernels/prelude.h"
+#include "kernels/saturate.h"
 
 namespace devicearray::detail::cuda {
 namespace {
@@ -31,22 +34,20 @@ template <class Work, class T> __device__ __forceinline__ Work load(const T& v) 
   else return static_cast<Work>(v);
 }
 
-// Saturating round-half-to-even; NaN is mapped to 0 explicitly because the
-// hardware conversion gives INT_MIN for a double NaN.
-__device__ __forceinline__ int roundToInt(float v) { return isnan(v) ? 0 : __float2int_rn(v); }
-__device__ __forceinline__ int roundToInt(double v) { return isnan(v) ? 0 : __double2int_rn(v); }
-
-template <class D> struct Saturate {
-  template <class Work> __device__ static D apply(Work v) {
-    const int r = roundToInt(v);
-    const int lo = static_cast<int>(std::numeric_limits<D>::lowest());
-    const int hi = static_cast<int>(std::numeric_limits<D>::max());
-    return static_cast<D>(r < lo ? lo : (r > hi ? hi : r));
-  }
-};
-template <> struct Saturate<std::int32_t> {
-  template <class Work> __device__ static std::int32_t apply(Work v) { return roundToInt(v); }
-};
+// Integer destinations: the saturate_cast of kernels/saturate.h (round half to
+// even, clamp, NaN -> 0), shared with the OpenCL kernel and the host.
+template <class D> struct Saturate;
+#define DA_CUDA_SATURATE(D, depth)                                                  \
+  template <> struct Saturate<D> {                                                  \
+    __device__ static D apply(float v) { return da_sat_##depth##_f(v); }            \
+    __device__ static D apply(double v) { return da_sat_##depth##_d(v); }           \
+  };
+DA_CUDA_SATURATE(std::uint8_t, u8)
+DA_CUDA_SATURATE(std::int8_t, s8)
+DA_CUDA_SATURATE(std::uint16_t, u16)
+DA_CUDA_SATURATE(std::int16_t, s16)
+DA_CUDA_SATURATE(std::int32_t, s32)
+#undef DA_CUDA_SATURATE
 template <> struct Saturate<float> {
   template <class Work> __device__ static float apply(Work v) { return static_cast<float>(v); }
 };
@@ -136,32 +137,8 @@ bool preloadConvertRow() noexcept {
 void CudaDevice::doConvert(const ConvertDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "convert";
   cudaStream_t stream = streamOf(q, kFn);
+  if (!validateConvert(desc, kFn)) return;
   const int s = static_cast<int>(desc.srcDepth), d = static_cast<int>(desc.dstDepth);
-  if (s < 0 || s > 7 || d < 0 || d > 7)
-    fail(ErrorCode::InvalidArgument, "convert: depth codes " + std::to_string(s) + " -> " + std::to_string(d) +
-                                         "; expected 0..7");
-  if (desc.rows < 0 || desc.values < 0)
-    fail(ErrorCode::InvalidArgument, "convert: negative region " + std::to_string(desc.rows) + " x " +
-                                         std::to_string(desc.values));
-  if (desc.dst.isHost() || desc.src.isHost())
-    fail(ErrorCode::InvalidArgument, "convert: source and destination must be device memory");
-  if (desc.rows == 0 || desc.values == 0) return;
-  const auto srcRow = static_cast<std::int64_t>(depthSize(desc.srcDepth)) * desc.values;
-  const auto dstRow = static_cast<std::int64_t>(depthSize(desc.dstDepth)) * desc.values;
-  if ((desc.rows > 1 && (desc.srcStep < srcRow || desc.dstStep < dstRow)) || desc.srcStep < 0 || desc.dstStep < 0)
-    fail(ErrorCode::InvalidArgument, "convert: row steps " + std::to_string(desc.srcStep) + " / " +
-                                         std::to_string(desc.dstStep) + " are shorter than the rows (" +
-                                         std::to_string(srcRow) + " / " + std::to_string(dstRow) + " bytes)");
-  auto within = [&](const MemRef& ref, std::int64_t step, std::int64_t row) {
-    const std::size_t bytes = ref.device->bytes();
-    if (bytes == 0) return;
-    const long double end = static_cast<long double>(ref.offset) + static_cast<long double>(desc.rows - 1) * step + row;
-    if (end > static_cast<long double>(bytes))
-      fail(ErrorCode::OutOfRange, "convert: the region at byte offset " + std::to_string(ref.offset) +
-                                      " reaches beyond the " + std::to_string(bytes) + "-byte allocation");
-  };
-  within(desc.src, desc.srcStep, srcRow);
-  within(desc.dst, desc.dstStep, dstRow);
   const char* src = address(desc.src, kFn);
   char* dst = address(desc.dst, kFn);
   DeviceGuard guard(ordinal_);

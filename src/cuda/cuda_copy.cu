@@ -1,5 +1,5 @@
-// CudaDevice::doCopy and CudaDevice::doFill: the strided N-d copy engine and the
-// pattern fill (strategies in cuda_device.cu's overview and strided_kernels.cuh).
+// The CUDA copy steps (backend/copy_plan.hpp chooses them) and CudaDevice::doFill:
+// the copy engine, pinned staging, the strided copy kernel and the pattern fill.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "cuda/cuda_device.hpp"
 #include "cuda/host_copy_threads.hpp"
 #include "cuda/kernel_registry.hpp"
+#include "backend/region.hpp"
 #include "cuda/strided_copy.hpp"
 #include "cuda/strided_kernels.cuh"
 
@@ -24,80 +25,7 @@ namespace {
 constexpr int kThreads = 256;
 }  // namespace
 
-std::int64_t checkedMul(std::int64_t a, std::int64_t b, const char* function) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(function) + ": the region's byte count overflows 64 bits");
-  return r;
-}
-
-std::int64_t checkedAdd(std::int64_t a, std::int64_t b, const char* function) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(function) + ": the region's byte extent overflows 64 bits");
-  return r;
-}
-
-/// Number of elements of the region (product of sizes, at least 1 for dims == 0).
-std::int64_t elementCount(int dims, const std::int64_t* size, const char* function) {
-  std::int64_t n = 1;
-  for (int d = 0; d < dims; ++d) {
-    if (size[d] <= 0)
-      fail(ErrorCode::InvalidArgument, std::string(function) + ": axis " + std::to_string(d) + " has size " +
-                                           std::to_string(size[d]) + "; sizes must be positive");
-    n = checkedMul(n, size[d], function);
-  }
-  return n;
-}
-
-/// Checks that the region [offset + min, offset + max + elemSize) lies inside an
-/// allocation of known size (external memory of unknown size is not checked).
-void checkBounds(const MemRef& ref, int dims, const std::int64_t* size, const std::int64_t* step,
-                 std::size_t elemSize, const char* function) {
-  if (ref.isHost() || ref.device->bytes() == 0) return;
-  std::int64_t lo = 0, hi = 0;
-  for (int d = 0; d < dims; ++d) {
-    const std::int64_t span = checkedMul(size[d] - 1, step[d], function);
-    if (span < 0) lo = checkedAdd(lo, span, function);
-    else hi = checkedAdd(hi, span, function);
-  }
-  hi = checkedAdd(hi, static_cast<std::int64_t>(elemSize), function);
-  const auto offset = static_cast<std::int64_t>(ref.offset);
-  if (offset + lo < 0 || checkedAdd(offset, hi, function) > static_cast<std::int64_t>(ref.device->bytes()))
-    fail(ErrorCode::OutOfRange, std::string(function) + ": the strided region at byte offset " +
-                                    std::to_string(ref.offset) + " reaches beyond the " +
-                                    std::to_string(ref.device->bytes()) + "-byte allocation");
-}
-
-bool isPacked(int dims, const std::int64_t* size, const std::int64_t* step, std::size_t elemSize) {
-  std::int64_t expected = static_cast<std::int64_t>(elemSize);
-  for (int d = dims - 1; d >= 0; --d) {
-    if (size[d] != 1 && step[d] != expected) return false;
-    expected *= size[d];
-  }
-  return true;
-}
-
-void packedSteps(int dims, const std::int64_t* size, std::size_t elemSize, std::int64_t* step) {
-  std::int64_t s = static_cast<std::int64_t>(elemSize);
-  for (int d = dims - 1; d >= 0; --d) {
-    step[d] = s;
-    s *= size[d];
-  }
-}
-
 namespace {
-
-std::uint64_t magnitude(std::int64_t v) {
-  return v < 0 ? std::uint64_t(0) - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-}
-
-/// Widest word in {16, 8, 4, 2, 1} dividing every value in `bits` (OR-ed together).
-int widestWord(std::uint64_t bits) {
-  int w = 16;
-  while (w > 1 && (bits % static_cast<std::uint64_t>(w)) != 0) w /= 2;
-  return w;
-}
 
 template <class Word>
 void launchWords(bool fill, bool small, const StridedParams& p, dim3 grid, dim3 block, cudaStream_t stream) {
@@ -151,9 +79,8 @@ void launchStrided(bool fill, StridedParams& p, int word, cudaStream_t stream, c
 
 void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep,
                        int dims, const std::int64_t* size, std::size_t elemSize, cudaStream_t stream) {
-  std::uint64_t bits = elemSize | reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
-  for (int d = 0; d < dims; ++d) bits |= magnitude(dstStep[d]) | magnitude(srcStep[d]);
-  const int word = widestWord(bits);
+  const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst),
+                                    reinterpret_cast<std::uintptr_t>(src), dims, dstStep, srcStep);
   StridedParams p;
   p.dst = dst;
   p.src = src;
@@ -177,45 +104,6 @@ void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, 
 }
 
 namespace {
-
-/// Host-side strided copy (pack/unpack of staging buffers in stream callbacks).
-void hostStridedCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep, int dims,
-                     const std::int64_t* size, std::size_t elemSize) noexcept {
-  if (dims == 0) {
-    std::memcpy(dst, src, elemSize);
-    return;
-  }
-  std::int64_t index[kMaxDims] = {};
-  const int inner = dims - 1;
-  for (;;) {
-    std::int64_t dOff = 0, sOff = 0;
-    for (int d = 0; d < inner; ++d) {
-      dOff += index[d] * dstStep[d];
-      sOff += index[d] * srcStep[d];
-    }
-    char* drow = dst + dOff;
-    const char* srow = src + sOff;
-    const std::int64_t n = size[inner];
-    const std::int64_t ds = dstStep[inner], ss = srcStep[inner];
-    if (ds == static_cast<std::int64_t>(elemSize) && ss == ds) {
-      std::memcpy(drow, srow, static_cast<std::size_t>(n) * elemSize);
-    } else {
-      switch (elemSize) {  // constant sizes let memcpy become one load/store
-        case 4: for (std::int64_t i = 0; i < n; ++i) std::memcpy(drow + i * ds, srow + i * ss, 4); break;
-        case 8: for (std::int64_t i = 0; i < n; ++i) std::memcpy(drow + i * ds, srow + i * ss, 8); break;
-        case 12: for (std::int64_t i = 0; i < n; ++i) std::memcpy(drow + i * ds, srow + i * ss, 12); break;
-        case 16: for (std::int64_t i = 0; i < n; ++i) std::memcpy(drow + i * ds, srow + i * ss, 16); break;
-        default: for (std::int64_t i = 0; i < n; ++i) std::memcpy(drow + i * ds, srow + i * ss, elemSize);
-      }
-    }
-    int d = inner - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < size[d]) break;
-      index[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
 
 /// A host-side strided copy run by the stream (cudaLaunchHostFunc), optionally
 /// returning a staging buffer to its pool afterwards. Callbacks make no CUDA calls.
@@ -281,20 +169,21 @@ class StagingLease {
   cudaStream_t stream_;
 };
 
-/// A temporary pool buffer freed in stream order (also on errors).
-class DeviceTemp {
+/// Pool memory for a staged copy's packed image, freed on its stream (in stream order,
+/// also when the copy fails part-way).
+class CudaScratch final : public Allocation {
  public:
-  DeviceTemp(CudaDevice& device, std::size_t bytes, cudaStream_t stream)
-      : device_(device), stream_(stream), data_(static_cast<char*>(device.mallocAsync(bytes, stream, "copy"))) {}
-  DeviceTemp(const DeviceTemp&) = delete;
-  DeviceTemp& operator=(const DeviceTemp&) = delete;
-  ~DeviceTemp() { device_.freeAsync(data_, stream_); }
-  char* data() const { return data_; }
+  CudaScratch(CudaDevice& device, std::size_t bytes, cudaStream_t stream)
+      : Allocation(device.shared_from_this(), device.mallocAsync(bytes, stream, "copy"), bytes, false),
+        stream_(stream) {}
+  ~CudaScratch() override {
+    auto& device = static_cast<CudaDevice&>(*device_);
+    DeviceGuard guard(device.ordinal(), std::nothrow);
+    if (guard.ok()) device.freeAsync(handle_, stream_);
+  }
 
  private:
-  CudaDevice& device_;
   cudaStream_t stream_;
-  char* data_;
 };
 
 /// True for host memory the CUDA driver knows as page-locked (cudaHostAlloc'd or registered).
@@ -477,143 +366,118 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
   // return the buffers in the caller's stream order.
 }
 
-void CudaDevice::doCopy(const CopyDesc& desc, QueueImpl& q) {
-  static constexpr const char* kFn = "copy";
-  cudaStream_t stream = streamOf(q, kFn);
-  if (desc.dims < 0 || desc.dims > kMaxDims)
-    fail(ErrorCode::InvalidArgument, "copy: " + std::to_string(desc.dims) + " dimensions; expected 0.." +
-                                         std::to_string(kMaxDims));
-  if (desc.elemSize == 0) fail(ErrorCode::InvalidArgument, "copy: element size is 0");
-  if (desc.dst.isHost() && desc.src.isHost())
-    fail(ErrorCode::InvalidArgument, "copy: host-to-host copies do not go through a device backend");
-  const int dims = desc.dims;
-  const std::int64_t* size = desc.size.data();
-  const std::int64_t count = elementCount(dims, size, kFn);
-  const std::int64_t packedBytes = checkedMul(count, static_cast<std::int64_t>(desc.elemSize), kFn);
-  checkBounds(desc.dst, dims, size, desc.dstStep.data(), desc.elemSize, kFn);
-  checkBounds(desc.src, dims, size, desc.srcStep.data(), desc.elemSize, kFn);
-  char* dst = address(desc.dst, kFn);
-  char* src = address(desc.src, kFn);
+namespace {
+
+cudaMemcpyKind kindOf(const CopyDesc& desc) {
+  return desc.src.isHost() ? cudaMemcpyHostToDevice : desc.dst.isHost() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+}
+
+}  // namespace
+
+void CudaDevice::doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) {
+  cudaStream_t stream = streamOf(q, "copy");
+  char* dst = address(desc.dst, "copy");
+  char* src = address(desc.src, "copy");
   DeviceGuard guard(ordinal_);
-
-  const bool dstPacked = isPacked(dims, size, desc.dstStep.data(), desc.elemSize);
-  const bool srcPacked = isPacked(dims, size, desc.srcStep.data(), desc.elemSize);
-  const cudaMemcpyKind kind = desc.src.isHost()   ? cudaMemcpyHostToDevice
-                              : desc.dst.isHost() ? cudaMemcpyDeviceToHost
-                                                  : cudaMemcpyDeviceToDevice;
-
+  const cudaMemcpyKind kind = kindOf(desc);
   // Pageable host memory under stream semantics is staged through page-locked
   // buffers in stream order: the driver would otherwise block the host until the
-  // stream reaches the copy (a device-to-host copy behind a slow kernel).
-  const bool hostInvolved = kind != cudaMemcpyDeviceToDevice;
-  const bool hostPinned = hostInvolved && isPageLocked(kind == cudaMemcpyHostToDevice ? src : dst);
-  const bool pageable = hostInvolved && !hostPinned;
-  const bool stageHost = pageable && !desc.hostMayBlock;
+  // stream reaches the copy (a device-to-host copy behind a slow kernel). The
+  // pipelined staging also beats the driver's own pageable path (one thread, no
+  // overlap) for the blocking overloads (hostMayBlock), from a megabyte up.
+  const bool pageable = kind != cudaMemcpyDeviceToDevice && !isPageLocked(desc.src.isHost() ? src : dst);
+  if (pageable && (!desc.hostMayBlock || bytes >= (std::size_t{1} << 20))) {
+    stagedTransfer(dst, src, bytes, kind, stream);
+    return;
+  }
+  check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
+}
 
-  // Pageable memory, contiguous on both sides: the pipelined staging, which beats
-  // the driver's own pageable path (one thread, no overlap) also for the blocking
-  // overloads (hostMayBlock), from a megabyte up.
-  if (pageable && dstPacked && srcPacked && (stageHost || packedBytes >= (std::int64_t{1} << 20))) {
-    stagedTransfer(dst, src, static_cast<std::size_t>(packedBytes), kind, stream);
-    return;
-  }
-  // One contiguous run.
-  if (dstPacked && srcPacked && !stageHost) {
-    check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(packedBytes), kind, stream), "cudaMemcpyAsync");
-    return;
-  }
+bool CudaDevice::doCopyRect(const CopyDesc& desc, QueueImpl& q) {
   // One strided axis with the host involved: the copy engine. Device-to-device
   // copies always use the kernel, which keeps pitched rows near contiguous
   // bandwidth where cudaMemcpy2DAsync does not (docs/PERFORMANCE.md).
   // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
   // driver stages it synchronously (blocking the host), and a driver was seen to
   // drop an odd-offset pitched upload from pageable memory. Pageable memory takes
-  // the pinned staging path below instead.
-  if (dims == 1 && hostPinned &&
-      fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_)) {
-    check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
-                            static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
-                            static_cast<std::size_t>(size[0]), kind, stream),
-          "cudaMemcpy2DAsync");
-    return;
-  }
-  if (!hostInvolved) {
-    stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
-    return;
-  }
+  // the pinned staging of doCopyHostImage instead.
+  if (desc.dims != 1 || desc.dst.isHost() == desc.src.isHost() ||
+      !fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_))
+    return false;
+  cudaStream_t stream = streamOf(q, "copy");
+  char* dst = address(desc.dst, "copy");
+  char* src = address(desc.src, "copy");
+  if (!isPageLocked(desc.src.isHost() ? src : dst)) return false;
+  DeviceGuard guard(ordinal_);
+  check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
+                          static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
+                          static_cast<std::size_t>(desc.size[0]), kindOf(desc), stream),
+        "cudaMemcpy2DAsync");
+  return true;
+}
 
-  // Host layouts cudaMemcpy2D cannot express: move one packed image of the region
-  // across the bus and (un)pack on either side, all in stream order.
+void CudaDevice::doCopyStrided(const CopyDesc& desc, QueueImpl& q) {
+  cudaStream_t stream = streamOf(q, "copy");
+  char* dst = address(desc.dst, "copy");
+  char* src = address(desc.src, "copy");
+  DeviceGuard guard(ordinal_);
+  stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), desc.dims, desc.size.data(), desc.elemSize,
+                    stream);
+}
+
+void CudaDevice::doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) {
+  cudaStream_t stream = streamOf(q, "copy");
+  char* dst = address(desc.dst, "copy");
+  char* src = address(desc.src, "copy");
+  DeviceGuard guard(ordinal_);
+  const bool upload = desc.src.isHost();
+  const int dims = desc.dims;
+  const std::int64_t* size = desc.size.data();
+  const bool hostPacked = isPacked(dims, size, upload ? desc.srcStep.data() : desc.dstStep.data(), desc.elemSize);
+  // Pageable memory under stream semantics goes through a page-locked buffer too
+  // (see doCopyContiguous).
+  const bool stageHost = !desc.hostMayBlock && !isPageLocked(upload ? src : dst);
+  if (hostPacked && !stageHost) {
+    check(cudaMemcpyAsync(dst, src, bytes, kindOf(desc), stream), "cudaMemcpyAsync");
+    return;
+  }
   std::int64_t packed[kMaxDims] = {};
   packedSteps(dims, size, desc.elemSize, packed);
-  const auto bytes = static_cast<std::size_t>(packedBytes);
-  if (kind == cudaMemcpyHostToDevice) {
-    const char* hostData = src;
-    std::unique_ptr<StagingLease> staging;
-    if (!srcPacked || stageHost) {
-      staging = std::make_unique<StagingLease>(stagingPool(), bytes, stream);
-      auto* job = new HostCopyJob;
-      job->dims = dims;
-      std::copy(size, size + dims, job->size);
-      std::copy(packed, packed + dims, job->dstStep);
-      std::copy(desc.srcStep.data(), desc.srcStep.data() + dims, job->srcStep);
-      job->elemSize = desc.elemSize;
-      job->dst = staging->data();
-      job->src = src;
-      enqueueHostJob(job, stream);  // packs when the stream reaches it: earlier writes to src are visible
-      hostData = staging->data();
-    }
-    std::unique_ptr<DeviceTemp> temp;
-    char* target = dst;
-    if (!dstPacked) {
-      temp = std::make_unique<DeviceTemp>(*this, bytes, stream);
-      target = temp->data();
-    }
-    check(cudaMemcpyAsync(target, hostData, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-    staging.reset();  // returns the buffer in stream order, after the transfer
-    if (!dstPacked) stridedDeviceCopy(dst, desc.dstStep.data(), target, packed, dims, size, desc.elemSize, stream);
-    return;
-  }
-
-  // Device to host.
-  std::unique_ptr<DeviceTemp> temp;
-  const char* deviceData = src;
-  if (!srcPacked) {
-    temp = std::make_unique<DeviceTemp>(*this, bytes, stream);
-    stridedDeviceCopy(temp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
-    deviceData = temp->data();
-  }
-  if (dstPacked && !stageHost) {
-    check(cudaMemcpyAsync(dst, deviceData, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-    return;
+  auto job = std::make_unique<HostCopyJob>();
+  job->dims = dims;
+  job->elemSize = desc.elemSize;
+  std::copy(size, size + dims, job->size);
+  if (upload) {
+    StagingLease staging(stagingPool(), bytes, stream);
+    std::copy(packed, packed + dims, job->dstStep);
+    std::copy(desc.srcStep.data(), desc.srcStep.data() + dims, job->srcStep);
+    job->dst = staging.data();
+    job->src = src;
+    enqueueHostJob(job.release(), stream);  // packs when the stream reaches it: earlier writes to src are visible
+    check(cudaMemcpyAsync(dst, staging.data(), bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    return;  // the lease returns the buffer in stream order, after the transfer
   }
   StagingLease staging(stagingPool(), bytes, stream);
-  check(cudaMemcpyAsync(staging.data(), deviceData, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-  auto* job = new HostCopyJob;
-  job->dims = dims;
-  std::copy(size, size + dims, job->size);
+  check(cudaMemcpyAsync(staging.data(), src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
   std::copy(desc.dstStep.data(), desc.dstStep.data() + dims, job->dstStep);
   std::copy(packed, packed + dims, job->srcStep);
-  job->elemSize = desc.elemSize;
   job->dst = dst;
   job->src = staging.data();
   staging.transferTo(*job);
-  enqueueHostJob(job, stream);  // throws (and the lease returns the buffer) if it could not be enqueued
+  enqueueHostJob(job.release(), stream);  // throws (and the lease returns the buffer) if it could not be enqueued
   staging.transferred();
+}
+
+std::unique_ptr<Allocation> CudaDevice::doAcquireScratch(std::size_t bytes, QueueImpl& q) {
+  cudaStream_t stream = streamOf(q, "copy");
+  DeviceGuard guard(ordinal_);
+  return std::make_unique<CudaScratch>(*this, bytes, stream);
 }
 
 void CudaDevice::doFill(const FillDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "fill";
   cudaStream_t stream = streamOf(q, kFn);
-  if (desc.dims < 0 || desc.dims > kMaxDims)
-    fail(ErrorCode::InvalidArgument, "fill: " + std::to_string(desc.dims) + " dimensions; expected 0.." +
-                                         std::to_string(kMaxDims));
-  if (desc.elemSize == 0 || desc.elemSize > desc.pattern.size())
-    fail(ErrorCode::InvalidArgument, "fill: pattern size " + std::to_string(desc.elemSize) +
-                                         " bytes; expected 1..32");
-  if (desc.dst.isHost()) fail(ErrorCode::InvalidArgument, "fill: the destination must be device memory");
-  (void)elementCount(desc.dims, desc.size.data(), kFn);
-  checkBounds(desc.dst, desc.dims, desc.size.data(), desc.step.data(), desc.elemSize, kFn);
+  if (validateFill(desc, kFn) == 0) return;
   char* dst = address(desc.dst, kFn);
 
   // Normalize: drop unit axes and merge axes that continue each other.
@@ -673,9 +537,7 @@ void CudaDevice::doFill(const FillDesc& desc, QueueImpl& q) {
     }
   }
 
-  std::uint64_t bits = elemSize | reinterpret_cast<std::uintptr_t>(dst);
-  for (int d = 0; d < dims; ++d) bits |= magnitude(step[d]);
-  const int word = widestWord(bits);
+  const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst), 0, dims, step, step);
   StridedParams p;
   p.dst = dst;
   p.dims = dims;

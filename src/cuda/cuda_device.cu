@@ -391,13 +391,13 @@ char* CudaDevice::address(const MemRef& ref, const char* function) {
     if (ref.host == nullptr) fail(ErrorCode::InvalidArgument, std::string(function) + ": null host pointer");
     return static_cast<char*>(ref.host);
   }
-  if (ref.device->device().get() != this)
+  if (ref.buffer.allocation->device().get() != this)
     fail(ErrorCode::InvalidArgument, std::string(function) + ": the memory belongs to " +
-                                         (ref.device->device()->backend() == ComputeBackend::cuda
-                                              ? "cuda:" + std::to_string(ref.device->device()->ordinal())
+                                         (ref.buffer.allocation->device()->backend() == ComputeBackend::cuda
+                                              ? "cuda:" + std::to_string(ref.buffer.allocation->device()->ordinal())
                                               : std::string("another backend")) +
                                          ", not to " + label());
-  return static_cast<char*>(ref.device->handle()) + ref.offset;
+  return static_cast<char*>(ref.buffer.allocation->handle()) + ref.buffer.offset;
 }
 
 void CudaDevice::doReleaseRetainedMemory() noexcept {

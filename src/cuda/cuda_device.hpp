@@ -258,7 +258,12 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  void doCopy(const CopyDesc& desc, QueueImpl& q) override;
+  // The copy steps (cuda_copy.cu).
+  void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
+  bool doCopyRect(const CopyDesc& desc, QueueImpl& q) override;
+  void doCopyStrided(const CopyDesc& desc, QueueImpl& q) override;
+  void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
+  std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) override;
   /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
   bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
   void doFill(const FillDesc& desc, QueueImpl& q) override;

@@ -36,6 +36,8 @@
 #include <string>
 #include <utility>
 
+#include "backend/copy_plan.hpp"
+#include "backend/region.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/strided_copy.hpp"
 
@@ -183,39 +185,26 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
   const std::string fn = "copy (" + source->label() + " -> " + label() + ")";
   if (source == this) fail(ErrorCode::InvalidArgument, fn + ": source and destination are the same device");
   cudaStream_t callerStream = streamOf(q, fn.c_str());
-  if (desc.dims < 0 || desc.dims > kMaxDims)
-    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(desc.dims) + " dimensions; expected 0.." +
-                                         std::to_string(kMaxDims));
-  if (desc.elemSize == 0) fail(ErrorCode::InvalidArgument, fn + ": element size is 0");
   if (desc.dst.isHost() || desc.src.isHost())
     fail(ErrorCode::InvalidArgument, fn + ": both sides must be device memory");
-  if (desc.src.device->device().get() != source)
+  if (desc.src.buffer.allocation->device().get() != source)
     fail(ErrorCode::InvalidArgument, fn + ": the source memory does not belong to " + source->label());
+  const CopyExtent extent = validateCopy(desc, fn.c_str());
+  if (extent.count == 0) return true;
   const int dims = desc.dims;
   const std::int64_t* size = desc.size.data();
-  std::int64_t count = 1;
-  for (int d = 0; d < dims; ++d) {
-    if (size[d] <= 0)
-      fail(ErrorCode::InvalidArgument, fn + ": axis " + std::to_string(d) + " has size " + std::to_string(size[d]) +
-                                           "; sizes must be positive");
-    count = checkedMul(count, size[d], fn.c_str());
-  }
-  const std::int64_t packedBytes = checkedMul(count, static_cast<std::int64_t>(desc.elemSize), fn.c_str());
-  checkBounds(desc.dst, dims, size, desc.dstStep.data(), desc.elemSize, fn.c_str());
-  checkBounds(desc.src, dims, size, desc.srcStep.data(), desc.elemSize, fn.c_str());
   char* dst = address(desc.dst, fn.c_str());
-  char* src = static_cast<char*>(desc.src.device->handle()) + desc.src.offset;
-  const auto bytes = static_cast<std::size_t>(packedBytes);
-
-  const bool dstPacked = isPacked(dims, size, desc.dstStep.data(), desc.elemSize);
-  const bool srcPacked = isPacked(dims, size, desc.srcStep.data(), desc.elemSize);
+  char* src = static_cast<char*>(desc.src.buffer.allocation->handle()) + desc.src.buffer.offset;
+  const auto bytes = static_cast<std::size_t>(extent.bytes);
+  const bool dstPacked = extent.dstPacked;
+  const bool srcPacked = extent.srcPacked;
   // Settled before anything is enqueued; also lets the contiguous copy use the
   // direct link instead of the driver's staging.
   const bool direct = peerAccessTo(*source);
   Pitched dstPitched, srcPitched;
   enum class Path { contiguous, peerKernel, copy3D, staged } path = Path::staged;
   if (dstPacked && srcPacked) path = Path::contiguous;
-  else if (direct && !desc.src.device->external()) path = Path::peerKernel;
+  else if (direct && !desc.src.buffer.allocation->external()) path = Path::peerKernel;
   else if (pitchedLayout(dims, size, desc.dstStep.data(), desc.elemSize, maxPitch_, dstPitched) &&
            pitchedLayout(dims, size, desc.srcStep.data(), desc.elemSize, source->maxPitch(), srcPitched))
     path = Path::copy3D;
@@ -227,7 +216,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
     work->waitEvent(*callerSoFar);
   }
   const cudaStream_t stream = static_cast<CudaQueue&>(*work).stream();
-  OrderedUse use(*work, {desc.dst.device, desc.src.device});
+  OrderedUse use(*work, {desc.dst.buffer.allocation, desc.src.buffer.allocation});
   {
     DeviceGuard guard(ordinal_);
     switch (path) {

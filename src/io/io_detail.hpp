@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/checked_math.hpp"
 #include "devicearray/error.hpp"
 
 namespace devicearray::io_detail {
@@ -18,22 +19,8 @@ namespace devicearray::io_detail {
 
 [[noreturn]] inline void invalid(std::string message) { fail(ErrorCode::InvalidArgument, std::move(message)); }
 
-/// a * b, or OutOfRange naming `what` when it does not fit in size_t.
-inline std::size_t checkedMul(std::size_t a, std::size_t b, const char* what) {
-  std::size_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) +
-                                    " overflows size_t");
-  return r;
-}
-
-inline std::size_t checkedAdd(std::size_t a, std::size_t b, const char* what) {
-  std::size_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                                    " overflows size_t");
-  return r;
-}
+using detail::checkedAdd;
+using detail::checkedMul;
 
 /// Runs `body`, turning a failed host allocation (std::bad_alloc, std::length_error)
 /// into OutOfMemory naming `function`, so callers see only devicearray::Error.

@@ -1,8 +1,9 @@
 /* Depth conversion for the OpenCL backend's convert():
  *   dst(r, v) = saturate<dstDepth>(alpha * src(r, v) + beta)
- * with OpenCV's rules: integers round half to even and clamp (NaN -> 0), which
- * is exactly convert_<type>_sat_rte; F32 results round to nearest; F16 results
- * go through float first (as OpenCV's float16_t does) and overflow to infinity.
+ * with OpenCV's rules: integers round half to even and clamp (NaN -> 0), the
+ * saturate_cast of src/kernels/saturate.h; F32 results round to nearest; F16
+ * results go through float first (as OpenCV's float16_t does) and overflow to
+ * infinity.
  *
  * One kernel serves all 64 depth pairs through a run-time switch, which keeps
  * the program small; the switch is uniform across work items, so it costs no
@@ -16,8 +17,10 @@
 
 #ifdef DA_HAS_FP64
 typedef double da_real;
+#define DA_SAT(depth, v) da_sat_##depth##_d(v)
 #else
 typedef float da_real;
+#define DA_SAT(depth, v) da_sat_##depth##_f(v)
 #endif
 
 inline int da_depth_bytes(int depth) {
@@ -46,15 +49,12 @@ inline da_real da_load_real(global const uchar* p, int depth) {
 }
 
 inline void da_store_real(global uchar* p, int depth, da_real v) {
-  /* The spec makes _sat conversions map NaN to 0, but some drivers (NVIDIA's, from
-   * double) return the type's minimum: zero it explicitly for integer targets. */
-  if (depth <= 4 && isnan(v)) v = (da_real)0;
   switch (depth) {
-    case 0: *p = convert_uchar_sat_rte(v); break;
-    case 1: *(global char*)p = convert_char_sat_rte(v); break;
-    case 2: *(global ushort*)p = convert_ushort_sat_rte(v); break;
-    case 3: *(global short*)p = convert_short_sat_rte(v); break;
-    case 4: *(global int*)p = convert_int_sat_rte(v); break;
+    case 0: *p = DA_SAT(u8, v); break;
+    case 1: *(global char*)p = DA_SAT(s8, v); break;
+    case 2: *(global ushort*)p = DA_SAT(u16, v); break;
+    case 3: *(global short*)p = DA_SAT(s16, v); break;
+    case 4: *(global int*)p = DA_SAT(s32, v); break;
     case 5: *(global float*)p = (float)v; break;
 #ifdef DA_HAS_FP64
     case 6: *(global double*)p = v; break;

@@ -1,14 +1,11 @@
-// The OpenCL copy engine: strided N-d copies (device<->device, host<->device),
-// pattern fills and depth conversions.
-//
-// Each operation picks the cheapest command that expresses the layout:
+// The OpenCL copy steps (backend/copy_plan.hpp chooses them), pattern fills and
+// depth conversions, each with the cheapest command that expresses the layout:
 //   one contiguous run      -> clEnqueueCopyBuffer / Read / Write / FillBuffer
 //   <= 2 strided axes        -> the *Rect commands
 //   anything else            -> one launch of da_copy_strided / da_fill_strided
-// Host transfers of layouts the Rect commands cannot express go through a packed
-// staging image. The host side of that (packing a strided host source, unpacking
-// into a strided host destination) runs on the OpenCL callback thread, gated by
-// user events, so it happens in queue order without blocking the caller: a later
+// The host side of a staged copy (packing a strided host source, unpacking into a
+// strided host destination) runs on the OpenCL callback thread, gated by user
+// events, so it happens in queue order without blocking the caller: a later
 // clFinish, event or command on the queue covers it.
 #include <CL/cl.h>
 
@@ -18,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/region.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 
@@ -38,121 +36,6 @@ struct FillLayoutArg {
   cl_uchar pattern[32];
 };
 static_assert(sizeof(FillLayoutArg) == 2 * 8 * kMaxDims + 32);
-
-std::int64_t mulChecked(std::int64_t a, std::int64_t b, const char* fn) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": byte offsets overflow 64 bits (" + std::to_string(a) + " * " +
-                                    std::to_string(b) + ")");
-  return r;
-}
-
-std::int64_t addChecked(std::int64_t a, std::int64_t b, const char* fn) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": byte offsets overflow 64 bits (" + std::to_string(a) + " + " +
-                                    std::to_string(b) + ")");
-  return r;
-}
-
-/// Element count of a validated shape (every size > 0), overflow-checked.
-std::int64_t elementCount(int dims, const std::int64_t* size, const char* fn) {
-  std::int64_t n = 1;
-  for (int i = 0; i < dims; ++i) n = mulChecked(n, size[i], fn);
-  return n;
-}
-
-/// Checks a shape: dims in 0..kMaxDims and sizes >= 0. Returns false when some
-/// axis is empty (nothing to do).
-bool validShape(int dims, const std::int64_t* size, const char* fn) {
-  if (dims < 0 || dims > kMaxDims)
-    fail(ErrorCode::InvalidArgument,
-         std::string(fn) + ": " + std::to_string(dims) + " axes; 0.." + std::to_string(kMaxDims) + " are supported");
-  bool any = true;
-  for (int i = 0; i < dims; ++i) {
-    if (size[i] < 0)
-      fail(ErrorCode::InvalidArgument,
-           std::string(fn) + ": axis " + std::to_string(i) + " has negative size " + std::to_string(size[i]));
-    if (size[i] == 0) any = false;
-  }
-  return any;
-}
-
-/// Throws unless the bytes touched by a strided layout lie in [0, bytes) of its
-/// allocation (bytes == 0: unknown size, only the lower bound is checked).
-void checkInside(const Allocation& a, int dims, const std::int64_t* size, const std::int64_t* step,
-                 std::size_t offset, std::size_t elemSize, const char* fn, const char* side) {
-  if (offset > static_cast<std::size_t>(INT64_MAX) || elemSize > static_cast<std::size_t>(INT64_MAX))
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": " + side + " offset " + std::to_string(offset) + " is too large");
-  std::int64_t lo = static_cast<std::int64_t>(offset);
-  std::int64_t hi = addChecked(lo, static_cast<std::int64_t>(elemSize), fn);
-  for (int i = 0; i < dims; ++i) {
-    const std::int64_t reach = mulChecked(size[i] - 1, step[i], fn);
-    if (reach < 0)
-      lo = addChecked(lo, reach, fn);
-    else
-      hi = addChecked(hi, reach, fn);
-  }
-  if (lo < 0)
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": the " + side + " layout reaches " + std::to_string(-lo) +
-                                    " bytes before the start of its buffer");
-  if (a.bytes() != 0 && static_cast<std::uint64_t>(hi) > a.bytes())
-    fail(ErrorCode::OutOfRange, std::string(fn) + ": the " + side + " layout ends at byte " + std::to_string(hi) +
-                                    " of a " + std::to_string(a.bytes()) + "-byte buffer");
-}
-
-/// True when the layout is the row-major packing of its elements.
-bool packed(int dims, const std::int64_t* size, const std::int64_t* step, std::int64_t elemSize) {
-  std::int64_t expect = elemSize;
-  for (int i = dims - 1; i >= 0; --i) {
-    if (size[i] != 1 && step[i] != expect) return false;
-    expect *= size[i];
-  }
-  return true;
-}
-
-void packedSteps(int dims, const std::int64_t* size, std::int64_t elemSize, std::int64_t* step) {
-  std::int64_t s = elemSize;
-  for (int i = dims - 1; i >= 0; --i) {
-    step[i] = s;
-    s *= size[i];
-  }
-}
-
-/// Widest word (16/8/4/2/1 bytes) dividing the element size, the offsets and every step.
-int wordBytes(std::size_t elemSize, std::initializer_list<std::int64_t> offsets, int dims,
-              std::initializer_list<const std::int64_t*> steps) {
-  for (int w : {16, 8, 4, 2}) {
-    bool ok = elemSize % static_cast<std::size_t>(w) == 0;
-    for (std::int64_t o : offsets) ok = ok && o % w == 0;
-    for (const std::int64_t* s : steps)
-      for (int i = 0; ok && i < dims; ++i) ok = s[i] % w == 0;
-    if (ok) return w;
-  }
-  return 1;
-}
-
-/// Calls fn(offsetA, offsetB) for every element of the shape, row-major.
-template <class Fn>
-void forEachElement(int dims, const std::int64_t* size, const std::int64_t* stepA, const std::int64_t* stepB, Fn&& fn) {
-  std::int64_t idx[kMaxDims] = {};
-  std::int64_t a = 0, b = 0;
-  while (true) {
-    fn(a, b);
-    int axis = dims - 1;
-    for (; axis >= 0; --axis) {
-      if (++idx[axis] < size[axis]) {
-        a += stepA[axis];
-        b += stepB[axis];
-        break;
-      }
-      a -= (size[axis] - 1) * stepA[axis];
-      b -= (size[axis] - 1) * stepB[axis];
-      idx[axis] = 0;
-    }
-    if (axis < 0) return;
-  }
-}
 
 // ----------------------------------------------------------------- rects ----
 
@@ -287,9 +170,10 @@ void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, cl_mem dst, std::int6
     layout.dstStep[i] = dstStep[i];
     layout.srcStep[i] = srcStep[i];
   }
-  const cl_int word = wordBytes(elemSize, {dstOffset, srcOffset}, dims, {dstStep, srcStep});
+  const cl_int word = stridedWordBytes(elemSize, static_cast<std::uint64_t>(dstOffset),
+                                       static_cast<std::uint64_t>(srcOffset), dims, dstStep, srcStep);
   const cl_long wordsPerElem = static_cast<cl_long>(elemSize) / word;
-  const cl_long total = mulChecked(elementCount(dims, size, fn), wordsPerElem, fn);
+  const cl_long total = checkedMul(elementCount(dims, size, fn), wordsPerElem, fn);
   const cl_ulong dOff = static_cast<cl_ulong>(dstOffset), sOff = static_cast<cl_ulong>(srcOffset);
   const cl_int nd = dims;
   const std::size_t global[1] = {static_cast<std::size_t>(total)};
@@ -298,189 +182,156 @@ void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, cl_mem dst, std::int6
                      {sizeof layout, &layout}, {4, &nd}, {4, &word}, {8, &wordsPerElem}, {8, &total}});
 }
 
+/// An OpenCL scratch buffer as the allocation of a staged copy's packed image,
+/// returned to the device's cache in queue order.
+class OpenCLScratch final : public Allocation {
+ public:
+  OpenCLScratch(OpenCLDevice& device, ScratchBuffer buffer, OpenCLQueue& q)
+      : Allocation(device.shared_from_this(), buffer.mem, buffer.capacity, false), buffer_(buffer), q_(q) {}
+  ~OpenCLScratch() override {
+    try {
+      static_cast<OpenCLDevice&>(*device_).releaseScratch(buffer_, q_);
+    } catch (...) {
+      // releaseScratch has released the buffer (OpenCL defers that until its commands finish).
+    }
+  }
+
+ private:
+  ScratchBuffer buffer_;
+  OpenCLQueue& q_;
+};
+
 }  // namespace
 
-// ----------------------------------------------------------------- copy ----
+// ------------------------------------------------------------ copy steps ----
 
-void OpenCLDevice::doCopy(const CopyDesc& d, QueueImpl& qi) {
-  const char* fn = "copy";
-  OpenCLQueue& q = queueOf(qi, fn);
-  if (!validShape(d.dims, d.size.data(), fn)) return;
-  if (d.elemSize == 0) fail(ErrorCode::InvalidArgument, "copy: the element size is 0");
-  if (d.src.isHost() && d.dst.isHost())
-    fail(ErrorCode::InvalidArgument, "copy: both sides are host memory; a device copy needs a device side");
-  const std::int64_t count = elementCount(d.dims, d.size.data(), fn);
-  const std::int64_t totalBytes = mulChecked(count, static_cast<std::int64_t>(d.elemSize), fn);
-  const auto e = static_cast<std::int64_t>(d.elemSize);
-
-  cl_mem dstMem = nullptr, srcMem = nullptr;
-  if (d.dst.isHost()) {
-    if (d.dst.host == nullptr) fail(ErrorCode::InvalidArgument, "copy: null host destination");
-  } else {
-    dstMem = memOf(d.dst.device, fn);
-    checkInside(*d.dst.device, d.dims, d.size.data(), d.dstStep.data(), d.dst.offset, d.elemSize, fn, "destination");
-  }
+void OpenCLDevice::doCopyContiguous(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) {
+  OpenCLQueue& q = queueOf(qi, "copy");
   if (d.src.isHost()) {
-    if (d.src.host == nullptr) fail(ErrorCode::InvalidArgument, "copy: null host source");
-  } else {
-    srcMem = memOf(d.src.device, fn);
-    checkInside(*d.src.device, d.dims, d.size.data(), d.srcStep.data(), d.src.offset, d.elemSize, fn, "source");
-  }
-  const auto dstOff = static_cast<std::int64_t>(d.dst.offset);
-  const auto srcOff = static_cast<std::int64_t>(d.src.offset);
-  Rect rect;
-  bool isRect = rectOf(d, rect);
-  if (isRect && dstMem != nullptr) isRect = rectFitsWhole(dstMem, d.dst.offset, rect.dstSlice, rect.region[2]);
-  if (isRect && srcMem != nullptr) isRect = rectFitsWhole(srcMem, d.src.offset, rect.srcSlice, rect.region[2]);
-
-  // ---- device -> device
-  if (dstMem != nullptr && srcMem != nullptr) {
-    // The buffer commands refuse overlapping ranges of one cl_mem even when the
-    // elements interleave without touching (e.g. channel to channel); the kernel
-    // handles those.
-    bool sameBuffer = dstMem == srcMem;
-    if (sameBuffer) {
-      std::int64_t dHi = dstOff + e, sHi = srcOff + e;
-      for (int i = 0; i < d.dims; ++i) {
-        dHi += (d.size[i] - 1) * std::max<std::int64_t>(d.dstStep[i], 0);
-        sHi += (d.size[i] - 1) * std::max<std::int64_t>(d.srcStep[i], 0);
-      }
-      bool negative = false;
-      for (int i = 0; i < d.dims; ++i) negative = negative || d.dstStep[i] < 0 || d.srcStep[i] < 0;
-      sameBuffer = negative || (dstOff < sHi && srcOff < dHi);
-    }
-    if (d.dims == 0 && !sameBuffer) {
-      checkCl(clEnqueueCopyBuffer(q.queue(), srcMem, dstMem, d.src.offset, d.dst.offset, d.elemSize, 0, nullptr, nullptr),
-              "copy: clEnqueueCopyBuffer");
-      return;
-    }
-    // Rows narrower than 16 bytes copy faster as one kernel than as a rect
-    // command; within one cl_mem the rect command demands equal pitches.
-    if (isRect && dstMem != srcMem && d.elemSize >= 16) {
-      std::size_t so[3], dO[3];
-      originOf(d.src.offset, rect.srcRow, rect.srcSlice, so);
-      originOf(d.dst.offset, rect.dstRow, rect.dstSlice, dO);
-      checkCl(clEnqueueCopyBufferRect(q.queue(), srcMem, dstMem, so, dO, rect.region, rect.srcRow, rect.srcSlice,
-                                      rect.dstRow, rect.dstSlice, 0, nullptr, nullptr),
-              "copy: clEnqueueCopyBufferRect");
-      return;
-    }
-    enqueueStridedCopy(*this, q, dstMem, dstOff, d.dstStep.data(), srcMem, srcOff, d.srcStep.data(), d.dims,
-                       d.size.data(), d.elemSize, fn);
+    checkCl(clEnqueueWriteBuffer(q.queue(), memOf(d.dst.buffer.allocation, "copy"), CL_FALSE, d.dst.buffer.offset,
+                                 bytes, d.src.host, 0, nullptr, nullptr),
+            "copy: clEnqueueWriteBuffer");
     return;
   }
-
-  std::int64_t packedStep[kMaxDims] = {};
-  packedSteps(d.dims, d.size.data(), e, packedStep);
-  const auto bytes = static_cast<std::size_t>(totalBytes);
-
-  // ---- host -> device
-  if (dstMem != nullptr) {
-    if (d.dims == 0) {
-      checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.offset, d.elemSize, d.src.host, 0, nullptr, nullptr),
-              "copy: clEnqueueWriteBuffer");
-      return;
-    }
-    if (isRect) {
-      std::size_t bo[3];
-      const std::size_t ho[3] = {0, 0, 0};
-      originOf(d.dst.offset, rect.dstRow, rect.dstSlice, bo);
-      checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, bo, ho, rect.region, rect.dstRow, rect.dstSlice,
-                                       rect.srcRow, rect.srcSlice, d.src.host, 0, nullptr, nullptr),
-              "copy: clEnqueueWriteBufferRect");
-      return;
-    }
-    // Staging: the packed image of the source is written to the device, then
-    // scattered unless the destination is packed too.
-    const void* image = d.src.host;
-    std::shared_ptr<std::uint8_t[]> staging;
-    if (!packed(d.dims, d.size.data(), d.srcStep.data(), e)) {
-      staging.reset(new std::uint8_t[bytes]);
-      cl_event marker = nullptr;
-      checkCl(clEnqueueMarkerWithWaitList(q.queue(), 0, nullptr, &marker), "copy: clEnqueueMarkerWithWaitList");
-      const CopyDesc desc = d;
-      enqueueHostStep(*this, q, marker, [desc, staging, e] {
-        const auto* from = static_cast<const std::uint8_t*>(desc.src.host);
-        std::int64_t packedStepLocal[kMaxDims] = {};
-        packedSteps(desc.dims, desc.size.data(), e, packedStepLocal);
-        forEachElement(desc.dims, desc.size.data(), packedStepLocal, desc.srcStep.data(),
-                       [&](std::int64_t to, std::int64_t src) { std::memcpy(staging.get() + to, from + src, desc.elemSize); });
-      }, fn);
-      image = staging.get();
-    }
-    const bool dstPacked = packed(d.dims, d.size.data(), d.dstStep.data(), e);
-    ScratchBuffer scratch;
-    if (!dstPacked) scratch = acquireScratch(bytes, q, fn);
-    cl_event written = nullptr;
-    const cl_int err = clEnqueueWriteBuffer(q.queue(), dstPacked ? dstMem : scratch.mem, CL_FALSE,
-                                            dstPacked ? d.dst.offset : 0, bytes, image, 0, nullptr, &written);
-    if (err != CL_SUCCESS && !dstPacked) recycle(scratch.mem, scratch.capacity, {});
-    checkCl(err, "copy: clEnqueueWriteBuffer");
-    if (staging) releaseAfter(written, staging);
-    else clReleaseEvent(written);
-    if (!dstPacked) {
-      try {
-        enqueueStridedCopy(*this, q, dstMem, dstOff, d.dstStep.data(), scratch.mem, 0, packedStep, d.dims,
-                           d.size.data(), d.elemSize, fn);
-      } catch (...) {
-        releaseScratch(scratch, q);
-        throw;
-      }
-      releaseScratch(scratch, q);
-    }
-    return;
-  }
-
-  // ---- device -> host
-  if (d.dims == 0) {
-    checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.offset, d.elemSize, d.dst.host, 0, nullptr, nullptr),
+  cl_mem srcMem = memOf(d.src.buffer.allocation, "copy");
+  if (d.dst.isHost()) {
+    checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, d.dst.host, 0, nullptr,
+                                nullptr),
             "copy: clEnqueueReadBuffer");
     return;
   }
-  if (isRect) {
-    std::size_t bo[3];
-    const std::size_t ho[3] = {0, 0, 0};
-    originOf(d.src.offset, rect.srcRow, rect.srcSlice, bo);
-    checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, bo, ho, rect.region, rect.srcRow, rect.srcSlice,
-                                    rect.dstRow, rect.dstSlice, d.dst.host, 0, nullptr, nullptr),
-            "copy: clEnqueueReadBufferRect");
+  cl_mem dstMem = memOf(d.dst.buffer.allocation, "copy");
+  // clEnqueueCopyBuffer refuses overlapping ranges of one cl_mem; the kernel handles those.
+  const std::size_t dstOff = d.dst.buffer.offset, srcOff = d.src.buffer.offset;
+  if (dstMem == srcMem && dstOff < srcOff + bytes && srcOff < dstOff + bytes) {
+    doCopyStrided(d, qi);
     return;
   }
-  // Staging: gather into a packed device image unless the source is packed,
-  // read it, and unpack on the host unless the destination is packed.
-  const bool srcPacked = packed(d.dims, d.size.data(), d.srcStep.data(), e);
-  const bool hostPacked = packed(d.dims, d.size.data(), d.dstStep.data(), e);
-  std::shared_ptr<std::uint8_t[]> staging;
-  if (!hostPacked) staging.reset(new std::uint8_t[bytes]);
-  void* image = hostPacked ? d.dst.host : staging.get();
-  ScratchBuffer scratch;
-  if (!srcPacked) {
-    scratch = acquireScratch(bytes, q, fn);
-    try {
-      enqueueStridedCopy(*this, q, scratch.mem, 0, packedStep, srcMem, srcOff, d.srcStep.data(), d.dims, d.size.data(),
-                         d.elemSize, fn);
-    } catch (...) {
-      releaseScratch(scratch, q);
-      throw;
-    }
+  checkCl(clEnqueueCopyBuffer(q.queue(), srcMem, dstMem, srcOff, dstOff, bytes, 0, nullptr, nullptr),
+          "copy: clEnqueueCopyBuffer");
+}
+
+bool OpenCLDevice::doCopyRect(const CopyDesc& d, QueueImpl& qi) {
+  Rect rect;
+  if (!rectOf(d, rect)) return false;
+  OpenCLQueue& q = queueOf(qi, "copy");
+  cl_mem dstMem = d.dst.isHost() ? nullptr : memOf(d.dst.buffer.allocation, "copy");
+  cl_mem srcMem = d.src.isHost() ? nullptr : memOf(d.src.buffer.allocation, "copy");
+  if (dstMem != nullptr && !rectFitsWhole(dstMem, d.dst.buffer.offset, rect.dstSlice, rect.region[2])) return false;
+  if (srcMem != nullptr && !rectFitsWhole(srcMem, d.src.buffer.offset, rect.srcSlice, rect.region[2])) return false;
+  const std::size_t hostOrigin[3] = {0, 0, 0};
+  std::size_t dstOrigin[3], srcOrigin[3];
+  if (dstMem != nullptr && srcMem != nullptr) {
+    // Rows narrower than 16 bytes copy faster as one kernel than as a rect
+    // command; within one cl_mem the rect command demands equal pitches.
+    if (dstMem == srcMem || d.elemSize < 16) return false;
+    originOf(d.src.buffer.offset, rect.srcRow, rect.srcSlice, srcOrigin);
+    originOf(d.dst.buffer.offset, rect.dstRow, rect.dstSlice, dstOrigin);
+    checkCl(clEnqueueCopyBufferRect(q.queue(), srcMem, dstMem, srcOrigin, dstOrigin, rect.region, rect.srcRow,
+                                    rect.srcSlice, rect.dstRow, rect.dstSlice, 0, nullptr, nullptr),
+            "copy: clEnqueueCopyBufferRect");
+  } else if (dstMem != nullptr) {
+    originOf(d.dst.buffer.offset, rect.dstRow, rect.dstSlice, dstOrigin);
+    checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, dstOrigin, hostOrigin, rect.region, rect.dstRow,
+                                     rect.dstSlice, rect.srcRow, rect.srcSlice, d.src.host, 0, nullptr, nullptr),
+            "copy: clEnqueueWriteBufferRect");
+  } else {
+    originOf(d.src.buffer.offset, rect.srcRow, rect.srcSlice, srcOrigin);
+    checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, srcOrigin, hostOrigin, rect.region, rect.srcRow,
+                                    rect.srcSlice, rect.dstRow, rect.dstSlice, d.dst.host, 0, nullptr, nullptr),
+            "copy: clEnqueueReadBufferRect");
   }
+  return true;
+}
+
+void OpenCLDevice::doCopyStrided(const CopyDesc& d, QueueImpl& qi) {
+  OpenCLQueue& q = queueOf(qi, "copy");
+  enqueueStridedCopy(*this, q, memOf(d.dst.buffer.allocation, "copy"), static_cast<std::int64_t>(d.dst.buffer.offset),
+                     d.dstStep.data(), memOf(d.src.buffer.allocation, "copy"),
+                     static_cast<std::int64_t>(d.src.buffer.offset), d.srcStep.data(), d.dims, d.size.data(),
+                     d.elemSize, "copy");
+}
+
+void OpenCLDevice::doCopyHostImage(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) {
+  const char* fn = "copy";
+  OpenCLQueue& q = queueOf(qi, fn);
+  const CopyDesc desc = d;
+  if (d.src.isHost()) {
+    // The packed image of the host source, packed on the host in queue order unless
+    // the source is packed already, is written to the device.
+    cl_mem dstMem = memOf(d.dst.buffer.allocation, fn);
+    const void* image = d.src.host;
+    std::shared_ptr<char[]> staging;
+    if (!isPacked(d.dims, d.size.data(), d.srcStep.data(), d.elemSize)) {
+      staging.reset(new char[bytes]);
+      cl_event marker = nullptr;
+      checkCl(clEnqueueMarkerWithWaitList(q.queue(), 0, nullptr, &marker), "copy: clEnqueueMarkerWithWaitList");
+      enqueueHostStep(*this, q, marker, [desc, staging] {
+        std::int64_t packed[kMaxDims] = {};
+        packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
+        hostStridedCopy(staging.get(), packed, static_cast<const char*>(desc.src.host), desc.srcStep.data(),
+                        desc.dims, desc.size.data(), desc.elemSize);
+      }, fn);
+      image = staging.get();
+    }
+    cl_event written = nullptr;
+    checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.buffer.offset, bytes, image, 0, nullptr, &written),
+            "copy: clEnqueueWriteBuffer");
+    if (staging) releaseAfter(written, staging);
+    else clReleaseEvent(written);
+    return;
+  }
+  // The packed device image is read, and unpacked on the host in queue order unless
+  // the destination is packed.
+  cl_mem srcMem = memOf(d.src.buffer.allocation, fn);
+  const bool hostPacked = isPacked(d.dims, d.size.data(), d.dstStep.data(), d.elemSize);
+  std::shared_ptr<char[]> staging;
+  if (!hostPacked) staging.reset(new char[bytes]);
+  void* image = hostPacked ? d.dst.host : staging.get();
   cl_event read = nullptr;
-  const cl_int err = clEnqueueReadBuffer(q.queue(), srcPacked ? srcMem : scratch.mem, CL_FALSE,
-                                         srcPacked ? d.src.offset : 0, bytes, image, 0, nullptr, &read);
-  if (!srcPacked) releaseScratch(scratch, q);
-  checkCl(err, "copy: clEnqueueReadBuffer");
+  checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, image, 0, nullptr, &read),
+          "copy: clEnqueueReadBuffer");
   if (hostPacked) {
     clReleaseEvent(read);
     return;
   }
-  const CopyDesc desc = d;
-  enqueueHostStep(*this, q, read, [desc, staging, e] {
-    auto* to = static_cast<std::uint8_t*>(desc.dst.host);
-    std::int64_t packedStepLocal[kMaxDims] = {};
-    packedSteps(desc.dims, desc.size.data(), e, packedStepLocal);
-    forEachElement(desc.dims, desc.size.data(), desc.dstStep.data(), packedStepLocal,
-                   [&](std::int64_t dst, std::int64_t from) { std::memcpy(to + dst, staging.get() + from, desc.elemSize); });
+  enqueueHostStep(*this, q, read, [desc, staging] {
+    std::int64_t packed[kMaxDims] = {};
+    packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
+    hostStridedCopy(static_cast<char*>(desc.dst.host), desc.dstStep.data(), staging.get(), packed, desc.dims,
+                    desc.size.data(), desc.elemSize);
   }, fn);
+}
+
+std::unique_ptr<Allocation> OpenCLDevice::doAcquireScratch(std::size_t bytes, QueueImpl& qi) {
+  OpenCLQueue& q = queueOf(qi, "copy");
+  const ScratchBuffer buffer = acquireScratch(bytes, q, "copy");
+  try {
+    return std::make_unique<OpenCLScratch>(*this, buffer, q);
+  } catch (...) {
+    releaseScratch(buffer, q);
+    throw;
+  }
 }
 
 // ----------------------------------------------------------------- fill ----
@@ -488,19 +339,14 @@ void OpenCLDevice::doCopy(const CopyDesc& d, QueueImpl& qi) {
 void OpenCLDevice::doFill(const FillDesc& d, QueueImpl& qi) {
   const char* fn = "fill";
   OpenCLQueue& q = queueOf(qi, fn);
-  if (!validShape(d.dims, d.size.data(), fn)) return;
-  if (d.elemSize == 0 || d.elemSize > d.pattern.size())
-    fail(ErrorCode::InvalidArgument,
-         "fill: pattern size " + std::to_string(d.elemSize) + " is outside 1.." + std::to_string(d.pattern.size()));
-  if (d.dst.isHost()) fail(ErrorCode::InvalidArgument, "fill: the destination must be device memory");
-  cl_mem mem = memOf(d.dst.device, fn);
-  checkInside(*d.dst.device, d.dims, d.size.data(), d.step.data(), d.dst.offset, d.elemSize, fn, "destination");
-  const std::int64_t count = elementCount(d.dims, d.size.data(), fn);
+  const std::int64_t count = validateFill(d, fn);
+  if (count == 0) return;
+  cl_mem mem = memOf(d.dst.buffer.allocation, fn);
   const auto e = static_cast<std::int64_t>(d.elemSize);
-  const std::int64_t bytes = mulChecked(count, e, fn);
+  const std::int64_t bytes = checkedMul(count, e, fn);
   const bool pow2 = (d.elemSize & (d.elemSize - 1)) == 0;
-  if (packed(d.dims, d.size.data(), d.step.data(), e) && pow2 && d.dst.offset % d.elemSize == 0) {
-    checkCl(clEnqueueFillBuffer(q.queue(), mem, d.pattern.data(), d.elemSize, d.dst.offset,
+  if (isPacked(d.dims, d.size.data(), d.step.data(), d.elemSize) && pow2 && d.dst.buffer.offset % d.elemSize == 0) {
+    checkCl(clEnqueueFillBuffer(q.queue(), mem, d.pattern.data(), d.elemSize, d.dst.buffer.offset,
                                 static_cast<std::size_t>(bytes), 0, nullptr, nullptr),
             "fill: clEnqueueFillBuffer");
     return;
@@ -511,11 +357,10 @@ void OpenCLDevice::doFill(const FillDesc& d, QueueImpl& qi) {
     layout.step[i] = d.step[i];
   }
   std::memcpy(layout.pattern, d.pattern.data(), d.elemSize);
-  const auto offset = static_cast<std::int64_t>(d.dst.offset);
-  const cl_int word = wordBytes(d.elemSize, {offset}, d.dims, {d.step.data()});
+  const cl_int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, 0, d.dims, d.step.data(), d.step.data());
   const cl_long wordsPerElem = e / word;
-  const cl_long total = mulChecked(count, wordsPerElem, fn);
-  const cl_ulong off = d.dst.offset;
+  const cl_long total = checkedMul(count, wordsPerElem, fn);
+  const cl_ulong off = d.dst.buffer.offset;
   const cl_int nd = d.dims;
   const std::size_t global[1] = {static_cast<std::size_t>(total)};
   enqueueKernel(fn, "da_fill_strided", q, 1, global,
@@ -528,48 +373,17 @@ void OpenCLDevice::doFill(const FillDesc& d, QueueImpl& qi) {
 void OpenCLDevice::doConvert(const ConvertDesc& c, QueueImpl& qi) {
   const char* fn = "convertTo";
   OpenCLQueue& q = queueOf(qi, fn);
-  const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
-  if (sd < 0 || sd > 7 || dd < 0 || dd > 7)
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": depth codes " + std::to_string(sd) + " -> " +
-                                         std::to_string(dd) + " are outside 0..7");
-  if (c.rows < 0 || c.values < 0)
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": negative extent " + std::to_string(c.rows) + " x " +
-                                         std::to_string(c.values));
-  if (c.rows == 0 || c.values == 0) return;
+  if (!validateConvert(c, fn)) return;
   if (!hasFp64_ && (c.srcDepth == Depth::F64 || c.dstDepth == Depth::F64))
     fail(ErrorCode::Unsupported, std::string(fn) + ": " + describe() +
                                      " has no double precision (CL_DEVICE_DOUBLE_FP_CONFIG is 0), so it cannot "
                                      "convert F64 data");
-  if (c.src.isHost() || c.dst.isHost())
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": both sides must be device memory");
-  cl_mem dst = memOf(c.dst.device, fn);
-  cl_mem src = memOf(c.src.device, fn);
-  const auto sSize = static_cast<std::int64_t>(depthSize(c.srcDepth));
-  const auto dSize = static_cast<std::int64_t>(depthSize(c.dstDepth));
-  struct Side {
-    const char* name;
-    const Allocation& alloc;
-    std::size_t offset;
-    std::int64_t step;
-    std::int64_t size;
-  };
-  for (const Side& s : {Side{"source", *c.src.device, c.src.offset, c.srcStep, sSize},
-                        Side{"destination", *c.dst.device, c.dst.offset, c.dstStep, dSize}}) {
-    const std::int64_t rowBytes = mulChecked(c.values, s.size, fn);
-    if (c.rows > 1 && s.step < rowBytes)
-      fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + s.name + " row step " + std::to_string(s.step) +
-                                           " is smaller than a row of " + std::to_string(rowBytes) + " bytes");
-    if (s.offset % static_cast<std::size_t>(s.size) != 0 || s.step % s.size != 0)
-      fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + s.name + " offset " + std::to_string(s.offset) +
-                                           " and row step " + std::to_string(s.step) +
-                                           " must be multiples of the value size " + std::to_string(s.size));
-    const std::int64_t sizes[2] = {c.rows, c.values};
-    const std::int64_t steps[2] = {s.step, s.size};
-    checkInside(s.alloc, 2, sizes, steps, s.offset, static_cast<std::size_t>(s.size), fn, s.name);
-  }
+  cl_mem dst = memOf(c.dst.buffer.allocation, fn);
+  cl_mem src = memOf(c.src.buffer.allocation, fn);
+  const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
   const bool integral = sd <= 4 && dd <= 4;
   const cl_int integerCopy = integral && c.alpha == 1.0 && c.beta == 0.0 ? 1 : 0;
-  const cl_ulong dOff = c.dst.offset, sOff = c.src.offset;
+  const cl_ulong dOff = c.dst.buffer.offset, sOff = c.src.buffer.offset;
   const cl_long dStep = c.dstStep, sStep = c.srcStep, rows = c.rows, values = c.values;
   const cl_int dDepth = dd, sDepth = sd;
   const cl_double alphaD = c.alpha, betaD = c.beta;

@@ -114,7 +114,12 @@ class OpenCLDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  void doCopy(const CopyDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
+  // The copy steps (opencl_copy.cpp).
+  void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
+  bool doCopyRect(const CopyDesc& desc, QueueImpl& q) override;
+  void doCopyStrided(const CopyDesc& desc, QueueImpl& q) override;
+  void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
+  std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) override;
   void doFill(const FillDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
   void doConvert(const ConvertDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
