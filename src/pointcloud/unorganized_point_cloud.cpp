@@ -7,8 +7,9 @@
 
 namespace devicearray {
 
-using detail::KernelArg;
+using detail::LaunchGeometry;
 using detail::OrderedUse;
+namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
 namespace {
@@ -156,23 +157,23 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     zero.dst = detail::MemRef::dev(scalars.get(), 0);
     q->device()->fill(zero, *q);
     detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {scalars.get(), 16});
-    pc::launch(*q, "da_vx_keys", n, 1,
-               {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scalars, 16), pc::arg(xyz_), pc::arg(keys),
-                pc::arg(indices), pc::arg(scalars, 0)});
+    detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize, pc::arg(scalars, 16),
+                                        pc::arg(xyz_), pc::arg(keys), pc::arg(indices), pc::arg(scalars, 0));
     detail::algo::sortPairsU64U32(*q, {keys.get(), 0}, {indices.get(), 0}, {sortedKeys.get(), 0}, {order.get(), 0},
                                   n, 63);
-    pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(sortedKeys), pc::arg(flags)});
+    detail::launch<kernels::da_vx_heads>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(sortedKeys),
+                                         pc::arg(flags));
     detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {segmentOf.get(), 0}, n + 1);
-    pc::launch(*q, "da_vx_starts", n + 1, 1, {pc::i64(n), pc::arg(segmentOf), pc::arg(starts)});
-    pc::launch(*q, "da_vx_keep", n + 1, 1,
-               {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(segmentOf), pc::arg(starts),
-                pc::arg(sortedKeys), pc::arg(flags)});
+    detail::launch<kernels::da_vx_starts>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(segmentOf),
+                                          pc::arg(starts));
+    detail::launch<kernels::da_vx_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
+                                        pc::arg(segmentOf), pc::arg(starts), pc::arg(sortedKeys), pc::arg(flags));
     detail::algo::exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
-    pc::launch(*q, "da_vx_reduce", n, 1,
-               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(segmentOf),
-                pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-                pc::argOr(snrs_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-                pc::argOr(cap.snrs, cap.xyz)});
+    detail::launch<kernels::da_vx_reduce>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
+                                          pc::arg(segmentOf), pc::arg(starts), pc::arg(keepOffsets), pc::arg(order),
+                                          pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
+                                          pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+                                          pc::argOr(cap.snrs, cap.xyz));
     pc::copyBytes(*q, scalars.get(), 4, keepOffsets.get(), n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
   }
