@@ -1,13 +1,16 @@
-# Concatenates the shared kernel headers (prelude and launch geometry first) and the OpenCL-only
-# .cl files into one OpenCL C program embedded as a C++ string.
+# Concatenates the shared kernel headers (the prelude, then the plain-macro headers of
+# src/backend/: launch geometry and parameter lists) and the OpenCL-only .cl files into
+# one OpenCL C program embedded as a C++ string.
+file(GLOB shared ${SOURCE_DIR}/src/backend/*.h)
+list(SORT shared)
 file(GLOB headers ${SOURCE_DIR}/src/kernels/*.h)
 list(SORT headers)
 list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/prelude.h)
 file(GLOB cl_files ${SOURCE_DIR}/src/opencl/*.cl)
 list(SORT cl_files)
 set(program "")
-# Host/kernel shared constants (plain macros) come right after the prelude.
-foreach(f ${SOURCE_DIR}/src/kernels/prelude.h ${SOURCE_DIR}/src/backend/conversion_geometry.h ${headers} ${cl_files})
+# Host/kernel shared macros come right after the prelude.
+foreach(f ${SOURCE_DIR}/src/kernels/prelude.h ${shared} ${headers} ${cl_files})
   file(READ ${f} text)
   # The program is one translation unit: drop the includes between kernel files.
   string(REGEX REPLACE "#include \"[^\"]*\"" "" text "${text}")

@@ -1,5 +1,6 @@
-// Backend interface: launching a shared kernel (src/kernels/selftest.h) by name,
-// argument checks, work-group sizes, and launches from many threads at once.
+// Backend interface: launching a shared kernel (src/kernels/selftest.h) with its typed
+// signature, the checks of what a signature cannot rule out (a kernel that differs from
+// it, an untyped launch), work-group sizes, and launches from many threads at once.
 #include <cstddef>
 #include <cstring>
 #include <exception>
@@ -8,10 +9,35 @@
 #include <thread>
 #include <vector>
 
+#include "backend/selftest_signatures.h"
 #include "backend_fixture.hpp"
 
 namespace backendtest {
 namespace {
+
+using devicearray::detail::Buffer;
+using devicearray::detail::BufferRef;
+using devicearray::detail::LaunchGeometry;
+using devicearray::detail::launch;
+using Axpy = devicearray::detail::kernels::da_selftest_axpy;
+
+// What launch<> accepts is decided at compile time: exact arity, no narrowing, buffers
+// only from places or from buffers of the same element type.
+static_assert(Axpy::Params::accepts<int, float, BufferRef, BufferRef>());
+static_assert(Axpy::Params::accepts<int, float, Buffer<float>, Buffer<float>>());
+static_assert(!Axpy::Params::accepts<int, float, BufferRef>());
+static_assert(!Axpy::Params::accepts<int, float, BufferRef, BufferRef, int>());
+static_assert(!Axpy::Params::accepts<std::size_t, float, BufferRef, BufferRef>());
+static_assert(!Axpy::Params::accepts<int, double, BufferRef, BufferRef>());
+static_assert(!Axpy::Params::accepts<int, float, int, BufferRef>());
+static_assert(!Axpy::Params::accepts<int, float, Buffer<const std::uint8_t>, BufferRef>());
+static_assert(!Axpy::Params::accepts<int, float, BufferRef, Buffer<const float>>());
+
+// The self-test kernel as a caller might wrongly declare it: `a` as an int.
+#define WRONG_AXPY_PARAMS(S, B) S(int, n) S(int, a) B(const float, x) B(float, y)
+namespace wrong {
+DA_KERNEL_SIGNATURE(da_selftest_axpy, WRONG_AXPY_PARAMS);
+}  // namespace wrong
 
 TEST_P(Backend, LaunchRunsASharedKernelWithBufferOffsets) {
   const int n = 1000;
@@ -29,43 +55,57 @@ TEST_P(Backend, LaunchRunsASharedKernelWithBufferOffsets) {
   std::memcpy(yb.data(), y.data(), yb.size());
   write(*bx, xOff, xb);
   write(*by, yOff, yb);
-  KernelLaunch l;
-  l.name = "da_selftest_axpy";
-  l.workDims = 1;
-  l.globalSize = {static_cast<std::size_t>(n), 1, 1};
-  l.args = {KernelArg::i32(n), KernelArg::f32(2.5f), KernelArg::buf(bx.get(), xOff), KernelArg::buf(by.get(), yOff)};
-  dev().launch(l, q());
+  const BufferRef xs{bx.get(), xOff}, ys{by.get(), yOff};
+  launch<Axpy>(q(), LaunchGeometry::items(n), n, 2.5f, xs, ys);
   const Bytes got = read(*by, yOff, n * sizeof(float));
   std::vector<float> result(n);
   std::memcpy(result.data(), got.data(), got.size());
   for (int i = 0; i < n; ++i) ASSERT_EQ(result[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)]) << "index " << i;
 
-  KernelLaunch unknown = l;
-  unknown.name = "da_no_such_kernel";
-  expectErrorCode(ErrorCode::Unsupported, [&] { dev().launch(unknown, q()); }, "unknown kernel");
-  KernelLaunch missing = l;
-  missing.args.pop_back();
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(missing, q()); }, "missing argument");
   // A fixed work-group size must divide a 1-D global size.
-  KernelLaunch ragged = l;
-  ragged.localSize = 64;
-  ragged.globalSize = {65, 1, 1};
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(ragged, q()); }, "global size not a multiple");
-  KernelLaunch twoD = l;
-  twoD.localSize = 64;
-  twoD.workDims = 2;
-  twoD.globalSize = {64, 2, 1};
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(twoD, q()); }, "work-group size of a 2-D launch");
+  const LaunchGeometry ragged{1, {65, 1, 1}, 64}, twoD{2, {64, 2, 1}, 64};
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { launch<Axpy>(q(), ragged, n, 2.5f, xs, ys); },
+                  "global size not a multiple");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { launch<Axpy>(q(), twoD, n, 2.5f, xs, ys); },
+                  "work-group size of a 2-D launch");
   // ... and one that does is honoured: the same axpy again, in groups of 64.
-  KernelLaunch grouped = l;
-  grouped.localSize = 64;
-  grouped.globalSize = {(static_cast<std::size_t>(n) + 63) / 64 * 64, 1, 1};
-  dev().launch(grouped, q());
+  launch<Axpy>(q(), LaunchGeometry::groups((static_cast<std::size_t>(n) + 63) / 64, 64), n, 2.5f, xs, ys);
   const Bytes again = read(*by, yOff, n * sizeof(float));
   std::memcpy(result.data(), again.data(), again.size());
   for (int i = 0; i < n; ++i)
     ASSERT_EQ(result[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)] + 2.5f * x[static_cast<std::size_t>(i)])
         << "index " << i;
+}
+
+TEST_P(Backend, LaunchRefusesAKernelThatDiffersFromTheSignature) {
+  auto x = dev().allocate(64 * sizeof(float), q());
+  auto y = dev().allocate(64 * sizeof(float), q());
+  // CUDA compares the registered kernel's parameter kinds, OpenCL the program's
+  // argument information (or at least the count); both name the kernel.
+  try {
+    launch<wrong::da_selftest_axpy>(q(), LaunchGeometry::items(64), 64, 2, BufferRef{x.get()}, BufferRef{y.get()});
+    ADD_FAILURE() << "a launch with a signature that differs from the kernel did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("da_selftest_axpy"), std::string::npos) << e.what();
+    if (dev().backend() == ComputeBackend::opencl)  // PoCL reports argument names and types
+      EXPECT_NE(std::string(e.what()).find("parameter 1 of the signature (int a)"), std::string::npos) << e.what();
+  }
+  // The kernel itself still launches with its own signature.
+  launch<Axpy>(q(), LaunchGeometry::items(64), 64, 1.0f, BufferRef{x.get()}, BufferRef{y.get()});
+  q().synchronize();
+}
+
+TEST_P(Backend, UntypedLaunchesAreCheckedByNameAndArgumentCount) {
+  auto x = dev().allocate(64 * sizeof(float), q());
+  auto y = dev().allocate(64 * sizeof(float), q());
+  KernelLaunch l;
+  l.name = "da_selftest_axpy";
+  l.globalSize = {64, 1, 1};
+  l.args = {KernelArg::i32(64), KernelArg::f32(1.0f), KernelArg::buf(x.get())};  // y is missing
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { dev().launch(l, q()); }, "missing argument");
+  l.name = "da_no_such_kernel";
+  expectErrorCode(ErrorCode::Unsupported, [&] { dev().launch(l, q()); }, "unknown kernel");
 }
 
 TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
@@ -91,12 +131,8 @@ TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
     pool.emplace_back([&, t] {
       try {
         for (int r = 0; r < rounds; ++r) {
-          KernelLaunch l;
-          l.name = "da_selftest_axpy";
-          l.globalSize = {static_cast<std::size_t>(n), 1, 1};
-          l.args = {KernelArg::i32(n), KernelArg::f32(static_cast<float>(t + 1)), KernelArg::buf(xs[t].get()),
-                    KernelArg::buf(ys[t].get())};
-          dev().launch(l, *queues[t]);
+          launch<Axpy>(*queues[t], LaunchGeometry::items(n), n, static_cast<float>(t + 1), BufferRef{xs[t].get()},
+                       BufferRef{ys[t].get()});
         }
       } catch (const std::exception& e) {
         errors[t] = e.what();

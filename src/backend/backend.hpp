@@ -189,7 +189,9 @@ struct ConvertDesc {
 
 /// An argument of a shared kernel (src/kernels/*.h). A buffer becomes a typed
 /// pointer on CUDA (offset folded in) and a (global T* base, ulong offset) pair
-/// on OpenCL; see DA_BUFFER in src/kernels/prelude.h.
+/// on OpenCL; see DA_BUFFER in src/kernels/prelude.h. Library code launches the
+/// kernels it declares a signature for with launch<> (kernel_signature.hpp), which
+/// makes these; the OpenCL-only kernels of src/opencl/*.cl are launched untyped.
 struct KernelArg {
   enum class Kind { buffer, i32, u32, i64, u64, f32, f64 };
   Kind kind = Kind::i32;
@@ -215,6 +217,8 @@ struct KernelArg {
   static KernelArg f64(double v) { KernelArg k; k.kind = Kind::f64; k.value.f64 = v; return k; }
 };
 
+struct KernelSignature;  // kernel_signature.hpp
+
 /// Launch of a shared kernel over a 1-, 2- or 3-D index space of exactly
 /// globalSize work items (the kernel itself bounds-checks against its own size
 /// arguments; backends may round the launch up).
@@ -224,6 +228,11 @@ struct KernelArg {
 /// 1-D launch, and a globalSize that is a multiple of it; the launch is then exact.
 struct KernelLaunch {
   const char* name = nullptr;
+  /// The declared parameters of kernel `name` when launched with launch<>
+  /// (kernel_signature.hpp): the OpenCL backend checks the program's kernel against
+  /// them. Null for an untyped launch (CUDA then checks the argument kinds, OpenCL
+  /// their count).
+  const KernelSignature* signature = nullptr;
   int workDims = 1;
   std::array<std::size_t, 3> globalSize{1, 1, 1};
   std::size_t localSize = 0;

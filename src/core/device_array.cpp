@@ -16,6 +16,7 @@
 #include "backend/backend.hpp"
 #include "core/layout.hpp"
 #include "backend/conversion_geometry.h"
+#include "backend/conversion_signatures.h"
 #include "core/color_tables.hpp"
 
 namespace devicearray {
@@ -25,9 +26,11 @@ namespace {
 using detail::Allocation;
 using detail::ArrayGeometry;
 using detail::ArraySpan;
+using detail::BufferRef;
 using detail::fail;
-using detail::KernelArg;
+using detail::LaunchGeometry;
 using detail::QueueImpl;
+namespace kernels = detail::kernels;
 
 std::string prefix(const char* fn) { return std::string(fn) + ": "; }
 
@@ -107,34 +110,12 @@ std::uintptr_t alignmentAddress(ComputeBackend backend, void* handle, std::size_
 
 // --------------------------------------------------------------- conversion --
 
-KernelArg bufferArg(const ArraySpan& s) { return KernelArg::buf(s.storage.get(), s.offset); }
+BufferRef bufferOf(const ArraySpan& s) { return BufferRef{s.storage.get(), s.offset}; }
 
 /// The alignment the conversion kernels may assume of a buffer: 16, 4 or 1 bytes.
 int accessAlignment(const ArraySpan& s) {
   const std::uintptr_t address = alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset);
   return address % 16 == 0 ? 16 : (address % 4 == 0 ? 4 : 1);
-}
-
-void pushLayout(std::vector<KernelArg>& args, const FormatInfo& f) {
-  args.push_back(KernelArg::i32(f.red));
-  args.push_back(KernelArg::i32(f.green));
-  args.push_back(KernelArg::i32(f.blue));
-  args.push_back(KernelArg::i32(f.alpha));
-}
-
-/// A u8 colour operand of the colour kernels: buffer, channels, channel layout, alignment.
-void pushU8Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
-  args.push_back(bufferArg(s));
-  args.push_back(KernelArg::i32(f.channels));
-  pushLayout(args, f);
-  args.push_back(KernelArg::i32(accessAlignment(s)));
-}
-
-/// A float (ColorRGBAf) operand of the colour kernels: buffer, channel layout, alignment.
-void pushF32Color(std::vector<KernelArg>& args, const FormatInfo& f, const ArraySpan& s) {
-  args.push_back(bufferArg(s));
-  pushLayout(args, f);
-  args.push_back(KernelArg::i32(accessAlignment(s)));
 }
 
 /// Enqueues dst = convert(src) on q. Sizes, devices and overlap are already checked.
@@ -159,12 +140,9 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
 
   if (toId == FormatId::PointZ) {  // element-wise, no tile (convert_formats.h)
     const std::size_t workItems = (n + DA_CVT_Z_ITEMS - 1) / DA_CVT_Z_ITEMS;
-    detail::KernelLaunch z;
-    z.name = "da_convert_points_z";
-    z.globalSize = {workItems, 1, 1};
-    z.args = {KernelArg::i64(static_cast<std::int64_t>(n)), KernelArg::i64(static_cast<std::int64_t>(workItems)),
-              bufferArg(src), KernelArg::i32(from.channels), bufferArg(dst)};
-    device->launch(z, q);
+    detail::launch<kernels::da_convert_points_z>(q, LaunchGeometry::items(workItems), static_cast<std::int64_t>(n),
+                                                 static_cast<std::int64_t>(workItems), bufferOf(src), from.channels,
+                                                 bufferOf(dst));
     use.commit();
     return;
   }
@@ -175,56 +153,40 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   static_assert(DA_CVT_LOCAL_BYTES + kColorTableBytes <= 32 * 1024, "OpenCL 1.2 guarantees 32 KiB of local memory");
   const bool floatToU8 = from.isColor && from.depth == Depth::F32 && to.depth == Depth::U8;
   const int tile = floatToU8 ? DA_CVT_F32_U8_TILE : DA_CVT_TILE(from.bytes, to.bytes);
-  detail::KernelLaunch launch;
-  launch.workDims = 1;
-  launch.localSize = DA_CVT_GROUP;
-  launch.globalSize = {(n + tile - 1) / tile * DA_CVT_GROUP, 1, 1};
-  auto& args = launch.args;
-  args.push_back(KernelArg::i64(static_cast<std::int64_t>(n)));
-  args.push_back(KernelArg::i32(tile));
+  const LaunchGeometry tiles = LaunchGeometry::groups((n + tile - 1) / tile, DA_CVT_GROUP);
+  const auto count = static_cast<std::int64_t>(n);
+  const int srcAlign = accessAlignment(src), dstAlign = accessAlignment(dst);
 
   if (!to.isColor) {
     // PointXYZ <-> PointXYZW: x, y, z are channels 0..2.
-    launch.name = "da_convert_points";
-    const int map[4] = {0, 1, 2, -1};
-    args.push_back(bufferArg(src));
-    args.push_back(KernelArg::i32(from.channels));
-    args.push_back(KernelArg::i32(accessAlignment(src)));
-    args.push_back(bufferArg(dst));
-    args.push_back(KernelArg::i32(to.channels));
-    args.push_back(KernelArg::i32(accessAlignment(dst)));
-    for (int m : map) args.push_back(KernelArg::i32(m));
-    device->launch(launch, q);
+    detail::launch<kernels::da_convert_points>(q, tiles, count, tile, bufferOf(src), from.channels, srcAlign,
+                                               bufferOf(dst), to.channels, dstAlign, 0, 1, 2, -1);
     use.commit();
     return;
   }
 
   const std::shared_ptr<Allocation> tables = detail::deviceColorTables(device, q);
   use.add(tables.get());
-  Allocation* t = tables.get();
+  // A table of the device's ColorTables (color_tables.hpp), by member.
+  auto table = [&](std::size_t offset) { return BufferRef{tables.get(), offset}; };
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
-    launch.name = "da_convert_color_u8_u8";
-    pushU8Color(args, from, src);
-    pushU8Color(args, to, dst);
-    args.push_back(KernelArg::i32(from.isSRGB != to.isSRGB ? 1 : 0));
-    args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear)
-                                                 : offsetof(detail::ColorTables, linearToSrgb)));
+    detail::launch<kernels::da_convert_color_u8_u8>(
+        q, tiles, count, tile, bufferOf(src), from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        bufferOf(dst), to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
+        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
-    launch.name = "da_convert_color_u8_f32";
-    pushU8Color(args, from, src);
-    pushF32Color(args, to, dst);
-    args.push_back(KernelArg::buf(t, from.isSRGB ? offsetof(detail::ColorTables, srgbToFloat)
-                                                 : offsetof(detail::ColorTables, linearToFloat)));
-    args.push_back(KernelArg::buf(t, offsetof(detail::ColorTables, linearToFloat)));
+    detail::launch<kernels::da_convert_color_u8_f32>(
+        q, tiles, count, tile, bufferOf(src), from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        bufferOf(dst), to.red, to.green, to.blue, to.alpha, dstAlign,
+        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToFloat) : offsetof(detail::ColorTables, linearToFloat)),
+        table(offsetof(detail::ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
-    launch.name = "da_convert_color_f32_u8";
-    pushF32Color(args, from, src);
-    pushU8Color(args, to, dst);
-    args.push_back(KernelArg::buf(t, to.isSRGB ? offsetof(detail::ColorTables, srgbBuckets)
-                                               : offsetof(detail::ColorTables, linearBuckets)));
-    args.push_back(KernelArg::buf(t, offsetof(detail::ColorTables, linearBuckets)));
+    detail::launch<kernels::da_convert_color_f32_u8>(
+        q, tiles, count, tile, bufferOf(src), from.red, from.green, from.blue, from.alpha, srcAlign, bufferOf(dst),
+        to.channels, to.red, to.green, to.blue, to.alpha, dstAlign,
+        table(to.isSRGB ? offsetof(detail::ColorTables, srgbBuckets) : offsetof(detail::ColorTables, linearBuckets)),
+        table(offsetof(detail::ColorTables, linearBuckets)));
   }
-  device->launch(launch, q);
   use.commit();
 }
 

@@ -1,6 +1,6 @@
 // CUDA registration of the format-conversion kernels shared with OpenCL
-// (src/kernels/convert_formats.h); launched by src/core/device_array.cpp through
-// DeviceImpl::launch.
+// (src/kernels/convert_formats.h); launched by src/core/device_array.cpp with
+// launch<> (backend/kernel_signature.hpp).
 #include "kernels/prelude.h"
 #include "kernels/convert_formats.h"
 #include "cuda/kernel_registry.hpp"

@@ -1,30 +1,31 @@
 // Registry of shared kernels for the CUDA backend's DeviceImpl::launch.
 //
-// A kernel is written once in src/kernels/NAME.h with the DA_KERNEL macro of
-// src/kernels/prelude.h. To make it launchable on CUDA, register it from a .cu
-// file of the library (src/cuda/*.cu or src/pointcloud/*.cu), at namespace scope:
+// A kernel is written once in src/kernels/NAME.h with the macros of
+// src/kernels/prelude.h, its parameters declared once as a list in a header of
+// src/backend/ that also declares its signature type (kernel_params.h,
+// kernel_signature.hpp). To make it launchable on CUDA, register it from a .cu file of
+// src/cuda/, at namespace scope:
 //
 //   #include "kernels/prelude.h"
-//   #include "kernels/scale.h"        // DA_KERNEL(da_scale)(int n, float s, DA_BUFFER(float, data))
+//   #include "kernels/scale.h"        // DA_KERNEL(da_scale)(DA_PARAMS(DA_SCALE_PARAMS))
 //   #include "cuda/kernel_registry.hpp"
 //
 //   DA_CUDA_REGISTER(da_scale);
 //
-// and launch it through the backend-agnostic interface:
+// and launch it through the backend-agnostic interface, from core or point-cloud code:
 //
-//   KernelLaunch l;
-//   l.name = "da_scale"; l.workDims = 1; l.globalSize = {n, 1, 1};
-//   l.args = {KernelArg::i32(n), KernelArg::f32(2.f), KernelArg::buf(allocation, byteOffset)};
-//   device.launch(l, queue);
+//   launch<kernels::da_scale>(queue, LaunchGeometry::items(n), n, 2.f, BufferRef{allocation, byteOffset});
 //
-// Registration records the kernel's parameter types; launch() checks the given
-// KernelArg list against them (count and kind) and throws InvalidArgument on a
-// mismatch instead of launching with a malformed argument block. Parameter
-// types map as: any pointer (DA_BUFFER) <- KernelArg::buf; 32-bit signed /
-// unsigned integers <- i32 / u32; 64-bit (long, long long, da_i64) <- i64 / u64;
-// float <- f32; double <- f64. Other parameter types cannot be launched.
-// Registering two different kernels under one name makes launches of that name
-// fail with InvalidState (static-init order would otherwise pick one silently).
+// Registration does not compile unless the __global__ function's parameters are those
+// of the signature type of the same name (a buffer of T is a T*), so the kernel and its
+// host callers cannot disagree. It also records the parameter kinds: an untyped
+// KernelLaunch is checked against them (count and kind; InvalidArgument on a mismatch
+// instead of launching with a malformed argument block). Parameter types map as: any
+// pointer (DA_BUFFER) <- KernelArg::buf; 32-bit signed / unsigned integers <- i32 / u32;
+// 64-bit (long, long long, da_i64) <- i64 / u64; float <- f32; double <- f64. Other
+// parameter types cannot be launched. Registering two different kernels under one
+// name makes launches of that name fail with InvalidState (static-init order would
+// otherwise pick one silently).
 #pragma once
 
 #include <cstdint>
@@ -64,17 +65,22 @@ bool registerPreload(const void* function) noexcept;
 /// it makes its first queue. Failures are left for the launch to report.
 void loadKernels() noexcept;
 
-template <class... Args>
-bool registerKernelFunction(const char* name, void (*function)(Args...)) noexcept {
+/// Registers `function` under the name of `Signature` (DA_KERNEL_SIGNATURE), whose
+/// parameters it must have.
+template <class Signature, class... Args>
+bool registerKernelFunction(void (*function)(Args...)) noexcept {
+  static_assert(std::is_same_v<void(Args...), typename Signature::Params::CudaFunction>,
+                "the kernel's parameters differ from its signature (src/backend/*_signatures.h)");
   static constexpr ParamKind kParams[sizeof...(Args) + 1] = {paramKindOf<Args>()..., ParamKind::unsupported};
-  return registerKernel(name, reinterpret_cast<const void*>(function), kParams,
+  return registerKernel(Signature::name, reinterpret_cast<const void*>(function), kParams,
                         static_cast<int>(sizeof...(Args)));
 }
 
 }  // namespace devicearray::detail::cuda
 
 /// Registers the __global__ function `name` (declared with DA_KERNEL) for
-/// KernelLaunch::name == "name". Use once per kernel, at namespace scope of a .cu file.
-#define DA_CUDA_REGISTER(name)                                      \
-  [[maybe_unused]] static const bool da_cuda_registered_##name =    \
-      ::devicearray::detail::cuda::registerKernelFunction(#name, &name)
+/// KernelLaunch::name == "name", checked against the signature kernels::name. Use once
+/// per kernel, at namespace scope of a .cu file.
+#define DA_CUDA_REGISTER(name)                                   \
+  [[maybe_unused]] static const bool da_cuda_registered_##name = \
+      ::devicearray::detail::cuda::registerKernelFunction<::devicearray::detail::kernels::name>(&::name)

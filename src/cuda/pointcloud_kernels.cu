@@ -1,6 +1,6 @@
 // Registers the shared point-cloud kernels (src/kernels/pointcloud.h) for the CUDA
-// backend's DeviceImpl::launch. The OpenCL backend compiles the same bodies from the
-// embedded program source.
+// backend's DeviceImpl::launch (src/pointcloud/ launches them with launch<>). The OpenCL
+// backend compiles the same bodies from the embedded program source.
 #include "kernels/prelude.h"
 #include "kernels/pointcloud.h"
 #include "cuda/kernel_registry.hpp"

@@ -31,6 +31,7 @@
 
 #include "prelude.h"
 #include "backend/conversion_geometry.h"
+#include "backend/conversion_signatures.h"
 
 /* Little-endian word access lets 4-byte colours move as one 32-bit load/store; a
  * big-endian OpenCL device falls back to byte access. */
@@ -126,11 +127,8 @@ DA_FN int da_cvt_tile_count(da_i64 n, da_i64 first, int tile) {
 /* Points: dst channel j = src channel map_j, or 1 where map_j < 0 (the w of
  * PointXYZW). Values are moved bit for bit, so NaN coordinates stay NaN.
  * `tile`: DA_CVT_TILE of the two element sizes. */
-DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(
-    da_i64 n, int tile, DA_BUFFER(const float, src), int srcChannels, int srcAlign, DA_BUFFER(float, dst),
-    int dstChannels, int dstAlign, int map0, int map1, int map2, int map3) {
-  DA_BUFFER_INIT(const float, src);
-  DA_BUFFER_INIT(float, dst);
+DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(DA_PARAMS(DA_CONVERT_POINTS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_POINTS_PARAMS);
   DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   const da_i64 first = DA_GROUP_ID() * tile;
   if (first >= n) return; /* the whole group leaves: no barrier is skipped by part of it */
@@ -174,10 +172,8 @@ DA_KERNEL_GROUP(da_convert_points, DA_CVT_GROUP, DA_CVT_POINT_MIN_GROUPS)(
  * would only add a pass through local memory. Each work item converts DA_CVT_Z_ITEMS
  * elements `stride` apart (stride = the number of work items), issuing all loads
  * before any store. */
-DA_KERNEL(da_convert_points_z)(da_i64 n, da_i64 stride, DA_BUFFER(const float, src), int srcChannels,
-                               DA_BUFFER(float, dst)) {
-  DA_BUFFER_INIT(const float, src);
-  DA_BUFFER_INIT(float, dst);
+DA_KERNEL(da_convert_points_z)(DA_PARAMS(DA_CONVERT_POINTS_Z_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_POINTS_Z_PARAMS);
   const da_i64 first = DA_ID(0);
   if (first >= stride) return; /* backends may round the launch up: extra items would alias others */
   float z[DA_CVT_Z_ITEMS];
@@ -235,12 +231,8 @@ DA_FN void da_cvt_store_u8(DA_LOCAL da_u8* tile, int e, int channels, int ri, in
  * optionally the colour channels (never alpha) mapped through a 256-entry table
  * (sRGB encode or decode). */
 DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
-    da_i64 n, int tile, DA_BUFFER(const da_u8, src), int srcChannels, int srcR, int srcG, int srcB, int srcA,
-    int srcAlign, DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,
-    int useTable, DA_BUFFER(const da_u8, table)) {
-  DA_BUFFER_INIT(const da_u8, src);
-  DA_BUFFER_INIT(da_u8, dst);
-  DA_BUFFER_INIT(const da_u8, table);
+    DA_PARAMS(DA_CONVERT_COLOR_U8_U8_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_COLOR_U8_U8_PARAMS);
   DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   DA_LOCAL_ARRAY(da_u8, lut, 256);
   const da_i64 first = DA_GROUP_ID() * tile;
@@ -270,13 +262,8 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
  * (c / 255 or the sRGB decoding), alpha through alphaTable (c / 255), 1.0 when the
  * source has no alpha. */
 DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
-    da_i64 n, int tile, DA_BUFFER(const da_u8, src), int srcChannels, int srcR, int srcG, int srcB, int srcA,
-    int srcAlign, DA_BUFFER(float, dst), int dstR, int dstG, int dstB, int dstA, int dstAlign,
-    DA_BUFFER(const float, colorTable), DA_BUFFER(const float, alphaTable)) {
-  DA_BUFFER_INIT(const da_u8, src);
-  DA_BUFFER_INIT(float, dst);
-  DA_BUFFER_INIT(const float, colorTable);
-  DA_BUFFER_INIT(const float, alphaTable);
+    DA_PARAMS(DA_CONVERT_COLOR_U8_F32_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_COLOR_U8_F32_PARAMS);
   DA_LOCAL_ARRAY(da_u32x4, staging, DA_CVT_LOCAL_BYTES / 16);
   DA_LOCAL_ARRAY(float, colorLut, 256);
   DA_LOCAL_ARRAY(float, alphaLut, 256);
@@ -314,13 +301,8 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
  * of those cache lines in the cache. `tile` is DA_CVT_F32_U8_TILE (the elements of one
  * work-group). */
 DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)(
-    da_i64 n, int tile, DA_BUFFER(const float, src), int srcR, int srcG, int srcB, int srcA, int srcAlign,
-    DA_BUFFER(da_u8, dst), int dstChannels, int dstR, int dstG, int dstB, int dstA, int dstAlign,
-    DA_BUFFER(const da_u32, colorBuckets), DA_BUFFER(const da_u32, alphaBuckets)) {
-  DA_BUFFER_INIT(const float, src);
-  DA_BUFFER_INIT(da_u8, dst);
-  DA_BUFFER_INIT(const da_u32, colorBuckets);
-  DA_BUFFER_INIT(const da_u32, alphaBuckets);
+    DA_PARAMS(DA_CONVERT_COLOR_F32_U8_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_COLOR_F32_U8_PARAMS);
   const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_F32_U8_ITEMS * DA_LOCAL_ID();
   if (first >= n) return;
   const int count = n - first < DA_CVT_F32_U8_ITEMS ? (int)(n - first) : DA_CVT_F32_U8_ITEMS;

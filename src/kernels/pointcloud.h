@@ -14,6 +14,7 @@
 #define DEVICEARRAY_KERNELS_POINTCLOUD_H
 
 #include "prelude.h"
+#include "backend/pointcloud_signatures.h"
 
 /* A point is valid when x, y and z are all finite: v - v is 0 for finite v and NaN
  * for NaN or +-inf (no isfinite in the prelude, and this form is the same on every
@@ -64,16 +65,8 @@ DA_FN void da_pc_mean_store(const da_pc_mean* m, float count, DA_GLOBAL float* x
  * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
  * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
  * half up. SNR: sqrt of the sum of the valid points' SNR^2 (0 when none). */
-DA_KERNEL(da_pc_downsample)(int inW, int outW, int outH, int k, int hasColor, int hasSnr,
-                            DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn),
-                            DA_BUFFER(const float, snrIn), DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut),
-                            DA_BUFFER(float, snrOut)) {
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(const da_u8, rgbaIn);
-  DA_BUFFER_INIT(const float, snrIn);
-  DA_BUFFER_INIT(float, xyzOut);
-  DA_BUFFER_INIT(da_u8, rgbaOut);
-  DA_BUFFER_INIT(float, snrOut);
+DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_DOWNSAMPLE_PARAMS);
   const long ox = DA_ID(0);
   const long oy = DA_ID(1);
   if (ox >= outW || oy >= outH) return;
@@ -113,11 +106,8 @@ DA_KERNEL(da_pc_downsample)(int inW, int outW, int outH, int k, int hasColor, in
 
 /* p' = R p + t for valid points (row-major affine matrix rows m0..m2); invalid points
  * are copied unchanged. In place when xyzIn and xyzOut are the same memory. */
-DA_KERNEL(da_pc_transform)(long n, float m00, float m01, float m02, float m03, float m10, float m11, float m12,
-                           float m13, float m20, float m21, float m22, float m23, DA_BUFFER(const float, xyzIn),
-                           DA_BUFFER(float, xyzOut)) {
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(float, xyzOut);
+DA_KERNEL(da_pc_transform)(DA_PARAMS(DA_PC_TRANSFORM_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_TRANSFORM_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
@@ -131,11 +121,8 @@ DA_KERNEL(da_pc_transform)(long n, float m00, float m01, float m02, float m03, f
 
 /* Pixels whose mask byte is 0 become NaN (global size W x H). The mask has its own row
  * step in bytes, so a strided GpuMatND / GpuMat region works without a copy. */
-DA_KERNEL(da_pc_mask)(int width, int height, long maskStep, DA_BUFFER(const da_u8, mask),
-                      DA_BUFFER(const float, xyzIn), DA_BUFFER(float, xyzOut)) {
-  DA_BUFFER_INIT(const da_u8, mask);
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(float, xyzOut);
+DA_KERNEL(da_pc_mask)(DA_PARAMS(DA_PC_MASK_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_MASK_PARAMS);
   const long x = DA_ID(0);
   const long y = DA_ID(1);
   if (x >= width || y >= height) return;
@@ -150,11 +137,8 @@ DA_KERNEL(da_pc_mask)(int width, int height, long maskStep, DA_BUFFER(const da_u
 /* Oriented-box region of interest. With d = p - O: inside when
  *   0 <= d.u <= lenU, 0 <= d.v <= lenV (u, v: unit vectors along A-O and B-O) and
  *   lo <= d.n <= hi (n: unit base normal); points outside become NaN. */
-DA_KERNEL(da_pc_roi)(long n, float ox, float oy, float oz, float ux, float uy, float uz, float lenU, float vx,
-                     float vy, float vz, float lenV, float nx, float ny, float nz, float lo, float hi,
-                     DA_BUFFER(const float, xyzIn), DA_BUFFER(float, xyzOut)) {
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(float, xyzOut);
+DA_KERNEL(da_pc_roi)(DA_PARAMS(DA_PC_ROI_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_ROI_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
@@ -211,10 +195,8 @@ DA_FN int da_pc_axis_difference(DA_GLOBAL const float* xyz, long before, long af
  * camera position is where the accumulated transformation moved the sensor origin (so
  * transforming a cloud rotates its normals instead of re-orienting them). NaN where the
  * point is missing, an axis has no valid neighbour, or the cross product vanishes. */
-DA_KERNEL(da_pc_normals)(int width, int height, float camX, float camY, float camZ, DA_BUFFER(const float, xyz),
-                         DA_BUFFER(float, normals)) {
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(float, normals);
+DA_KERNEL(da_pc_normals)(DA_PARAMS(DA_PC_NORMALS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_NORMALS_PARAMS);
   const long c = DA_ID(0);
   const long r = DA_ID(1);
   if (c >= width || r >= height) return;
@@ -242,9 +224,8 @@ DA_KERNEL(da_pc_normals)(int width, int height, float camX, float camY, float ca
 
 /* flags[i] = 1 for a valid point, 0 otherwise; flags[n] = 0, so an exclusive scan of the
  * n + 1 flags ends with the number of valid points (global size n + 1). */
-DA_KERNEL(da_pc_valid_flags)(long n, DA_BUFFER(const float, xyz), DA_BUFFER(da_u32, flags)) {
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(da_u32, flags);
+DA_KERNEL(da_pc_valid_flags)(DA_PARAMS(DA_PC_VALID_FLAGS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_VALID_FLAGS_PARAMS);
   const long i = DA_ID(0);
   if (i > n) return;
   flags[i] = i < n ? (da_u32)da_pc_valid(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]) : 0u;
@@ -252,16 +233,8 @@ DA_KERNEL(da_pc_valid_flags)(long n, DA_BUFFER(const float, xyz), DA_BUFFER(da_u
 
 /* Order-preserving compaction: point i is kept when offsets[i + 1] != offsets[i] (the
  * exclusive scan of the validity flags) and goes to position offsets[i]. */
-DA_KERNEL(da_pc_compact)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32, offsets),
-                         DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn), DA_BUFFER(const float, snrIn),
-                         DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut), DA_BUFFER(float, snrOut)) {
-  DA_BUFFER_INIT(const da_u32, offsets);
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(const da_u8, rgbaIn);
-  DA_BUFFER_INIT(const float, snrIn);
-  DA_BUFFER_INIT(float, xyzOut);
-  DA_BUFFER_INIT(da_u8, rgbaOut);
-  DA_BUFFER_INIT(float, snrOut);
+DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_COMPACT_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const da_u32 o = offsets[i];
@@ -281,13 +254,8 @@ DA_KERNEL(da_pc_compact)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u3
  * point index as the sort value. Invalid points get DA_VOXEL_INVALID_KEY (sorted last and
  * dropped). A coordinate that does not fit sets status[0] = 1 (read back by the host,
  * which then reports the voxel size as too small for the cloud's extent). */
-DA_KERNEL(da_vx_keys)(long n, float voxelSize, DA_BUFFER(const float, minXYZ), DA_BUFFER(const float, xyz),
-                      DA_BUFFER(da_u64, keys), DA_BUFFER(da_u32, indices), DA_BUFFER(da_u32, status)) {
-  DA_BUFFER_INIT(const float, minXYZ);
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(da_u64, keys);
-  DA_BUFFER_INIT(da_u32, indices);
-  DA_BUFFER_INIT(da_u32, status);
+DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
@@ -313,18 +281,16 @@ DA_KERNEL(da_vx_keys)(long n, float voxelSize, DA_BUFFER(const float, minXYZ), D
 /* heads[i] = 1 where a run of equal sorted keys starts (i < n), heads[n] = 0; the
  * exclusive scan of heads gives each sorted point its segment (voxel) number and ends
  * with the segment count (global size n + 1). */
-DA_KERNEL(da_vx_heads)(long n, DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, heads)) {
-  DA_BUFFER_INIT(const da_u64, keys);
-  DA_BUFFER_INIT(da_u32, heads);
+DA_KERNEL(da_vx_heads)(DA_PARAMS(DA_VX_HEADS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_HEADS_PARAMS);
   const long i = DA_ID(0);
   if (i > n) return;
   heads[i] = (i < n && (i == 0 || keys[i] != keys[i - 1])) ? 1u : 0u;
 }
 
 /* starts[s] = first sorted index of segment s, starts[segments] = n (global size n + 1). */
-DA_KERNEL(da_vx_starts)(long n, DA_BUFFER(const da_u32, segmentOf), DA_BUFFER(da_u32, starts)) {
-  DA_BUFFER_INIT(const da_u32, segmentOf);
-  DA_BUFFER_INIT(da_u32, starts);
+DA_KERNEL(da_vx_starts)(DA_PARAMS(DA_VX_STARTS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_STARTS_PARAMS);
   const long i = DA_ID(0);
   if (i > n) return;
   if (i == n || segmentOf[i + 1] != segmentOf[i]) starts[segmentOf[i]] = (da_u32)i;
@@ -332,12 +298,8 @@ DA_KERNEL(da_vx_starts)(long n, DA_BUFFER(const da_u32, segmentOf), DA_BUFFER(da
 
 /* keep[s] = 1 for segments of valid points with at least minPoints points; keep[s] = 0
  * for s >= segments (global size n + 1, the segment count is only known on the device). */
-DA_KERNEL(da_vx_keep)(long n, int minPoints, DA_BUFFER(const da_u32, segmentOf), DA_BUFFER(const da_u32, starts),
-                      DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, keep)) {
-  DA_BUFFER_INIT(const da_u32, segmentOf);
-  DA_BUFFER_INIT(const da_u32, starts);
-  DA_BUFFER_INIT(const da_u64, keys);
-  DA_BUFFER_INIT(da_u32, keep);
+DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_KEEP_PARAMS);
   const long s = DA_ID(0);
   if (s > n) return;
   const da_u32 segments = segmentOf[n];
@@ -351,16 +313,8 @@ DA_KERNEL(da_vx_keep)(long n, int minPoints, DA_BUFFER(const da_u32, segmentOf),
 
 /* Gathers the points into sorted (voxel) order, so that the reduction below reads each
  * voxel's points from consecutive memory instead of chasing `order` across the cloud. */
-DA_KERNEL(da_vx_gather)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32, order),
-                        DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn), DA_BUFFER(const float, snrIn),
-                        DA_BUFFER(float, xyzSorted), DA_BUFFER(da_u8, rgbaSorted), DA_BUFFER(float, snrSorted)) {
-  DA_BUFFER_INIT(const da_u32, order);
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(const da_u8, rgbaIn);
-  DA_BUFFER_INIT(const float, snrIn);
-  DA_BUFFER_INIT(float, xyzSorted);
-  DA_BUFFER_INIT(da_u8, rgbaSorted);
-  DA_BUFFER_INIT(float, snrSorted);
+DA_KERNEL(da_vx_gather)(DA_PARAMS(DA_VX_GATHER_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_GATHER_PARAMS);
   const long j = DA_ID(0);
   if (j >= n) return;
   const long i = (long)order[j];
@@ -381,19 +335,8 @@ DA_KERNEL(da_vx_gather)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32
  * original order) sequentially, so results are deterministic: SNR^2-weighted mean
  * position (plain mean when the weights are all 0 or there is no SNR), mean colour
  * rounded half up, sqrt(sum SNR^2). */
-DA_KERNEL(da_vx_reduce)(long n, int hasColor, int hasSnr, DA_BUFFER(const da_u32, segmentOf),
-                        DA_BUFFER(const da_u32, starts), DA_BUFFER(const da_u32, keepOffsets),
-                        DA_BUFFER(const float, xyzIn), DA_BUFFER(const da_u8, rgbaIn), DA_BUFFER(const float, snrIn),
-                        DA_BUFFER(float, xyzOut), DA_BUFFER(da_u8, rgbaOut), DA_BUFFER(float, snrOut)) {
-  DA_BUFFER_INIT(const da_u32, segmentOf);
-  DA_BUFFER_INIT(const da_u32, starts);
-  DA_BUFFER_INIT(const da_u32, keepOffsets);
-  DA_BUFFER_INIT(const float, xyzIn);
-  DA_BUFFER_INIT(const da_u8, rgbaIn);
-  DA_BUFFER_INIT(const float, snrIn);
-  DA_BUFFER_INIT(float, xyzOut);
-  DA_BUFFER_INIT(da_u8, rgbaOut);
-  DA_BUFFER_INIT(float, snrOut);
+DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
   const long s = DA_ID(0);
   if (s >= n || s >= (long)segmentOf[n]) return;
   const da_u32 o = keepOffsets[s];

@@ -1,10 +1,14 @@
 /* Shared-kernel prelude: lets one kernel body compile as CUDA C++, as OpenCL C,
  * and as plain host C++ (for constexpr-style helpers used by host code).
  *
- * A kernel is written once in src/kernels/NAME.h:
+ * A kernel is written once in src/kernels/NAME.h, its parameters declared once in a
+ * header of src/backend/ that the host code launching it includes too
+ * (src/backend/kernel_params.h):
  *
- *   DA_KERNEL(da_scale)(int n, float s, DA_BUFFER(float, data)) {
- *     DA_BUFFER_INIT(float, data);
+ *   #define DA_SCALE_PARAMS(S, B) S(int, n) S(float, s) B(float, data)
+ *
+ *   DA_KERNEL(da_scale)(DA_PARAMS(DA_SCALE_PARAMS)) {
+ *     DA_BUFFERS_INIT(DA_SCALE_PARAMS);
  *     const long i = DA_ID(0);
  *     if (i < n) data[i] *= s;
  *   }

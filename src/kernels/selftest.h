@@ -5,10 +5,10 @@
 #define DEVICEARRAY_KERNELS_SELFTEST_H
 
 #include "prelude.h"
+#include "backend/selftest_signatures.h"
 
-DA_KERNEL(da_selftest_axpy)(int n, float a, DA_BUFFER(const float, x), DA_BUFFER(float, y)) {
-  DA_BUFFER_INIT(const float, x);
-  DA_BUFFER_INIT(float, y);
+DA_KERNEL(da_selftest_axpy)(DA_PARAMS(DA_SELFTEST_AXPY_PARAMS)) {
+  DA_BUFFERS_INIT(DA_SELFTEST_AXPY_PARAMS);
   const long i = DA_ID(0);
   if (i < n) y[i] = a * x[i] + y[i];
 }

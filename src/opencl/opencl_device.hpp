@@ -5,6 +5,7 @@
 
 #include <CL/cl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -94,6 +95,7 @@ class OpenCLDevice final : public DeviceImpl {
   struct KernelSlot {
     cl_kernel kernel = nullptr;
     cl_uint numArgs = 0;
+    std::atomic<const KernelSignature*> matched{nullptr};  // the last signature found to match
     std::mutex mutex;  // clSetKernelArg + enqueue must not interleave between threads
   };
   struct CachedBuffer {
@@ -132,6 +134,9 @@ class OpenCLDevice final : public DeviceImpl {
   void flushCache() noexcept;
   cl_program program();
   KernelSlot& kernel(const char* name);
+  /// enqueueKernel for a kernel already looked up.
+  void enqueue(KernelSlot& k, const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
+               const std::size_t* global, const std::vector<RawArg>& args, const std::size_t* local);
 
   cl_platform_id platform_;
   cl_context context_;

@@ -1,13 +1,16 @@
 // Kernels of the OpenCL backend. The program (src/kernels/*.h + src/opencl/*.cl,
 // embedded by CMake) is built once per device on first use; cl_kernel objects are
 // cached by name, and clSetKernelArg + enqueue run under a per-kernel mutex because a
-// cl_kernel's arguments are shared state.
+// cl_kernel's arguments are shared state. A typed launch (launch<>) checks the
+// program's kernel against its signature once.
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "backend/kernel_signature.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 
@@ -20,6 +23,107 @@ namespace {
 
 constexpr std::size_t kMaxBuildLogChars = 16000;
 
+/// The OpenCL C name of a scalar type as an implementation may report it (the name as
+/// written, a typedef of src/kernels/prelude.h, or the C spelling), or "" when unknown.
+std::string canonicalTypeName(std::string name) {
+  static const std::pair<const char*, const char*> kAliases[] = {
+      {"da_i8", "char"},           {"signed char", "char"},    {"da_u8", "uchar"},
+      {"unsigned char", "uchar"},  {"da_i16", "short"},        {"da_u16", "ushort"},
+      {"unsigned short", "ushort"}, {"da_i32", "int"},          {"da_u32", "uint"},
+      {"unsigned int", "uint"},    {"da_i64", "long"},         {"da_u64", "ulong"},
+      {"unsigned long", "ulong"}};
+  for (const auto& [alias, canonical] : kAliases)
+    if (name == alias) return canonical;
+  for (const char* known : {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double"})
+    if (name == known) return name;
+  return "";
+}
+
+/// One argument of a built kernel as clGetKernelArgInfo reports it.
+struct ArgInfo {
+  std::string name;
+  std::string type;  ///< without a trailing '*'
+  bool pointer = false;
+  bool global = false;
+  bool constant = false;
+};
+
+/// Argument `index` of `kernel`; false when the program was built without argument
+/// information (an implementation may ignore -cl-kernel-arg-info).
+bool argInfo(cl_kernel kernel, cl_uint index, ArgInfo& out) {
+  auto text = [&](cl_kernel_arg_info what, std::string& value) {
+    std::size_t size = 0;
+    if (clGetKernelArgInfo(kernel, index, what, 0, nullptr, &size) != CL_SUCCESS) return false;
+    value.assign(size, '\0');
+    if (clGetKernelArgInfo(kernel, index, what, size, value.data(), nullptr) != CL_SUCCESS) return false;
+    while (!value.empty() && value.back() == '\0') value.pop_back();
+    return true;
+  };
+  cl_kernel_arg_address_qualifier address = 0;
+  cl_kernel_arg_type_qualifier qualifiers = 0;
+  if (!text(CL_KERNEL_ARG_NAME, out.name) || !text(CL_KERNEL_ARG_TYPE_NAME, out.type) ||
+      clGetKernelArgInfo(kernel, index, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof address, &address, nullptr) !=
+          CL_SUCCESS ||
+      clGetKernelArgInfo(kernel, index, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof qualifiers, &qualifiers, nullptr) !=
+          CL_SUCCESS)
+    return false;
+  out.pointer = !out.type.empty() && out.type.back() == '*';
+  if (out.pointer) out.type.pop_back();
+  out.global = address == CL_KERNEL_ARG_ADDRESS_GLOBAL;
+  out.constant = (qualifiers & CL_KERNEL_ARG_TYPE_CONST) != 0;
+  return true;
+}
+
+/// True unless the reported type is one we know and differs from `type`.
+bool typeMatches(const ArgInfo& a, const char* type) {
+  const std::string known = canonicalTypeName(a.type);
+  return known.empty() || known == type;
+}
+
+std::string describe(const ArgInfo& a) {
+  return std::string(a.global ? "global " : "") + (a.constant ? "const " : "") + a.type + (a.pointer ? "* " : " ") +
+         a.name;
+}
+
+std::string describe(const KernelParam& p) {
+  return p.buffer ? std::string("buffer of ") + (p.readOnly ? "const " : "") + p.type + " " + p.name
+                  : std::string(p.type) + " " + p.name;
+}
+
+/// Throws InvalidArgument naming the kernel and the parameter unless `kernel` takes the
+/// parameters of `signature` (a buffer as a global pointer and a ulong byte offset; see
+/// DA_BUFFER). Types are compared where the implementation reports a name it knows.
+void checkSignature(cl_kernel kernel, cl_uint numArgs, const KernelSignature& signature) {
+  const std::string fn = std::string("launch(") + signature.name + ")";
+  cl_uint expected = 0;
+  for (int i = 0; i < signature.count; ++i) expected += signature.params[i].buffer ? 2 : 1;
+  if (numArgs != expected)
+    fail(ErrorCode::InvalidArgument, fn + ": the OpenCL kernel takes " + std::to_string(numArgs) +
+                                         " arguments; its signature declares " + std::to_string(signature.count) +
+                                         " parameters, which are " + std::to_string(expected) +
+                                         " OpenCL arguments (a buffer is two: pointer and byte offset)");
+  cl_uint index = 0;
+  for (int i = 0; i < signature.count; ++i) {
+    const KernelParam& p = signature.params[i];
+    ArgInfo arg;
+    if (!argInfo(kernel, index, arg)) return;  // no argument information: the count is all we can check
+    bool matches = p.buffer ? arg.pointer && arg.global && arg.constant == p.readOnly &&
+                                  arg.name == std::string(p.name) + "_base"
+                            : !arg.pointer && arg.name == p.name;
+    matches = matches && typeMatches(arg, p.type);
+    if (p.buffer && matches) {
+      ArgInfo offset;
+      matches = argInfo(kernel, index + 1, offset) && !offset.pointer &&
+                offset.name == std::string(p.name) + "_offset" && typeMatches(offset, "ulong");
+    }
+    if (!matches)
+      fail(ErrorCode::InvalidArgument, fn + ": parameter " + std::to_string(i) + " of the signature (" + describe(p) +
+                                           ") does not match argument " + std::to_string(index) +
+                                           " of the OpenCL kernel (" + describe(arg) + ")");
+    index += p.buffer ? 2 : 1;
+  }
+}
+
 }  // namespace
 
 cl_program OpenCLDevice::program() {
@@ -31,7 +135,8 @@ cl_program OpenCLDevice::program() {
   cl_int err = CL_SUCCESS;
   cl_program p = clCreateProgramWithSource(context_, 1, &source, &length, &err);
   checkCl(err, "building the OpenCL program: clCreateProgramWithSource");
-  std::string options = "-cl-std=CL1.2";
+  // Argument information lets a typed launch check the kernel's parameters by name and type.
+  std::string options = "-cl-std=CL1.2 -cl-kernel-arg-info";
   if (hasFp64_) options += " -DDA_HAS_FP64=1";
   err = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
@@ -81,7 +186,11 @@ OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
 void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
                                  const std::size_t* global, const std::vector<RawArg>& args,
                                  const std::size_t* local) {
-  KernelSlot& k = kernel(name);
+  enqueue(kernel(name), fn, name, q, workDims, global, args, local);
+}
+
+void OpenCLDevice::enqueue(KernelSlot& k, const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
+                           const std::size_t* global, const std::vector<RawArg>& args, const std::size_t* local) {
   if (args.size() != k.numArgs)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": kernel '" + name + "' takes " + std::to_string(k.numArgs) +
                                          " OpenCL arguments but " + std::to_string(args.size()) +
@@ -109,6 +218,11 @@ void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
   l.checkWorkGroup(std::string("launch: ") + l.name);
   for (int i = 0; i < l.workDims; ++i)
     if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
+  KernelSlot& k = kernel(l.name);
+  if (l.signature != nullptr && k.matched.load(std::memory_order_acquire) != l.signature) {
+    checkSignature(k.kernel, k.numArgs, *l.signature);
+    k.matched.store(l.signature, std::memory_order_release);
+  }
 
   // Storage that outlives the RawArg pointers into it (8 bytes per value).
   std::vector<cl_mem> mems(l.args.size());
@@ -141,7 +255,7 @@ void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
   }
   const std::size_t global[3] = {l.globalSize[0], l.globalSize[1], l.globalSize[2]};
   const std::size_t local[3] = {l.localSize, 1, 1};
-  enqueueKernel(fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw, l.localSize != 0 ? local : nullptr);
+  enqueue(k, fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw, l.localSize != 0 ? local : nullptr);
 }
 
 }  // namespace devicearray::detail::opencl

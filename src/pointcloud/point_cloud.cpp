@@ -8,9 +8,11 @@
 namespace devicearray {
 
 using detail::Allocation;
-using detail::KernelArg;
+using detail::BufferRef;
+using detail::LaunchGeometry;
 using detail::OrderedUse;
 using detail::QueueImpl;
+namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
 namespace {
@@ -120,12 +122,9 @@ RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
 void enqueueRoi(QueueImpl& q, const RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
   OrderedUse use(q, {pc::storageOf(in), pc::storageOf(out)});
   const std::size_t n = in.size();
-  pc::launch(q, "da_pc_roi", n, 1,
-             {pc::i64(n), KernelArg::f32(r.o[0]), KernelArg::f32(r.o[1]), KernelArg::f32(r.o[2]),
-              KernelArg::f32(r.u[0]), KernelArg::f32(r.u[1]), KernelArg::f32(r.u[2]), KernelArg::f32(r.lenU),
-              KernelArg::f32(r.v[0]), KernelArg::f32(r.v[1]), KernelArg::f32(r.v[2]), KernelArg::f32(r.lenV),
-              KernelArg::f32(r.n[0]), KernelArg::f32(r.n[1]), KernelArg::f32(r.n[2]), KernelArg::f32(r.lo),
-              KernelArg::f32(r.hi), pc::arg(in), pc::arg(out)});
+  detail::launch<kernels::da_pc_roi>(q, LaunchGeometry::items(n), pc::i64(n), r.o[0], r.o[1], r.o[2], r.u[0], r.u[1],
+                                     r.u[2], r.lenU, r.v[0], r.v[1], r.v[2], r.lenV, r.n[0], r.n[1], r.n[2], r.lo,
+                                     r.hi, pc::arg(in), pc::arg(out));
   use.commit();
 }
 
@@ -231,9 +230,9 @@ DeviceArray<NormalXYZ> PointCloud::deviceNormalsXYZ(StreamOrQueue sq) const {
   const auto q = pc::queueOf(device(), sq, fn);
   DeviceArray<NormalXYZ> normals = pc::allocateOrganized<NormalXYZ>(*q, height_, width_, fn);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(normals)});
-  pc::launch(*q, "da_pc_normals", static_cast<std::size_t>(width_), static_cast<std::size_t>(height_),
-             {KernelArg::i32(width_), KernelArg::i32(height_), KernelArg::f32(transform_[3]),
-              KernelArg::f32(transform_[7]), KernelArg::f32(transform_[11]), pc::arg(xyz_), pc::arg(normals)});
+  detail::launch<kernels::da_pc_normals>(
+      *q, LaunchGeometry::grid(static_cast<std::size_t>(width_), static_cast<std::size_t>(height_)), width_, height_,
+      transform_[3], transform_[7], transform_[11], pc::arg(xyz_), pc::arg(normals));
   use.commit();
   return normals;
 }
@@ -256,11 +255,10 @@ PointCloud PointCloud::downsampled(Downsampling d, StreamOrQueue sq) const {
   if (hasSNRs()) snrs = pc::allocateOrganized<SNR>(*q, outH, outW, fn);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(xyz),
                       pc::storageOf(colors), pc::storageOf(snrs)});
-  pc::launch(*q, "da_pc_downsample", static_cast<std::size_t>(outW), static_cast<std::size_t>(outH),
-             {KernelArg::i32(width_), KernelArg::i32(outW), KernelArg::i32(outH), KernelArg::i32(k),
-              KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(xyz_),
-              pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(xyz), pc::argOr(colors, xyz),
-              pc::argOr(snrs, xyz)});
+  detail::launch<kernels::da_pc_downsample>(
+      *q, LaunchGeometry::grid(static_cast<std::size_t>(outW), static_cast<std::size_t>(outH)), width_, outW, outH, k,
+      hasColors() ? 1 : 0, hasSNRs() ? 1 : 0, pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
+      pc::arg(xyz), pc::argOr(colors, xyz), pc::argOr(snrs, xyz));
   use.commit();
   PointCloud out(std::move(xyz), std::move(colors), std::move(snrs));
   out.transform_ = transform_;
@@ -310,9 +308,9 @@ namespace {
 void enqueueMask(QueueImpl& q, const DeviceMask& m, int height, int width, const DeviceArray<PointXYZ>& in,
                  const DeviceArray<PointXYZ>& out) {
   OrderedUse use(q, {m.storage, pc::storageOf(in), pc::storageOf(out)});
-  pc::launch(q, "da_pc_mask", static_cast<std::size_t>(width), static_cast<std::size_t>(height),
-             {KernelArg::i32(width), KernelArg::i32(height), KernelArg::i64(static_cast<std::int64_t>(m.rowStep)),
-              KernelArg::buf(m.storage, m.offset), pc::arg(in), pc::arg(out)});
+  detail::launch<kernels::da_pc_mask>(
+      q, LaunchGeometry::grid(static_cast<std::size_t>(width), static_cast<std::size_t>(height)), width, height,
+      static_cast<std::int64_t>(m.rowStep), BufferRef{m.storage, m.offset}, pc::arg(in), pc::arg(out));
   use.commit();
 }
 }  // namespace
@@ -412,12 +410,13 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scratch.get(),
                         pc::storageOf(cap.xyz)});
-    pc::launch(*q, "da_pc_valid_flags", n + 1, 1, {pc::i64(n), pc::arg(xyz_), pc::arg(scratch, flagsAt)});
+    detail::launch<kernels::da_pc_valid_flags>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(xyz_),
+                                               pc::arg(scratch, flagsAt));
     detail::algo::exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
-    pc::launch(*q, "da_pc_compact", n, 1,
-               {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0),
-                pc::arg(scratch, offsetsAt), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
-                pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
+    detail::launch<kernels::da_pc_compact>(*q, LaunchGeometry::items(n), pc::i64(n), hasColors() ? 1 : 0,
+                                           hasSNRs() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz_),
+                                           pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
+                                           pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz));
     use.commit();
   }
   // The one host sync of this operation: the output size.

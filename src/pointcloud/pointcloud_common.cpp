@@ -24,15 +24,6 @@ std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t
   return q.device()->allocate(bytes > 0 ? bytes : 1, q);
 }
 
-void launch(QueueImpl& q, const char* name, std::size_t gx, std::size_t gy, std::vector<KernelArg> args) {
-  KernelLaunch l;
-  l.name = name;
-  l.workDims = gy > 1 ? 2 : 1;
-  l.globalSize = {gx, gy, 1};
-  l.args = std::move(args);
-  q.device()->launch(l, q);
-}
-
 void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,
                std::size_t bytes) {
   CopyDesc d;
@@ -83,11 +74,8 @@ void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointX
                       const DeviceArray<PointXYZ>& out) {
   OrderedUse use(q, {storageOf(in), storageOf(out)});
   const std::size_t n = in.size();
-  launch(q, "da_pc_transform", n, 1,
-         {i64(n), KernelArg::f32(m[0]), KernelArg::f32(m[1]), KernelArg::f32(m[2]), KernelArg::f32(m[3]),
-          KernelArg::f32(m[4]), KernelArg::f32(m[5]), KernelArg::f32(m[6]), KernelArg::f32(m[7]),
-          KernelArg::f32(m[8]), KernelArg::f32(m[9]), KernelArg::f32(m[10]), KernelArg::f32(m[11]), arg(in),
-          arg(out)});
+  launch<kernels::da_pc_transform>(q, LaunchGeometry::items(n), i64(n), m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
+                                   m[8], m[9], m[10], m[11], arg(in), arg(out));
   use.commit();
 }
 

@@ -10,6 +10,8 @@
 
 #include "backend/algorithms.hpp"
 #include "backend/backend.hpp"
+#include "backend/kernel_signature.hpp"
+#include "backend/pointcloud_signatures.h"
 #include "devicearray/point_cloud.hpp"
 
 namespace devicearray::detail::pc {
@@ -62,10 +64,11 @@ DeviceArray<F> prefixOf(const DeviceArray<F>& a, std::size_t count) {
 /// Raw stream-ordered scratch memory.
 std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t elemBytes, const char* fn);
 
+/// The memory of `a` as a kernel buffer of its value type (float for XYZ, u8 for colours).
 template <class F>
-KernelArg arg(const DeviceArray<F>& a) {
+Buffer<typename F::ValueType> arg(const DeviceArray<F>& a) {
   const ArraySpan s = a.span();
-  return KernelArg::buf(s.storage.get(), s.offset);
+  return BufferRef{s.storage.get(), s.offset};
 }
 template <class F>
 Allocation* storageOf(const DeviceArray<F>& a) {
@@ -76,18 +79,16 @@ algo::DeviceBuffer bufferOf(const DeviceArray<F>& a) {
   const ArraySpan s = a.span();
   return algo::DeviceBuffer{s.storage.get(), s.offset};
 }
-/// `a` when present, else `fallback`: kernels take absent attributes as another valid buffer
-/// with a has-flag of 0, so every buffer argument stays bindable.
+/// `a` when present, else the memory of `fallback`: kernels take absent attributes as
+/// another valid buffer with a has-flag of 0, so every buffer argument stays bindable.
 template <class F, class G>
-KernelArg argOr(const DeviceArray<F>& a, const DeviceArray<G>& fallback) {
-  return a.isEmpty() ? arg(fallback) : arg(a);
+Buffer<typename F::ValueType> argOr(const DeviceArray<F>& a, const DeviceArray<G>& fallback) {
+  return a.isEmpty() ? Buffer<typename F::ValueType>(arg(fallback).ref) : arg(a);
 }
-inline KernelArg arg(const std::shared_ptr<Allocation>& a, std::size_t offset = 0) {
-  return KernelArg::buf(a.get(), offset);
-}
-inline KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
-
-void launch(QueueImpl& q, const char* name, std::size_t gx, std::size_t gy, std::vector<KernelArg> args);
+/// Scratch memory (untyped) as a kernel buffer.
+inline BufferRef arg(const std::shared_ptr<Allocation>& a, std::size_t offset = 0) { return {a.get(), offset}; }
+/// A point count as the kernels' 64-bit count parameter.
+inline std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 /// Enqueues a copy of `bytes` bytes between two device regions (callers order them).
 void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,

@@ -8,8 +8,9 @@
 
 namespace devicearray {
 
-using detail::KernelArg;
+using detail::LaunchGeometry;
 using detail::OrderedUse;
+namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
 namespace {
@@ -161,27 +162,29 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     zero.dst = detail::MemRef::dev(t, scalarsAt);
     q->device()->fill(zero, *q);
     detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
-    pc::launch(*q, "da_vx_keys", n, 1,
-               {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_),
-                pc::arg(scratch, keysAt), pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt)});
+    detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize,
+                                        pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_), pc::arg(scratch, keysAt),
+                                        pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt));
     detail::algo::sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n, 63);
-    pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt)});
+    detail::launch<kernels::da_vx_heads>(*q, LaunchGeometry::items(n + 1), pc::i64(n),
+                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
     detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
-    pc::launch(*q, "da_vx_starts", n + 1, 1,
-               {pc::i64(n), pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt)});
-    pc::launch(*q, "da_vx_keep", n + 1, 1,
-               {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(scratch, segmentOfAt),
-                pc::arg(scratch, startsAt), pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt)});
+    detail::launch<kernels::da_vx_starts>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt),
+                                          pc::arg(scratch, startsAt));
+    detail::launch<kernels::da_vx_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
+                                        pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
+                                        pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
     detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
-    pc::launch(*q, "da_vx_gather", n, 1,
-               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(scratch, orderAt),
-                pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(scratch, xyzSortedAt),
-                pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt)});
-    pc::launch(*q, "da_vx_reduce", n, 1,
-               {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(scratch, segmentOfAt),
-                pc::arg(scratch, startsAt), pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, xyzSortedAt),
-                pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt), pc::arg(cap.xyz),
-                pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz)});
+    detail::launch<kernels::da_vx_gather>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
+                                          pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_),
+                                          pc::argOr(snrs_, xyz_), pc::arg(scratch, xyzSortedAt),
+                                          pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt));
+    detail::launch<kernels::da_vx_reduce>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
+                                          pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
+                                          pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, xyzSortedAt),
+                                          pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt),
+                                          pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+                                          pc::argOr(cap.snrs, cap.xyz));
     pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
   }

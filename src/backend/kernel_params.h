@@ -1,0 +1,45 @@
+/* Parameter lists of the shared kernels, declared once for the kernel and for the host.
+ *
+ * A kernel's parameters are an X-macro in a header of src/backend/ without kernel
+ * bodies (conversion_signatures.h, pointcloud_signatures.h, ...):
+ *
+ *   #define DA_SCALE_PARAMS(S, B) S(int, n) S(float, s) B(float, data)
+ *
+ * S(T, name) is a scalar of type T, B(T, name) a buffer whose elements the kernel sees
+ * as T (const T when it only reads them); types are int, float and the da_* integer
+ * types of src/kernels/prelude.h. The kernel expands the list with DA_PARAMS and
+ * DA_BUFFERS_INIT (src/kernels/NAME.h):
+ *
+ *   DA_KERNEL(da_scale)(DA_PARAMS(DA_SCALE_PARAMS)) {
+ *     DA_BUFFERS_INIT(DA_SCALE_PARAMS);
+ *     ...
+ *   }
+ *
+ * and the host with DA_KERNEL_SIGNATURE (kernel_signature.hpp) into the C++ type that
+ * launch<kernels::da_scale>(...) checks its arguments against.
+ *
+ * Why an X-macro: the kernel and the host expand the same text, so they cannot drift on
+ * any backend, and the list stays in a header without bodies that core code may include.
+ *
+ * Plain macros, valid in C++, CUDA C++ and OpenCL C; cmake/EmbedOpenCL.cmake puts every
+ * .h file of src/backend/ into the OpenCL program before the kernels. */
+#ifndef DEVICEARRAY_BACKEND_KERNEL_PARAMS_H
+#define DEVICEARRAY_BACKEND_KERNEL_PARAMS_H
+
+/* The list with scalars expanded by S and buffers by B, each of which starts its text
+ * with a comma; the leading comma is dropped. */
+#define DA_PARAM_LIST(list, S, B) DA_PARAM_TAIL_(list(S, B))
+#define DA_PARAM_TAIL_(...) DA_PARAM_DROP_FIRST_(__VA_ARGS__)
+#define DA_PARAM_DROP_FIRST_(first, ...) __VA_ARGS__
+
+/* The kernel's parameter list (DA_BUFFER for each buffer). */
+#define DA_PARAM_SCALAR_(T, name) , T name
+#define DA_PARAM_BUFFER_(T, name) , DA_BUFFER(T, name)
+#define DA_PARAMS(list) DA_PARAM_LIST(list, DA_PARAM_SCALAR_, DA_PARAM_BUFFER_)
+
+/* DA_BUFFER_INIT of every buffer of the list, at the top of the kernel body. */
+#define DA_INIT_SCALAR_(T, name)
+#define DA_INIT_BUFFER_(T, name) DA_BUFFER_INIT(T, name);
+#define DA_BUFFERS_INIT(list) list(DA_INIT_SCALAR_, DA_INIT_BUFFER_) (void)0
+
+#endif /* DEVICEARRAY_BACKEND_KERNEL_PARAMS_H */
