@@ -11,45 +11,22 @@
 #define DLPACK_EXTERN_C extern "C"
 #define DLPACK_DLL
 
+// What a v1.1 dlpack.h declares, one line per type.
 extern "C" {
-typedef struct {
-  std::uint32_t major;
-  std::uint32_t minor;
-} DLPackVersion;
+typedef struct { std::uint32_t major, minor; } DLPackVersion;
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4 } DLDeviceType;
-typedef struct {
-  DLDeviceType device_type;
-  std::int32_t device_id;
-} DLDevice;
+typedef struct { DLDeviceType device_type; std::int32_t device_id; } DLDevice;
 typedef enum { kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U } DLDataTypeCode;
-typedef struct {
-  std::uint8_t code;
-  std::uint8_t bits;
-  std::uint16_t lanes;
-} DLDataType;
-typedef struct {
-  void* data;
-  DLDevice device;
-  std::int32_t ndim;
-  DLDataType dtype;
-  std::int64_t* shape;
-  std::int64_t* strides;
-  std::uint64_t byte_offset;
-} DLTensor;
-typedef struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensor* self);
-} DLManagedTensor;
+typedef struct { std::uint8_t code, bits; std::uint16_t lanes; } DLDataType;
+typedef struct { void* data; DLDevice device; std::int32_t ndim; DLDataType dtype;
+                 std::int64_t *shape, *strides; std::uint64_t byte_offset; } DLTensor;
+typedef struct DLManagedTensor { DLTensor dl_tensor; void* manager_ctx;
+                                 void (*deleter)(struct DLManagedTensor*); } DLManagedTensor;
+typedef struct DLManagedTensorVersioned { DLPackVersion version; void* manager_ctx;
+                                          void (*deleter)(struct DLManagedTensorVersioned*);
+                                          std::uint64_t flags; DLTensor dl_tensor; } DLManagedTensorVersioned;
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned* self);
-  std::uint64_t flags;
-  DLTensor dl_tensor;
-} DLManagedTensorVersioned;
 }
 
 #include <gtest/gtest.h>

@@ -207,6 +207,8 @@ constexpr int kMaxAxes = 32;
 /// The Depth of a DLPack dtype; nullopt for dtypes without one (and lanes != 1).
 std::optional<Depth> depthOfDLType(const DLDataType& t);
 
+/// The name of the capsule that holds a DLPack C exchange API table.
+constexpr const char* kExchangeApiCapsuleName = "dlpack_exchange_api";
 /// This process's DLPack C exchange API table (see dlpack_exchange.cpp).
 const DLPackExchangeAPI& dlpackExchangeApi();
 /// The capsule every array type publishes as `__dlpack_c_exchange_api__`.

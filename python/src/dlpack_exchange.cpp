@@ -27,8 +27,6 @@ namespace devicearray::python {
 
 namespace {
 
-constexpr const char* kExchangeApiName = "dlpack_exchange_api";
-
 /// Sets the Python error for the exception in flight (called from a catch block).
 void setPythonErrorFromCurrentException() {
   try {
@@ -199,7 +197,8 @@ const DLPackExchangeAPI& dlpackExchangeApi() {
 nb::object dlpackExchangeApiCapsule() {
   // One capsule for every array type; the table it points to is static.
   static PyObject* capsule = [] {
-    PyObject* c = PyCapsule_New(const_cast<DLPackExchangeAPI*>(&dlpackExchangeApi()), kExchangeApiName, nullptr);
+    auto* table = const_cast<DLPackExchangeAPI*>(&dlpackExchangeApi());
+    PyObject* c = PyCapsule_New(table, kExchangeApiCapsuleName, nullptr);
     if (c == nullptr) throw nb::python_error();
     return c;
   }();

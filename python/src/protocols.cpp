@@ -300,8 +300,6 @@ nb::object callProducer(nb::handle obj, nb::handle stream) {
 
 // ------------------------------------------------ C exchange API import ----
 
-constexpr const char* kExchangeApiName = "dlpack_exchange_api";
-
 std::string typeName(PyTypeObject* type) { return type->tp_name == nullptr ? "?" : type->tp_name; }
 
 [[noreturn]] void badExchangeApi(PyTypeObject* type, const std::string& why) {
@@ -316,10 +314,10 @@ const DLPackExchangeAPI* validExchangeApi(PyTypeObject* type, PyObject* attribut
   if (!PyCapsule_CheckExact(attribute))
     badExchangeApi(type, std::string("is a ") + typeName(Py_TYPE(attribute)) + ", not a PyCapsule");
   const char* name = PyCapsule_GetName(attribute);
-  if (name == nullptr || std::strcmp(name, kExchangeApiName) != 0) {
+  if (name == nullptr || std::strcmp(name, kExchangeApiCapsuleName) != 0) {
     PyErr_Clear();
     badExchangeApi(type, std::string("is a capsule named \"") + (name == nullptr ? "" : name) + "\", not \"" +
-                             kExchangeApiName + "\"");
+                             kExchangeApiCapsuleName + "\"");
   }
   const auto* header = static_cast<const DLPackExchangeAPIHeader*>(PyCapsule_GetPointer(attribute, name));
   if (header == nullptr) {

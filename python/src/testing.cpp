@@ -72,9 +72,9 @@ void instrument(DLManagedTensorVersioned* v) {
 // --------------------------------------------------- C exchange API probes ----
 
 const DLPackExchangeAPI* exchangeApiIn(nb::handle capsule) {
-  if (!PyCapsule_IsValid(capsule.ptr(), "dlpack_exchange_api"))
+  if (!PyCapsule_IsValid(capsule.ptr(), kExchangeApiCapsuleName))
     throw nb::type_error("expected a PyCapsule named \"dlpack_exchange_api\"");
-  return static_cast<const DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule.ptr(), "dlpack_exchange_api"));
+  return static_cast<const DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule.ptr(), kExchangeApiCapsuleName));
 }
 
 /// A fresh "dltensor_versioned" capsule that owns `tensor` (its deleter runs when
@@ -102,9 +102,6 @@ struct FakeBehaviour {
 };
 FakeBehaviour gFake;
 
-/// Our real table, which the fake delegates to.
-const DLPackExchangeAPI& realApi() { return dlpackExchangeApi(); }
-
 // The fake producer's objects carry the array they stand for in `.array`.
 extern "C" int fakeFromPyObject(void* pyObject, DLManagedTensorVersioned** out) {
   ++gFake.fromPyCalls;
@@ -120,7 +117,7 @@ extern "C" int fakeFromPyObject(void* pyObject, DLManagedTensorVersioned** out) 
   }
   PyObject* array = PyObject_GetAttrString(static_cast<PyObject*>(pyObject), "array");
   if (array == nullptr) return -1;
-  const int status = realApi().managed_tensor_from_py_object_no_sync(array, out);
+  const int status = dlpackExchangeApi().managed_tensor_from_py_object_no_sync(array, out);
   Py_DECREF(array);
   if (status != 0) return status;
   instrument(*out);
@@ -139,7 +136,7 @@ extern "C" int fakeCurrentWorkStream(DLDeviceType type, std::int32_t id, void** 
     return -1;
   }
   if (gFake.stream == "silent_error") return -1;
-  return realApi().current_work_stream(type, id, out);
+  return dlpackExchangeApi().current_work_stream(type, id, out);
 }
 
 extern "C" void deleteFakeTable(PyObject* capsule) {
@@ -291,7 +288,7 @@ void bindTesting(nb::module_& m) {
   m.def("fake_exchange_api", [](std::string name, unsigned major, unsigned minor, bool nullFromPy, bool nullStream,
                                 std::optional<std::vector<unsigned>> prevVersion) {
     auto make = [&](unsigned maj, unsigned min) {
-      auto* api = new DLPackExchangeAPI(realApi());
+      auto* api = new DLPackExchangeAPI(dlpackExchangeApi());
       api->header.version = DLPackVersion{maj, min};
       api->header.prev_api = nullptr;
       api->managed_tensor_from_py_object_no_sync = nullFromPy ? nullptr : &fakeFromPyObject;

@@ -44,6 +44,16 @@ def fake_producer_type(capsule, with_dlpack=False):
     return FakeProducer
 
 
+def assert_released_once_when_dropped(handles):
+    """`handles` holds the only handles to an imported tensor: its producer's deleter
+    has not run while they live and runs once when they go."""
+    gc.collect()
+    assert t.deleter_calls() == 0
+    handles.clear()
+    gc.collect()
+    assert t.deleter_calls() == 1
+
+
 @pytest.fixture(autouse=True)
 def fresh_fake():
     t.set_fake_exchange()
@@ -88,14 +98,10 @@ def test_to_py_object_wraps_the_tensor_and_runs_its_deleter_once(device):
     arr = da.from_numpy(reference((4, 5), np.float32), device=device)
     cap = t.exchange_from_py_object(api(), arr)
     t.count_deleter_calls(cap)
-    back = t.exchange_to_py_object(api(), cap)
-    assert isinstance(back, da.GpuMatND)
-    np.testing.assert_array_equal(back.to_numpy(), arr.to_numpy())
-    gc.collect()
-    assert t.deleter_calls() == 0
-    del back
-    gc.collect()
-    assert t.deleter_calls() == 1
+    back = [t.exchange_to_py_object(api(), cap)]
+    assert isinstance(back[0], da.GpuMatND)
+    np.testing.assert_array_equal(back[0].to_numpy(), arr.to_numpy())
+    assert_released_once_when_dropped(back)
 
 
 def test_to_py_object_failure_still_runs_the_deleter(device):
@@ -156,16 +162,12 @@ def test_consumer_uses_the_table_and_releases_the_tensor_once(device):
     arr = da.from_numpy(reference((3, 4), np.float32), device=device)
     Fake = fake_producer_type(t.fake_exchange_api(), with_dlpack=True)
     producer = Fake(arr)
-    imported = da.from_dlpack(producer)
+    imported = [da.from_dlpack(producer)]
     calls = t.fake_exchange_calls()
     assert calls["from_py_object"] == 1 and producer.dlpack_calls == 0
     assert calls["current_work_stream"] == 1 and calls["stream_device"] == own_device_tuple(arr)
-    np.testing.assert_array_equal(imported.to_numpy(), arr.to_numpy())
-    gc.collect()
-    assert t.deleter_calls() == 0
-    del imported
-    gc.collect()
-    assert t.deleter_calls() == 1
+    np.testing.assert_array_equal(imported[0].to_numpy(), arr.to_numpy())
+    assert_released_once_when_dropped(imported)
     # The per-type cache: a second import asks the same table again, nothing else.
     da.from_dlpack(producer)
     assert t.fake_exchange_calls()["from_py_object"] == 2 and producer.dlpack_calls == 0
