@@ -92,25 +92,35 @@ extern "C" int managedTensorToPyObject(DLManagedTensorVersioned* tensor, void** 
   }
 }
 
+// The refusals set the error directly: a consumer asks for every OpenCL tensor, and
+// a C++ exception would cost more than the whole exchange.
 extern "C" int currentWorkStream(DLDeviceType deviceType, std::int32_t deviceId, void** outStream) {
-  try {
-    if (outStream == nullptr) throw nb::buffer_error("__dlpack_c_exchange_api__: current_work_stream: out is NULL");
-    switch (static_cast<int>(deviceType)) {
-      case kDLCPU:
-      case kDLCUDAHost: *outStream = nullptr; return 0;
-      case kDLCUDA: *outStream = ComputeDevice::cuda(deviceId).nativeStreamHandle(); return 0;
-      case kDLOpenCL:
-        throw nb::buffer_error("__dlpack_c_exchange_api__: current_work_stream is not supported for OpenCL "
-                               "devices (DLPack defines no current work stream there; exported OpenCL "
-                               "tensors are finished before they are handed out)");
-      default:
-        throw nb::buffer_error(("__dlpack_c_exchange_api__: current_work_stream: device type " +
-                                std::to_string(static_cast<int>(deviceType)) + " is not a devicearray device")
-                                   .c_str());
-    }
-  } catch (...) {
-    setPythonErrorFromCurrentException();
+  if (outStream == nullptr) {
+    PyErr_SetString(PyExc_BufferError, "__dlpack_c_exchange_api__: current_work_stream: out is NULL");
     return -1;
+  }
+  switch (static_cast<int>(deviceType)) {
+    case kDLCPU:
+    case kDLCUDAHost: *outStream = nullptr; return 0;
+    case kDLOpenCL:
+      PyErr_SetString(PyExc_BufferError,
+                      "__dlpack_c_exchange_api__: current_work_stream is not supported for OpenCL devices (DLPack "
+                      "defines no current work stream there; exported OpenCL tensors are finished before they are "
+                      "handed out)");
+      return -1;
+    case kDLCUDA:
+      try {
+        *outStream = ComputeDevice::cuda(deviceId).nativeStreamHandle();
+        return 0;
+      } catch (...) {
+        setPythonErrorFromCurrentException();
+        return -1;
+      }
+    default:
+      PyErr_Format(PyExc_BufferError,
+                   "__dlpack_c_exchange_api__: current_work_stream: device type %d is not a devicearray device",
+                   static_cast<int>(deviceType));
+      return -1;
   }
 }
 
