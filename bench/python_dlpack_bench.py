@@ -1,5 +1,8 @@
-"""DLPack exchange cost: torch.from_dlpack(devicearray) vs torch.from_dlpack(torch
-tensor), and the bare devicearray __dlpack__ call, in microseconds per call.
+"""DLPack exchange cost, in microseconds per call: the bare devicearray __dlpack__
+call, devicearray.from_dlpack through the DLPack C exchange API (our arrays publish
+one as __dlpack_c_exchange_api__, and so does PyTorch >= 2.11) and through a capsule,
+and torch.from_dlpack(devicearray) vs torch.from_dlpack(torch tensor). Without torch
+(or without CUDA) the torch rows are skipped.
 
     python bench/python_dlpack_bench.py [--iterations N]
 """
@@ -32,20 +35,28 @@ def main():
 
     device = da.ComputeDevice.default_device()
     arr = da.from_numpy(np.zeros((480, 640, 3), np.float32), format=da.Format.PointXYZ, device=device)
+    own_stream = 1 if device.native_stream_handle() == 0 else device.native_stream_handle()
+    stream = own_stream if device.backend() == da.ComputeBackend.cuda else None
     rows = [
         ("arr.__dlpack__(max_version=(1, 0))", lambda: arr.__dlpack__(max_version=(1, 0))),
         ("arr.__dlpack__() (legacy)", lambda: arr.__dlpack__()),
-        ("da.from_dlpack(arr)", lambda: da.from_dlpack(arr)),
+        ("arr.__dlpack__(stream=own, max_version)",
+         lambda: arr.__dlpack__(stream=stream, max_version=(1, 3))),
+        ("da.from_dlpack(arr) (C exchange API)", lambda: da.from_dlpack(arr)),
+        ("da.from_dlpack(arr.__dlpack__()) (capsule)", lambda: da.from_dlpack(arr.__dlpack__(max_version=(1, 3)))),
     ]
     try:
         import torch
 
         if device.backend() == da.ComputeBackend.cuda and torch.cuda.is_available():
             tensor = torch.zeros((480, 640, 3), dtype=torch.float32, device=f"cuda:{device.ordinal()}")
+            path = "C exchange API" if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else "__dlpack__"
             rows += [
                 ("torch.from_dlpack(devicearray)", lambda: torch.from_dlpack(arr)),
                 ("torch.from_dlpack(torch tensor)", lambda: torch.from_dlpack(tensor)),
-                ("da.from_dlpack(torch tensor)", lambda: da.from_dlpack(tensor)),
+                (f"da.from_dlpack(torch tensor) ({path})", lambda: da.from_dlpack(tensor)),
+                ("da.from_dlpack(torch capsule) (__dlpack__)",
+                 lambda: da.from_dlpack(tensor.__dlpack__(stream=own_stream, max_version=(1, 0)))),
             ]
         else:
             print("(torch rows skipped: needs a CUDA device and torch with CUDA)")
@@ -53,10 +64,10 @@ def main():
         print("(torch rows skipped: torch is not installed)")
 
     print(f"device: {device}")
-    print(f"{'operation':<40} {'us/call':>10}")
-    print("-" * 51)
+    print(f"{'operation':<48} {'us/call':>10}")
+    print("-" * 59)
     for name, fn in rows:
-        print(f"{name:<40} {time_us(fn, args.iterations):>10.2f}")
+        print(f"{name:<48} {time_us(fn, args.iterations):>10.2f}")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,19 @@ Table systemTable() {
   DATEST_VALUE(DLPACK_FLAG_BITMASK_IS_COPIED);
   DATEST_VALUE(DLPACK_MAJOR_VERSION);
 #endif
+#if defined(DLPACK_MAJOR_VERSION) && DLPACK_MINOR_VERSION >= 3  // the C exchange API
+  DATEST_VALUE(kDLTrn);
+  DATEST_STRUCT(DLPackExchangeAPIHeader);
+  DATEST_FIELD(DLPackExchangeAPIHeader, version);
+  DATEST_FIELD(DLPackExchangeAPIHeader, prev_api);
+  DATEST_STRUCT(DLPackExchangeAPI);
+  DATEST_FIELD(DLPackExchangeAPI, header);
+  DATEST_FIELD(DLPackExchangeAPI, managed_tensor_allocator);
+  DATEST_FIELD(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync);
+  DATEST_FIELD(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync);
+  DATEST_FIELD(DLPackExchangeAPI, dltensor_from_py_object_no_sync);
+  DATEST_FIELD(DLPackExchangeAPI, current_work_stream);
+#endif
 #undef DATEST_STRUCT
 #undef DATEST_FIELD
 #undef DATEST_VALUE
@@ -129,6 +142,8 @@ TEST(DLPackABI, DeclarationsMatchTheSystemDlpackHeader) {
 //   DLPackVersion {uint32 major @0, uint32 minor @4}                          = 8
 //   DLManagedTensorVersioned {version @0, manager_ctx @8, deleter @16,
 //                             flags @24, dl_tensor @32}                       = 80
+//   DLPackExchangeAPIHeader {version @0, prev_api @8}                         = 16
+//   DLPackExchangeAPI {header @0, then five function pointers @16..@48}       = 56
 TEST(DLPackABI, DeclarationsHaveTheSpecifiedLP64Layout) {
   if (sizeof(void*) != 8) GTEST_SKIP() << "the hand-worked layout is for 64-bit targets";
   const Table ours = libraryTable();
@@ -145,14 +160,22 @@ TEST(DLPackABI, DeclarationsHaveTheSpecifiedLP64Layout) {
       {"sizeof(DLManagedTensorVersioned)", 80}, {"DLManagedTensorVersioned.version", 0},
       {"DLManagedTensorVersioned.manager_ctx", 8}, {"DLManagedTensorVersioned.deleter", 16},
       {"DLManagedTensorVersioned.flags", 24}, {"DLManagedTensorVersioned.dl_tensor", 32},
+      {"sizeof(DLPackExchangeAPIHeader)", 16}, {"DLPackExchangeAPIHeader.version", 0},
+      {"DLPackExchangeAPIHeader.prev_api", 8},
+      {"sizeof(DLPackExchangeAPI)", 56}, {"DLPackExchangeAPI.header", 0},
+      {"DLPackExchangeAPI.managed_tensor_allocator", 16},
+      {"DLPackExchangeAPI.managed_tensor_from_py_object_no_sync", 24},
+      {"DLPackExchangeAPI.managed_tensor_to_py_object_no_sync", 32},
+      {"DLPackExchangeAPI.dltensor_from_py_object_no_sync", 40}, {"DLPackExchangeAPI.current_work_stream", 48},
       // Enumerator values from the DLPack 1.x specification.
       {"kDLCPU", 1}, {"kDLCUDA", 2}, {"kDLCUDAHost", 3}, {"kDLOpenCL", 4}, {"kDLVulkan", 7}, {"kDLMetal", 8},
       {"kDLVPI", 9}, {"kDLROCM", 10}, {"kDLROCMHost", 11}, {"kDLExtDev", 12}, {"kDLCUDAManaged", 13},
-      {"kDLOneAPI", 14}, {"kDLWebGPU", 15}, {"kDLHexagon", 16}, {"kDLMAIA", 17},
+      {"kDLOneAPI", 14}, {"kDLWebGPU", 15}, {"kDLHexagon", 16}, {"kDLMAIA", 17}, {"kDLTrn", 18},
       {"kDLInt", 0}, {"kDLUInt", 1}, {"kDLFloat", 2}, {"kDLOpaqueHandle", 3}, {"kDLBfloat", 4}, {"kDLComplex", 5},
       {"kDLBool", 6},
       {"DLPACK_FLAG_BITMASK_READ_ONLY", 1}, {"DLPACK_FLAG_BITMASK_IS_COPIED", 2},
       {"DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED", 4}, {"DLPACK_MAJOR_VERSION", 1},
+      {"DLPACK_MINOR_VERSION", 3},
   };
   for (const auto& [key, value] : expected) {
     SCOPED_TRACE(key);

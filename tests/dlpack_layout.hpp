@@ -15,9 +15,10 @@ namespace devicearray::detail {
 
 /// Entries keyed "sizeof(T)", "alignof(T)", "T.field" (offsetof) and enumerator or
 /// macro names (value), for DLPackVersion, DLDeviceType, DLDevice, DLDataType,
-/// DLTensor, DLManagedTensor, DLManagedTensorVersioned, every DLDeviceType value,
-/// the DLDataTypeCode values kDLInt..kDLBool, the three flag bits and
-/// DLPACK_MAJOR_VERSION. Defined in src/interop/dlpack.cpp.
+/// DLTensor, DLManagedTensor, DLManagedTensorVersioned, DLPackExchangeAPIHeader,
+/// DLPackExchangeAPI, every DLDeviceType value, the DLDataTypeCode values
+/// kDLInt..kDLBool, the three flag bits, DLPACK_MAJOR_VERSION and
+/// DLPACK_MINOR_VERSION. Defined in src/interop/dlpack.cpp.
 std::vector<std::pair<std::string, std::size_t>> dlpackLayoutTable();
 
 }  // namespace devicearray::detail

@@ -2,8 +2,11 @@
 //
 // This header declares the standard, global DLPack ≥ 1.0 types (DLTensor,
 // DLManagedTensor, DLManagedTensorVersioned, ...) with exactly the ABI of
-// dlpack.h v1.1, so the tensors made here pass unchanged to at::fromDLPack,
-// CuPy, JAX and any other consumer, and tensors from them come back here.
+// dlpack.h v1.3, so the tensors made here pass unchanged to at::fromDLPack,
+// CuPy, JAX and any other consumer, and tensors from them come back here. It also
+// declares the DLPack 1.3 C exchange API (DLPackExchangeAPI: the function table a
+// Python array type publishes as `__dlpack_c_exchange_api__`), which the Python
+// package both publishes and consumes.
 //
 // Mixing with another dlpack.h: the types can be declared only once per
 // translation unit. Either include this header first (it then also marks
@@ -12,6 +15,12 @@
 // v1.x dlpack.h first (DLPACK_MAJOR_VERSION defined), in which case its
 // declarations are used. A pre-1.0 dlpack.h (DLPACK_VERSION, no versioned
 // tensor) included first is a compile error: it lacks DLManagedTensorVersioned.
+//
+// The exchange API after a dlpack.h included first: v1.3 and later declare it
+// themselves; v1.0 and v1.1 know nothing of it, so this header adds the v1.3
+// declarations; v1.2 declares an earlier, incompatible draft under the same names,
+// so with it the exchange API is left out. DEVICEARRAY_DLPACK_HAS_EXCHANGE_API
+// says which (1: declared, 0: left out); the tensor API works in every case.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +44,7 @@
 #define DLPACK_DLPACK_H_
 
 #define DLPACK_MAJOR_VERSION 1
-#define DLPACK_MINOR_VERSION 1
+#define DLPACK_MINOR_VERSION 3
 
 #ifndef DLPACK_EXTERN_C
 #define DLPACK_EXTERN_C extern "C"
@@ -70,6 +79,7 @@ typedef enum {
   kDLWebGPU = 15,
   kDLHexagon = 16,
   kDLMAIA = 17,
+  kDLTrn = 18,
 } DLDeviceType;
 
 typedef struct {
@@ -141,7 +151,85 @@ typedef struct DLManagedTensorVersioned {
 
 }  // extern "C"
 
+#define DEVICEARRAY_DLPACK_DECLARE_EXCHANGE_API 1
+
 #endif  // declaring the DLPack types
+
+#if !defined(DEVICEARRAY_DLPACK_DECLARE_EXCHANGE_API) && DLPACK_MINOR_VERSION < 2
+// A v1.0 / v1.1 dlpack.h came first: it has no exchange API, so ours adds it.
+#define DEVICEARRAY_DLPACK_DECLARE_EXCHANGE_API 1
+#endif
+
+#if defined(DEVICEARRAY_DLPACK_DECLARE_EXCHANGE_API)
+#undef DEVICEARRAY_DLPACK_DECLARE_EXCHANGE_API
+#define DEVICEARRAY_DLPACK_HAS_EXCHANGE_API 1
+
+// ------------------------------------------------ C exchange API (v1.3) ----
+//
+// A Python array type publishes one process-lifetime DLPackExchangeAPI as the class
+// attribute `__dlpack_c_exchange_api__`: a PyCapsule named "dlpack_exchange_api"
+// pointing at the table. A consumer reads it from the type (and may cache it per
+// type), checks header.version (major 1; walk prev_api for an older major it
+// speaks) and then exchanges tensors without Python calls. Every function is
+// called with the GIL held unless noted, reports failure by returning -1 (with a
+// Python exception set) and never throws. The *_no_sync functions order no device
+// work: the consumer works on the stream current_work_stream reports.
+extern "C" {
+
+/// Allocates a new tensor in the producer's library with the dtype, ndim, shape and
+/// device of `prototype` (its other fields are ignored) and stores the owning
+/// tensor in *out. Returns 0, or -1 after calling set_error(error_ctx, kind,
+/// message), where kind names a Python exception type ("ValueError", ...). It does
+/// not touch Python itself, so it may run without the GIL.
+typedef int (*DLPackManagedTensorAllocator)(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                                            void (*set_error)(void* error_ctx, const char* kind,
+                                                              const char* message));
+
+/// Exports `py_object` (an instance of the type the table came from) as an owning
+/// tensor in *out. Returns 0, or -1 with a Python exception set (BufferError when
+/// the object cannot be described as a DLPack tensor).
+typedef int (*DLPackManagedTensorFromPyObjectNoSync)(void* py_object, DLManagedTensorVersioned** out);
+
+/// Fills the caller's DLTensor with a view of `py_object` that is valid only until
+/// the caller returns to Python (the producer keeps owning shape and strides).
+/// Returns 0, or -1 with a Python exception set.
+typedef int (*DLPackDLTensorFromPyObjectNoSync)(void* py_object, DLTensor* out);
+
+/// Stores the producer's current work stream of a device (a cudaStream_t for
+/// kDLCUDA; NULL is allowed for kDLCPU) in *out_current_stream. Returns 0, or -1
+/// with a Python exception set.
+typedef int (*DLPackCurrentWorkStream)(DLDeviceType device_type, std::int32_t device_id, void** out_current_stream);
+
+/// Takes ownership of `tensor` (its deleter runs exactly once, also on failure) and
+/// stores a new reference to an object of the producer's array type in
+/// *out_py_object. Returns 0, or -1 with a Python exception set.
+typedef int (*DLPackManagedTensorToPyObjectNoSync)(DLManagedTensorVersioned* tensor, void** out_py_object);
+
+/// The part of the table that stays put across major versions.
+typedef struct DLPackExchangeAPIHeader {
+  DLPackVersion version;  ///< the DLPack version the table follows
+  /// A table of an older major version for older consumers, or NULL.
+  struct DLPackExchangeAPIHeader* prev_api;
+} DLPackExchangeAPIHeader;
+
+/// The function table. dltensor_from_py_object_no_sync may be NULL (not offered);
+/// every other member is required.
+typedef struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  DLPackManagedTensorAllocator managed_tensor_allocator;
+  DLPackManagedTensorFromPyObjectNoSync managed_tensor_from_py_object_no_sync;
+  DLPackManagedTensorToPyObjectNoSync managed_tensor_to_py_object_no_sync;
+  DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync;
+  DLPackCurrentWorkStream current_work_stream;
+} DLPackExchangeAPI;
+
+}  // extern "C"
+
+#elif DLPACK_MINOR_VERSION >= 3
+#define DEVICEARRAY_DLPACK_HAS_EXCHANGE_API 1  // the dlpack.h included first declares it
+#else
+#define DEVICEARRAY_DLPACK_HAS_EXCHANGE_API 0  // a v1.2 dlpack.h came first (see above)
+#endif
 
 // A v1.0 header lacks the v1.1 flag; define it so code below can name it.
 #ifndef DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED

@@ -198,6 +198,22 @@ void bindTesting(nb::module_& m);
 
 // ------------------------------------------------ array-API protocols ----
 
+/// Python exception type for each ErrorCode (ValueError, IndexError, MemoryError,
+/// RuntimeError), as the module's exception translator raises them.
+PyObject* exceptionFor(ErrorCode code);
+
+/// GpuMatND's limit on axes (OpenCV's CV_MAX_DIM).
+constexpr int kMaxAxes = 32;
+/// The Depth of a DLPack dtype; nullopt for dtypes without one (and lanes != 1).
+std::optional<Depth> depthOfDLType(const DLDataType& t);
+
+/// The name of the capsule that holds a DLPack C exchange API table.
+constexpr const char* kExchangeApiCapsuleName = "dlpack_exchange_api";
+/// This process's DLPack C exchange API table (see dlpack_exchange.cpp).
+const DLPackExchangeAPI& dlpackExchangeApi();
+/// The capsule every array type publishes as `__dlpack_c_exchange_api__`.
+nb::object dlpackExchangeApiCapsule();
+
 /// array.__dlpack__(stream=, max_version=, dl_device=, copy=): a capsule owning a
 /// DLPack tensor of `mat` (see protocols.cpp for the exact rules).
 nb::object dlpackCapsule(const GpuMatND& mat, nb::handle stream, nb::handle maxVersion, nb::handle dlDevice,
@@ -240,6 +256,8 @@ void addArrayProtocols(Class& cls, Get get) {
       .def("__dlpack_device__", [get](const T& self) { return dlpackDevice(get(self)); })
       .def_prop_ro("__cuda_array_interface__", [get](const T& self) { return cudaArrayInterface(get(self)); },
                    "CUDA Array Interface v3 (CUDA arrays only; AttributeError otherwise).");
+  // On the type, where the DLPack C exchange API looks for it.
+  cls.attr("__dlpack_c_exchange_api__") = dlpackExchangeApiCapsule();
 }
 
 }  // namespace devicearray::python

@@ -14,8 +14,6 @@
 
 namespace devicearray::python {
 
-namespace {
-
 // Python exception for each ErrorCode: argument errors are ValueError,
 // index/range errors IndexError, allocation failures MemoryError, the rest
 // RuntimeError. BufferError is raised directly by the DLPack code where the
@@ -32,6 +30,8 @@ PyObject* exceptionFor(ErrorCode code) {
   }
   return PyExc_RuntimeError;
 }
+
+namespace {
 
 struct DtypeName {
   const char* name;

@@ -1,7 +1,8 @@
 // The array-API / DLPack protocols: __dlpack__ with versioned and
 // legacy capsules and the CUDA stream handshake, __dlpack_device__,
-// __cuda_array_interface__ v3, __array__, and from_dlpack for producers, raw
-// capsules and CUDA-array-interface objects.
+// __cuda_array_interface__ v3, __array__, and from_dlpack for producers (through
+// their DLPack C exchange API when their type has one), raw capsules and
+// CUDA-array-interface objects. (Our own exchange API table: dlpack_exchange.cpp.)
 //
 // Capsule rules followed to the letter: the producer's capsule is named
 // "dltensor_versioned" (or "dltensor"); a consumer takes ownership by renaming it
@@ -14,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +24,19 @@
 #include "common.hpp"
 
 namespace devicearray::python {
+
+std::optional<Depth> depthOfDLType(const DLDataType& t) {
+  if (t.lanes != 1) return std::nullopt;
+  if (t.code == kDLUInt && t.bits == 8) return Depth::U8;
+  if (t.code == kDLInt && t.bits == 8) return Depth::S8;
+  if (t.code == kDLUInt && t.bits == 16) return Depth::U16;
+  if (t.code == kDLInt && t.bits == 16) return Depth::S16;
+  if (t.code == kDLInt && t.bits == 32) return Depth::S32;
+  if (t.code == kDLFloat && t.bits == 32) return Depth::F32;
+  if (t.code == kDLFloat && t.bits == 64) return Depth::F64;
+  if (t.code == kDLFloat && t.bits == 16) return Depth::F16;
+  return std::nullopt;
+}
 
 namespace {
 
@@ -136,19 +151,6 @@ auto asBufferError(Fn&& fn) -> decltype(fn()) {
 
 // ---------------------------------------------------------------- import ----
 
-std::optional<Depth> depthOfDLType(const DLDataType& t) {
-  if (t.lanes != 1) return std::nullopt;
-  if (t.code == kDLUInt && t.bits == 8) return Depth::U8;
-  if (t.code == kDLInt && t.bits == 8) return Depth::S8;
-  if (t.code == kDLUInt && t.bits == 16) return Depth::U16;
-  if (t.code == kDLInt && t.bits == 16) return Depth::S16;
-  if (t.code == kDLInt && t.bits == 32) return Depth::S32;
-  if (t.code == kDLFloat && t.bits == 32) return Depth::F32;
-  if (t.code == kDLFloat && t.bits == 64) return Depth::F64;
-  if (t.code == kDLFloat && t.bits == 16) return Depth::F16;
-  return std::nullopt;
-}
-
 /// Runs the deleter of a tensor the consumer owns when it goes out of scope.
 template <class Tensor>
 struct OwnedTensor {
@@ -157,9 +159,6 @@ struct OwnedTensor {
     if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
   }
 };
-
-/// GpuMatND's limit on axes (OpenCV's CV_MAX_DIM).
-constexpr int kMaxAxes = 32;
 
 /// Copies a host (kDLCPU / kDLCUDAHost) tensor to `device`. Blocking.
 GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
@@ -200,26 +199,10 @@ struct Imported {
   bool copied = false;  ///< a host tensor was copied to the device
 };
 
-/// Takes a DLPack capsule (renaming it "used_...") and imports its tensor:
-/// zero-copy for device tensors, a copy to `device` for host tensors (refused with
-/// copy=False).
-Imported importCapsule(nb::handle capsule, const std::optional<ComputeDevice>& device, std::optional<bool> copy) {
-  const char* name = PyCapsule_GetName(capsule.ptr());
-  if (name == nullptr && PyErr_Occurred()) throw nb::python_error();
-  const std::string n = name == nullptr ? "" : name;
-  if (n == kUsedVersionedName || n == kUsedLegacyName)
-    throw nb::buffer_error("from_dlpack: the capsule was already consumed (its name is \"used_...\"); a DLPack "
-                           "capsule can be imported only once");
-  if (n != kVersionedName && n != kLegacyName)
-    throw nb::value_error(("from_dlpack: not a DLPack capsule (name \"" + n + "\")").c_str());
-  const bool versioned = n == kVersionedName;
-  void* pointer = PyCapsule_GetPointer(capsule.ptr(), name);
-  if (pointer == nullptr) throw nb::python_error();
-  // Renaming first: from here on we own the tensor and run its deleter exactly
-  // once, also when the import fails.
-  if (PyCapsule_SetName(capsule.ptr(), versioned ? kUsedVersionedName : kUsedLegacyName) != 0)
-    throw nb::python_error();
-
+/// Imports a tensor the caller owns (a DLManagedTensorVersioned when `versioned`,
+/// else a DLManagedTensor); its deleter runs exactly once, also on failure.
+Imported importOwnedTensor(void* pointer, bool versioned, const std::optional<ComputeDevice>& device,
+                           std::optional<bool> copy) {
   const DLTensor& t = versioned ? static_cast<DLManagedTensorVersioned*>(pointer)->dl_tensor
                                 : static_cast<DLManagedTensor*>(pointer)->dl_tensor;
   Imported out;
@@ -258,6 +241,28 @@ Imported importCapsule(nb::handle capsule, const std::optional<ComputeDevice>& d
   return out;
 }
 
+/// Takes a DLPack capsule (renaming it "used_...") and imports its tensor:
+/// zero-copy for device tensors, a copy to `device` for host tensors (refused with
+/// copy=False).
+Imported importCapsule(nb::handle capsule, const std::optional<ComputeDevice>& device, std::optional<bool> copy) {
+  const char* name = PyCapsule_GetName(capsule.ptr());
+  if (name == nullptr && PyErr_Occurred()) throw nb::python_error();
+  const std::string n = name == nullptr ? "" : name;
+  if (n == kUsedVersionedName || n == kUsedLegacyName)
+    throw nb::buffer_error("from_dlpack: the capsule was already consumed (its name is \"used_...\"); a DLPack "
+                           "capsule can be imported only once");
+  if (n != kVersionedName && n != kLegacyName)
+    throw nb::value_error(("from_dlpack: not a DLPack capsule (name \"" + n + "\")").c_str());
+  const bool versioned = n == kVersionedName;
+  void* pointer = PyCapsule_GetPointer(capsule.ptr(), name);
+  if (pointer == nullptr) throw nb::python_error();
+  // Renaming first: from here on we own the tensor and run its deleter exactly
+  // once, also when the import fails.
+  if (PyCapsule_SetName(capsule.ptr(), versioned ? kUsedVersionedName : kUsedLegacyName) != 0)
+    throw nb::python_error();
+  return importOwnedTensor(pointer, versioned, device, copy);
+}
+
 /// The library's own stream of CUDA device `ordinal`, as the array-API int (1 for
 /// the legacy default stream).
 std::optional<std::pair<ComputeDevice, long long>> libraryStreamFor(int deviceType, int ordinal) {
@@ -291,6 +296,129 @@ nb::object callProducer(nb::handle obj, nb::handle stream) {
     if (!e.matches(PyExc_TypeError)) throw;
   }
   return method(stream);
+}
+
+// ------------------------------------------------ C exchange API import ----
+
+std::string typeName(PyTypeObject* type) { return type->tp_name == nullptr ? "?" : type->tp_name; }
+
+[[noreturn]] void badExchangeApi(PyTypeObject* type, const std::string& why) {
+  throw nb::buffer_error(("from_dlpack: " + typeName(type) + ".__dlpack_c_exchange_api__ " + why).c_str());
+}
+
+/// Checks a type's `__dlpack_c_exchange_api__` and returns the table of major
+/// version 1 (walking prev_api), or nullptr when the type offers only newer major
+/// versions (then __dlpack__, which negotiates versions, is used instead).
+/// BufferError for anything malformed or too old.
+const DLPackExchangeAPI* validExchangeApi(PyTypeObject* type, PyObject* attribute) {
+  if (!PyCapsule_CheckExact(attribute))
+    badExchangeApi(type, std::string("is a ") + typeName(Py_TYPE(attribute)) + ", not a PyCapsule");
+  const char* name = PyCapsule_GetName(attribute);
+  if (name == nullptr || std::strcmp(name, kExchangeApiCapsuleName) != 0) {
+    PyErr_Clear();
+    badExchangeApi(type, std::string("is a capsule named \"") + (name == nullptr ? "" : name) + "\", not \"" +
+                             kExchangeApiCapsuleName + "\"");
+  }
+  const auto* header = static_cast<const DLPackExchangeAPIHeader*>(PyCapsule_GetPointer(attribute, name));
+  if (header == nullptr) {
+    PyErr_Clear();
+    badExchangeApi(type, "holds a NULL pointer");
+  }
+  // A chain that loops or runs on is malformed; real ones have a handful of links.
+  constexpr int kMaxChain = 16;
+  int links = 0;
+  for (const DLPackExchangeAPIHeader* h = header; h != nullptr && links < kMaxChain; h = h->prev_api, ++links) {
+    if (h->version.major > DLPACK_MAJOR_VERSION) continue;
+    if (h->version.major < DLPACK_MAJOR_VERSION || h->version.minor < 3)
+      badExchangeApi(type, "has version " + std::to_string(h->version.major) + "." + std::to_string(h->version.minor) +
+                               "; the C exchange API needs DLPack 1.3 or later");
+    const auto* api = reinterpret_cast<const DLPackExchangeAPI*>(h);
+    if (api->managed_tensor_from_py_object_no_sync == nullptr)
+      badExchangeApi(type, "has a NULL managed_tensor_from_py_object_no_sync");
+    if (api->current_work_stream == nullptr) badExchangeApi(type, "has a NULL current_work_stream");
+    return api;
+  }
+  if (links == kMaxChain) badExchangeApi(type, "has a prev_api chain that does not end");
+  return nullptr;
+}
+
+/// The exchange API of `type`, or nullptr when it has none we can use. The
+/// attribute is looked up on the type and its bases (where an instance's class
+/// attribute lives); _PyType_Lookup raises nothing for a missing name, so the many
+/// types without one stay cheap. Validated tables are cached per type with the
+/// capsule they came from (held, so its identity proves the entry current: a table
+/// installed or replaced later is seen). GIL held.
+const DLPackExchangeAPI* exchangeApiOf(PyTypeObject* type) {
+  static PyObject* const attributeName = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
+  if (attributeName == nullptr) throw nb::python_error();
+  PyObject* attribute = _PyType_Lookup(type, attributeName);
+  if (attribute == nullptr) return nullptr;
+
+  struct Entry {
+    PyTypeObject* type = nullptr;
+    PyObject* capsule = nullptr;
+    const DLPackExchangeAPI* api = nullptr;
+  };
+  static Entry cache[8];
+  static std::size_t nextSlot = 0;
+  for (const Entry& e : cache)
+    if (e.type == type && e.capsule == attribute) return e.api;
+  const DLPackExchangeAPI* api = validExchangeApi(type, attribute);
+  Entry& slot = cache[nextSlot++ % std::size(cache)];
+  Py_INCREF(attribute);
+  Py_XDECREF(slot.capsule);
+  slot = Entry{type, attribute, api};
+  return api;
+}
+
+/// Imports `obj` through its type's exchange API: the producer hands over an owned
+/// tensor without a capsule or a Python call and without ordering anything, so the
+/// library's later work on the memory is ordered after the producer's current work
+/// stream (what __dlpack__'s stream handshake achieves). A producer that names no
+/// OpenCL work stream hands out finished OpenCL data, as __dlpack__(stream=None)
+/// does there.
+Imported importThroughExchangeApi(nb::handle obj, const DLPackExchangeAPI& api,
+                                  const std::optional<ComputeDevice>& device, std::optional<bool> copy) {
+  PyTypeObject* type = Py_TYPE(obj.ptr());
+  DLManagedTensorVersioned* tensor = nullptr;
+  const int status = api.managed_tensor_from_py_object_no_sync(obj.ptr(), &tensor);
+  if (status != 0 || PyErr_Occurred()) {
+    // On failure the producer keeps the tensor; a success that also set an error is
+    // a failure whose tensor is ours to release.
+    if (status == 0 && tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
+    if (!PyErr_Occurred())
+      badExchangeApi(type, "managed_tensor_from_py_object_no_sync failed (returned " + std::to_string(status) +
+                               ") without setting a Python error");
+    throw nb::python_error();
+  }
+  if (tensor == nullptr) badExchangeApi(type, "managed_tensor_from_py_object_no_sync returned no tensor");
+
+  // The tensor is ours from here: every path below runs its deleter exactly once.
+  void* producerStream = nullptr;
+  bool ordered = false;
+  const int deviceType = tensor->version.major == 1 ? static_cast<int>(tensor->dl_tensor.device.device_type) : 0;
+  if (deviceType == kDLCUDA || deviceType == kDLOpenCL) {
+    const DLDevice d = tensor->dl_tensor.device;
+    const int streamStatus = api.current_work_stream(d.device_type, d.device_id, &producerStream);
+    ordered = streamStatus == 0 && !PyErr_Occurred();
+    if (!ordered && deviceType == kDLOpenCL) {
+      PyErr_Clear();
+    } else if (!ordered) {
+      if (tensor->deleter != nullptr) tensor->deleter(tensor);
+      if (!PyErr_Occurred())
+        badExchangeApi(type, "current_work_stream failed (returned " + std::to_string(streamStatus) +
+                                 ") without setting a Python error");
+      throw nb::python_error();
+    }
+  }
+  Imported imported = importOwnedTensor(tensor, /*versioned=*/true, device, copy);
+  if (ordered && !imported.copied) {
+    if (imported.mat.backend() == ComputeBackend::cuda)
+      orderAfterProducerStream(imported.mat, CUDAStreamPtr{producerStream});
+    else if (producerStream != nullptr)
+      orderAfterProducerStream(imported.mat, OpenCLCommandQueuePtr{producerStream});
+  }
+  return imported;
 }
 
 // ---------------------------------------- __cuda_array_interface__ import ----
@@ -585,6 +713,8 @@ void bindProtocols(nb::module_& m) {
           return nb::cast(std::move(imported.mat));
         };
         if (PyCapsule_CheckExact(obj.ptr())) return finish(importCapsule(obj, device, copy));
+        if (const DLPackExchangeAPI* api = exchangeApiOf(Py_TYPE(obj.ptr())))
+          return finish(importThroughExchangeApi(obj, *api, device, copy));
         if (nb::hasattr(obj, "__dlpack__")) {
           int deviceType = kDLCPU;
           int deviceId = 0;
@@ -610,7 +740,8 @@ void bindProtocols(nb::module_& m) {
                              "__cuda_array_interface__");
       },
       nb::arg("obj"), nb::kw_only(), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
-      "Imports any DLPack producer (called with keyword arguments and, on CUDA, the library's own stream), a raw "
+      "Imports any DLPack producer (through its type's DLPack C exchange API, __dlpack_c_exchange_api__, when it "
+      "has one; else __dlpack__ called with keyword arguments and, on CUDA, the library's own stream), a raw "
       "DLPack capsule, or a __cuda_array_interface__ object, zero-copy (the producer stays alive as long as the "
       "memory is used). Host tensors are copied to `device` (default device). Returns a GpuMatND with every axis "
       "as a dimension.");

@@ -510,6 +510,7 @@ const char* deviceTypeName(int type) {
     case kDLWebGPU: return "kDLWebGPU";
     case kDLHexagon: return "kDLHexagon";
     case kDLMAIA: return "kDLMAIA";
+    case kDLTrn: return "kDLTrn";
     default: return "unknown device type";
   }
 }
@@ -715,6 +716,7 @@ std::vector<std::pair<std::string, std::size_t>> dlpackLayoutTable() {
   DA_LAYOUT_VALUE(kDLWebGPU);
   DA_LAYOUT_VALUE(kDLHexagon);
   DA_LAYOUT_VALUE(kDLMAIA);
+  DA_LAYOUT_VALUE(kDLTrn);
   DA_LAYOUT_VALUE(kDLInt);
   DA_LAYOUT_VALUE(kDLUInt);
   DA_LAYOUT_VALUE(kDLFloat);
@@ -726,6 +728,17 @@ std::vector<std::pair<std::string, std::size_t>> dlpackLayoutTable() {
   DA_LAYOUT_VALUE(DLPACK_FLAG_BITMASK_IS_COPIED);
   DA_LAYOUT_VALUE(DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
   DA_LAYOUT_VALUE(DLPACK_MAJOR_VERSION);
+  DA_LAYOUT_VALUE(DLPACK_MINOR_VERSION);
+  DA_LAYOUT_STRUCT(DLPackExchangeAPIHeader);
+  DA_LAYOUT_FIELD(DLPackExchangeAPIHeader, version);
+  DA_LAYOUT_FIELD(DLPackExchangeAPIHeader, prev_api);
+  DA_LAYOUT_STRUCT(DLPackExchangeAPI);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, header);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, managed_tensor_allocator);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, dltensor_from_py_object_no_sync);
+  DA_LAYOUT_FIELD(DLPackExchangeAPI, current_work_stream);
 #undef DA_LAYOUT_STRUCT
 #undef DA_LAYOUT_FIELD
 #undef DA_LAYOUT_VALUE
