@@ -5,7 +5,9 @@
 // user queues, and offers the small set of device operations the library is
 // written against: a strided N-d copy (device<->device, host<->device), a
 // pattern fill, a depth conversion, and launching a named kernel whose body is
-// shared between backends (src/kernels/*.h).
+// shared between backends (src/kernels/*.h), plus the parallel primitives (scan,
+// sort, reductions) of the point-cloud code. The backends themselves, and their
+// device lists, are Backend objects (backend_registry.hpp).
 //
 // Ordering model: every Allocation remembers the events of the work enqueued on
 // it (at most one per queue). Before new work on queue q touches an allocation,
@@ -124,6 +126,12 @@ class Allocation {
   std::mutex mutex_;
   std::vector<std::shared_ptr<EventImpl>> pending_;  // at most one per queue
   std::weak_ptr<Allocation> orderingParent_;         // set once, before the alias is shared
+};
+
+/// A place in device memory: an allocation and a byte offset into it.
+struct BufferRef {
+  Allocation* allocation = nullptr;
+  std::size_t offset = 0;
 };
 
 /// One side of a transfer: host memory, or device storage + byte offset.
@@ -338,6 +346,31 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// destructible device's destructor, and from tests. No-op in a forked child.
   void releaseCachedMemory() noexcept;
 
+  // Parallel primitives the point-cloud code is written against (CUB on CUDA, the
+  // library's own kernels on OpenCL). Each enqueues its work on `q`, a queue of this
+  // device, and does not block the host. The caller orders the buffers it passes
+  // (OrderedUse on `q` around the call); temporaries are allocated, ordered and
+  // released inside. Each checks its arguments once (InvalidArgument naming the
+  // primitive: a queue or buffer of another device, a count above INT32_MAX, a buffer
+  // too small, overlapping input and output) and counts as one kernel launch for
+  // fault injection (parallel_primitives.cpp).
+
+  /// out[i] = in[0] + ... + in[i-1] for i < count (uint32, wrapping). `in` and `out`
+  /// may be the same memory, but not partly overlap. Callers append a 0 to their
+  /// flags and scan count + 1 values, so out[count] is the total.
+  void exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count);
+  /// Stable ascending sort of `count` (uint64 key, uint32 value) pairs by bits
+  /// [0, endBit) of the key (endBit in 1..64). The inputs are left unchanged; the
+  /// outputs must overlap neither them nor each other.
+  void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                       std::size_t count, int endBit);
+  /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
+  /// each) whose coordinates are all finite, and the number of such points.
+  void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+  /// out[0..2] (floats) = the component-wise minimum of x, y and z over the finite
+  /// points of `xyz`; +infinity when there is none.
+  void minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+
  protected:
   /// Registers this device with the exit handler that calls releaseCachedMemory()
   /// (idempotent). Backends call it when they start retaining device memory, which is
@@ -365,6 +398,12 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual void doLaunch(const KernelLaunch& launch, QueueImpl& q) = 0;
   /// Frees device memory the backend retains for reuse (never blocks). Default: none.
   virtual void doReleaseRetainedMemory() noexcept {}
+  // The parallel primitives, arguments already checked (count > 0 for scan and sort).
+  virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
+  virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
+                                 BufferRef valuesOut, std::size_t count, int endBit) = 0;
+  virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
+  virtual void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 
   std::mutex cachedMutex_;
   std::vector<std::pair<const void*, std::shared_ptr<Allocation>>> cached_;
@@ -389,23 +428,6 @@ class OrderedUse {
   QueueImpl& q_;
   std::vector<Allocation*> uses_;
 };
-
-// Backend registries (each returns an empty list when the backend is not built
-// or has no usable device; they never throw for a missing driver).
-std::vector<std::shared_ptr<DeviceImpl>> cudaDevices();
-std::vector<std::shared_ptr<DeviceImpl>> openclDevices();
-/// Human-readable reason when the backend has no devices ("" otherwise).
-std::string cudaUnavailableReason();
-std::string openclUnavailableReason();
-/// synchronizeStream() for a raw handle of any device of the backend
-/// (cudaStreamSynchronize / clFinish).
-void cudaSynchronizeNative(void* stream);
-void openclFinishNative(void* queue);
-/// ComputeDevice::fromOpenCL.
-std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue);
-/// Page-locked host memory (nullptr when no CUDA driver): freed with freePinnedHost.
-void* allocatePinnedHost(std::size_t bytes);
-void freePinnedHost(void* p) noexcept;
 
 /// Throws Error(code, "function: message").
 [[noreturn]] void fail(ErrorCode code, const std::string& message);

@@ -3,9 +3,9 @@
 // Design
 // ------
 // * Loading without a driver. The library links only the static runtime
-//   (cudart_static), which opens libcuda at run time. cudaDevices() asks
-//   cudaGetDeviceCount once; on failure it returns no devices and
-//   cudaUnavailableReason() keeps the runtime's answer. libcuda symbols we need
+//   (cudart_static), which opens libcuda at run time. The CUDA Backend
+//   (cuda_backend.cu) asks cudaGetDeviceCount once; on failure it lists no devices
+//   and keeps the runtime's answer as its unavailableReason(). libcuda symbols we need
 //   (cuCtxGetCurrent for nativeContext) come from cudaGetDriverEntryPointByVersion.
 // * Devices. One CudaDevice per ordinal, created on first use and never destroyed:
 //   allocations, streams and events may outlive static destructors, and the CUDA
@@ -573,77 +573,5 @@ std::shared_ptr<Allocation> CudaDevice::doAdopt(void* handle, std::size_t bytes)
   return std::make_shared<CudaAllocation>(shared_from_this(), devicePointer, bytes, false);
 }
 
-// --------------------------------------------------------------- registry ---
-
-namespace {
-
-struct Registry {
-  std::vector<std::shared_ptr<DeviceImpl>> devices;
-  std::string unavailableReason;
-};
-
-const Registry& registry() {
-  // Leaked on purpose: devices must outlive every static object that may hold an
-  // allocation, and the runtime's own teardown order at exit.
-  static const Registry* instance = [] {
-    auto* r = new Registry;
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err == cudaSuccess) noteBackendInitialised(ComputeBackend::cuda);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      const std::string name = cudaGetErrorName(err);
-      if (err == cudaErrorInsufficientDriver)
-        r->unavailableReason = "no CUDA driver, or the driver is older than the CUDA runtime (" + name + ")";
-      else if (err == cudaErrorNoDevice)
-        r->unavailableReason = "no CUDA device found (" + name + ")";
-      else
-        r->unavailableReason = "CUDA is not usable (" + name + ": " + cudaGetErrorString(err) + ")";
-      return r;
-    }
-    if (count == 0) {
-      r->unavailableReason = "no CUDA device found";
-      return r;
-    }
-    for (int i = 0; i < count; ++i) {
-      cudaDeviceProp prop{};
-      const cudaError_t perr = cudaGetDeviceProperties(&prop, i);
-      if (perr != cudaSuccess) {
-        (void)cudaGetLastError();
-        continue;
-      }
-      r->devices.push_back(std::make_shared<CudaDevice>(i, prop));
-    }
-    if (r->devices.empty()) r->unavailableReason = "no CUDA device could be queried";
-    return r;
-  }();
-  return *instance;
-}
-
-}  // namespace
 }  // namespace cuda
-
-std::vector<std::shared_ptr<DeviceImpl>> cudaDevices() { return cuda::registry().devices; }
-
-std::string cudaUnavailableReason() { return cuda::registry().unavailableReason; }
-
-void* allocatePinnedHost(std::size_t bytes) {
-  if (cuda::registry().devices.empty()) return nullptr;
-  requireNotForked("page-locked host allocation");
-  void* p = nullptr;
-  const cudaError_t err = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
-  if (err == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
-    fail(ErrorCode::OutOfMemory, "HostMat::pinned: cannot allocate " + std::to_string(bytes) +
-                                     " bytes of page-locked host memory");
-  }
-  cuda::check(err, "cudaHostAlloc");
-  return p;
-}
-
-void freePinnedHost(void* p) noexcept {
-  if (p == nullptr || forkedAfterInit()) return;  // in a forked child: the parent's page-locked memory, leaked
-  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
-}
-
 }  // namespace devicearray::detail

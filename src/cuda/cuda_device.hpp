@@ -192,9 +192,9 @@ class PinnedStagingPool {
   std::vector<Buffer> free_;
 };
 
-/// One CUDA device (its primary context). Instances are process-wide singletons
-/// made by cudaDevices() and intentionally never destroyed; what they cache is freed
-/// at exit (DeviceImpl::releaseCachedMemory).
+/// One CUDA device (its primary context). Instances are process-wide singletons made
+/// by the CUDA Backend (cuda_backend.cu) and intentionally never destroyed; what they
+/// cache is freed at exit (DeviceImpl::releaseCachedMemory).
 class CudaDevice final : public DeviceImpl {
  public:
   CudaDevice(int ordinal, const cudaDeviceProp& prop);
@@ -266,6 +266,12 @@ class CudaDevice final : public DeviceImpl {
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
   /// Frees the retained staging buffers and hands the pool's unused memory back.
   void doReleaseRetainedMemory() noexcept override;
+  // cuda_primitives.cu: CUB's scan, radix sort and reductions.
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override;
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
   cudaMemPool_t memoryPool();
 

@@ -121,6 +121,12 @@ class OpenCLDevice final : public DeviceImpl {
   /// Releases the cached buffers without waiting (OpenCL deletes a cl_mem once the
   /// commands using it have finished).
   void doReleaseRetainedMemory() noexcept override;
+  // opencl_primitives.cpp: the library's scan, radix sort and reductions.
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override;
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
   Acquired acquire(std::size_t bytes, OpenCLQueue& q, const char* fn);
   /// Releases every cached buffer after its pending work (blocks on that work).
@@ -153,5 +159,10 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t cacheLimitBytes_ = 0;
   std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
 };
+
+/// ComputeDevice::fromOpenCL: the device of the caller's context, device and queue,
+/// which it retains; the same handles give the same device while it lives
+/// (opencl_adoption.cpp).
+std::shared_ptr<DeviceImpl> adoptDevice(void* context, void* device, void* queue);
 
 }  // namespace devicearray::detail::opencl

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/algorithms.hpp"
 #include "backend/backend.hpp"
 #include "devicearray/point_cloud.hpp"
 
@@ -70,9 +69,9 @@ Allocation* storageOf(const DeviceArray<F>& a) {
   return a.isEmpty() ? nullptr : a.span().storage.get();
 }
 template <class F>
-algo::DeviceBuffer bufferOf(const DeviceArray<F>& a) {
+BufferRef bufferOf(const DeviceArray<F>& a) {
   const ArraySpan s = a.span();
-  return algo::DeviceBuffer{s.storage.get(), s.offset};
+  return BufferRef{s.storage.get(), s.offset};
 }
 /// `a` when present, else `fallback`: kernels take absent attributes as another valid buffer
 /// with a has-flag of 0, so every buffer argument stays bindable.

@@ -1,6 +1,6 @@
-// The list of OpenCL devices: every device of every platform (PoCL and NVIDIA side
-// by side on the GPU machine), GPUs first, then accelerators, then CPUs; the ordinal
-// is the index in that list. Each device gets its own cl_context and one in-order
+// The OpenCL Backend (backend/backend_registry.hpp). Its devices: every device of
+// every platform (PoCL and NVIDIA side by side on the GPU machine), GPUs first, then
+// accelerators, then CPUs; the ordinal is the index in that list. Each device gets its own cl_context and one in-order
 // queue with profiling (so Event timing works). The list is built once, lazily and
 // thread-safely, and intentionally never destroyed: OpenCL objects must not be
 // released during static destruction, when the ICD may already be gone. A machine
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_registry.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 #include "opencl/opencl_info.hpp"
@@ -135,25 +136,43 @@ const Registry& registry() {
   return *r;
 }
 
+class OpenCLBackend final : public Backend {
+ public:
+  ComputeBackend kind() const override { return ComputeBackend::opencl; }
+
+  std::vector<std::shared_ptr<DeviceImpl>> devices() const override {
+    try {
+      return registry().devices;
+    } catch (...) {  // copying the list cannot fail in practice; never throw here
+      return {};
+    }
+  }
+
+  std::string unavailableReason() const override {
+    try {
+      return registry().reason;
+    } catch (...) {
+      return "the OpenCL device list could not be built";
+    }
+  }
+
+  void synchronizeNative(void* queue) const override {
+    if (queue == nullptr) fail(ErrorCode::InvalidArgument, "synchronizeStream: null cl_command_queue");
+    const cl_int err = clFinish(static_cast<cl_command_queue>(queue));
+    if (err != CL_SUCCESS)
+      fail(ErrorCode::BackendError, "synchronizeStream: clFinish failed with OpenCL error " + std::to_string(err));
+  }
+
+  std::shared_ptr<DeviceImpl> adoptNative(void* context, void* device, void* queue) const override {
+    return adoptDevice(context, device, queue);
+  }
+};
+
 }  // namespace
+
+const Backend& backendObject() {
+  static const Backend* const instance = new OpenCLBackend;  // never destroyed, like its devices
+  return *instance;
+}
+
 }  // namespace devicearray::detail::opencl
-
-namespace devicearray::detail {
-
-std::vector<std::shared_ptr<DeviceImpl>> openclDevices() {
-  try {
-    return opencl::registry().devices;
-  } catch (...) {  // copying the list cannot fail in practice; never throw here
-    return {};
-  }
-}
-
-std::string openclUnavailableReason() {
-  try {
-    return opencl::registry().reason;
-  } catch (...) {
-    return "the OpenCL device list could not be built";
-  }
-}
-
-}  // namespace devicearray::detail
