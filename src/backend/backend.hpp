@@ -43,38 +43,57 @@ namespace devicearray::detail {
 inline constexpr int kMaxDims = 32;  // OpenCV's CV_MAX_DIM
 
 class DeviceImpl;
+class ParallelPrimitives;
 class QueueImpl;
 
 /// A marker in a queue.
 class EventImpl {
  public:
   virtual ~EventImpl() = default;
+  /// The backend that recorded it.
+  virtual ComputeBackend backend() const = 0;
   virtual bool query() = 0;
   virtual void synchronize() = 0;
-  /// Milliseconds from this event to `later` (both recorded with timing).
-  virtual float elapsedMs(EventImpl& later) = 0;
+  /// Milliseconds from this event to `later` (both recorded with timing). Throws
+  /// InvalidArgument when `later` was recorded by another backend (queues.cpp).
+  float elapsedMs(EventImpl& later);
   /// Identity of the queue it was recorded on (its native handle).
   virtual const void* queueKey() const = 0;
+
+ private:
+  /// elapsedMs, for an event `later` of this backend.
+  virtual float doElapsedMs(EventImpl& later) = 0;
 };
 
 /// A CUDA stream or OpenCL in-order command queue, owned or wrapped.
 class QueueImpl {
  public:
+  QueueImpl(std::shared_ptr<DeviceImpl> device, void* native) : device_(std::move(device)), native_(native) {}
+  QueueImpl(const QueueImpl&) = delete;
+  QueueImpl& operator=(const QueueImpl&) = delete;
   virtual ~QueueImpl() = default;
-  virtual const std::shared_ptr<DeviceImpl>& device() const = 0;
+  const std::shared_ptr<DeviceImpl>& device() const { return device_; }
   /// cudaStream_t / cl_command_queue.
-  virtual void* native() const = 0;
+  void* native() const { return native_; }
   virtual void synchronize() = 0;
   virtual bool query() = 0;
   /// Records an event capturing the work enqueued so far.
   virtual std::shared_ptr<EventImpl> recordEvent(bool timing = false) = 0;
-  /// Later work on this queue waits for `event` (device-side).
-  virtual void waitEvent(EventImpl& event) = 0;
+  /// Later work on this queue waits for `event` (device-side). Throws
+  /// InvalidArgument when `event` was recorded by another backend (queues.cpp).
+  void waitEvent(EventImpl& event);
   /// Identity of the queue for ordering (EventImpl::queueKey of events recorded on
   /// it): the native handle, except for CUDA's special handles, which name a
   /// different stream per device (legacy default stream, nullptr) or per thread
   /// (cudaStreamPerThread, 0x2) and are keyed accordingly.
   const void* key() const;
+
+ private:
+  /// waitEvent, for an event of this backend.
+  virtual void doWaitEvent(EventImpl& event) = 0;
+
+  std::shared_ptr<DeviceImpl> device_;
+  void* native_;
 };
 
 /// Reference-counted device storage. The destructor of an owning allocation
@@ -346,30 +365,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// destructible device's destructor, and from tests. No-op in a forked child.
   void releaseCachedMemory() noexcept;
 
-  // Parallel primitives the point-cloud code is written against (CUB on CUDA, the
-  // library's own kernels on OpenCL). Each enqueues its work on `q`, a queue of this
-  // device, and does not block the host. The caller orders the buffers it passes
-  // (OrderedUse on `q` around the call); temporaries are allocated, ordered and
-  // released inside. Each checks its arguments once (InvalidArgument naming the
-  // primitive: a queue or buffer of another device, a count above INT32_MAX, a buffer
-  // too small, overlapping input and output) and counts as one kernel launch for
-  // fault injection (parallel_primitives.cpp).
-
-  /// out[i] = in[0] + ... + in[i-1] for i < count (uint32, wrapping). `in` and `out`
-  /// may be the same memory, but not partly overlap. Callers append a 0 to their
-  /// flags and scan count + 1 values, so out[count] is the total.
-  void exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count);
-  /// Stable ascending sort of `count` (uint64 key, uint32 value) pairs by bits
-  /// [0, endBit) of the key (endBit in 1..64). The inputs are left unchanged; the
-  /// outputs must overlap neither them nor each other.
-  void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                       std::size_t count, int endBit);
-  /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
-  /// each) whose coordinates are all finite, and the number of such points.
-  void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
-  /// out[0..2] (floats) = the component-wise minimum of x, y and z over the finite
-  /// points of `xyz`; +infinity when there is none.
-  void minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+  /// The parallel primitives (scan, sort, reductions) of this device
+  /// (backend/parallel_primitives.hpp).
+  virtual ParallelPrimitives& primitives() = 0;
 
  protected:
   /// Registers this device with the exit handler that calls releaseCachedMemory()
@@ -398,12 +396,6 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual void doLaunch(const KernelLaunch& launch, QueueImpl& q) = 0;
   /// Frees device memory the backend retains for reuse (never blocks). Default: none.
   virtual void doReleaseRetainedMemory() noexcept {}
-  // The parallel primitives, arguments already checked (count > 0 for scan and sort).
-  virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
-  virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                 BufferRef valuesOut, std::size_t count, int endBit) = 0;
-  virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
-  virtual void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 
   std::mutex cachedMutex_;
   std::vector<std::pair<const void*, std::shared_ptr<Allocation>>> cached_;

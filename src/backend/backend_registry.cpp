@@ -28,23 +28,46 @@ class NotBuiltBackend final : public Backend {
   NotBuiltBackend(ComputeBackend kind, const char* option) : kind_(kind), option_(option) {}
 
   ComputeBackend kind() const override { return kind_; }
-  std::vector<std::shared_ptr<DeviceImpl>> devices() const override { return {}; }
-  std::string unavailableReason() const override {
-    return std::string("this build of devicearray has no ") + name() + " backend (" + option_ + "=OFF)";
-  }
   void synchronizeNative(void*) const override {
-    fail(ErrorCode::BackendUnavailable, std::string("synchronizeStream: this build of devicearray has no ") + name() + " backend");
+    fail(ErrorCode::BackendUnavailable,
+         std::string("synchronizeStream: this build of devicearray has no ") + name() + " backend");
   }
   std::shared_ptr<DeviceImpl> adoptNative(void*, void*, void*) const override {
     fail(ErrorCode::BackendUnavailable, "ComputeDevice::fromOpenCL: " + unavailableReason());
   }
 
  private:
+  DeviceList listDevices() const override {
+    return {{}, std::string("this build of devicearray has no ") + name() + " backend (" + option_ + "=OFF)"};
+  }
+
   ComputeBackend kind_;
   std::string option_;
 };
 
 }  // namespace
+
+const DeviceList& Backend::deviceList() const {
+  std::call_once(listed_, [this] { list_ = std::make_unique<const DeviceList>(listDevices()); });
+  return *list_;
+}
+
+std::vector<std::shared_ptr<DeviceImpl>> Backend::devices() const {
+  const DeviceList& list = deviceList();
+  try {
+    return list.devices;
+  } catch (...) {  // copying the list cannot fail in practice; never throw here
+    return {};
+  }
+}
+
+std::string Backend::unavailableReason() const {
+  try {
+    return deviceList().unavailableReason;
+  } catch (...) {
+    return std::string("the ") + name() + " device list could not be built";
+  }
+}
 
 std::span<const Backend* const> backends() {
   static const std::array<const Backend*, 2> all = {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@
 #include "backend/backend.hpp"
 
 namespace devicearray::detail {
+
+/// What a backend found when it listed its devices.
+struct DeviceList {
+  std::vector<std::shared_ptr<DeviceImpl>> devices;
+  std::string unavailableReason;  ///< why `devices` is empty ("" when it is not)
+};
 
 /// One compute backend of the process. The objects are created on first use and never
 /// destroyed (devices may be used from static destructors), and are thread-safe.
@@ -27,11 +34,12 @@ class Backend {
   virtual ComputeBackend kind() const = 0;
   /// "CUDA" or "OpenCL", for messages.
   const char* name() const { return kind() == ComputeBackend::cuda ? "CUDA" : "OpenCL"; }
-  /// The backend's devices in ordinal order, listed once on the first call. Empty, never
-  /// an exception, when the backend is not built or has no driver or no usable device.
-  virtual std::vector<std::shared_ptr<DeviceImpl>> devices() const = 0;
+  /// The backend's devices in ordinal order, listed once, on the first call of this or
+  /// unavailableReason(). Empty, never an exception, when the backend is not built or
+  /// has no driver or no usable device.
+  std::vector<std::shared_ptr<DeviceImpl>> devices() const;
   /// Why devices() is empty, for messages ("" when it is not).
-  virtual std::string unavailableReason() const = 0;
+  std::string unavailableReason() const;
   /// synchronizeStream(): blocks until the work enqueued so far on `queue`, a raw handle
   /// of any device of this backend (cudaStream_t / cl_command_queue), is complete.
   virtual void synchronizeNative(void* queue) const = 0;
@@ -46,6 +54,15 @@ class Backend {
     return nullptr;
   }
   virtual void freePinnedHost(void* p) const noexcept { (void)p; }
+
+ private:
+  /// Lists the devices (called once). A missing driver or device is a reason in the
+  /// list, not an exception.
+  virtual DeviceList listDevices() const = 0;
+  const DeviceList& deviceList() const;
+
+  mutable std::once_flag listed_;
+  mutable std::unique_ptr<const DeviceList> list_;  // set once, under listed_
 };
 
 /// Every backend of the library, built or not: CUDA first, then OpenCL (the order of

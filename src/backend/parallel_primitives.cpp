@@ -1,11 +1,10 @@
-// DeviceImpl's parallel primitives: the checks every backend shares, made once here,
-// then the backend's do* implementation (src/cuda/cuda_primitives.cu,
-// src/opencl/opencl_primitives.cpp).
+// ParallelPrimitives' entry points: the checks every backend shares, made once here,
+// then the backend's do* implementation.
+#include "backend/parallel_primitives.hpp"
+
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include "backend/backend.hpp"
 
 namespace devicearray::detail {
 namespace {
@@ -55,6 +54,14 @@ class PrimitiveCall {
            std::string(fn_) + ": the " + aName + " and " + bName + " buffers overlap, which the primitive does not allow");
   }
 
+  /// A reduction of `count` points (3 floats each) of `xyz` into `outBytes` at `out`.
+  void reduction(BufferRef xyz, std::size_t count, BufferRef out, std::size_t outBytes) const {
+    const std::size_t pointBytes = count * 3 * sizeof(float);
+    buffer("points", xyz, pointBytes);
+    buffer("output", out, outBytes);
+    disjoint("points", xyz, pointBytes, "output", out, outBytes);
+  }
+
  private:
   static std::string describe(const std::shared_ptr<DeviceImpl>& d) {
     return d ? ComputeDevice(d).toString() : std::string("no device");
@@ -66,9 +73,9 @@ class PrimitiveCall {
 
 }  // namespace
 
-void DeviceImpl::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
+void ParallelPrimitives::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
   constexpr const char* fn = "exclusiveScanU32";
-  const PrimitiveCall call(*this, q, fn, count);
+  const PrimitiveCall call(device_, q, fn, count);
   const std::size_t bytes = count * sizeof(std::uint32_t);
   call.buffer("input", in, bytes);
   call.buffer("output", out, bytes);
@@ -79,10 +86,10 @@ void DeviceImpl::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std
   doExclusiveScanU32(q, in, out, count);
 }
 
-void DeviceImpl::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                 BufferRef valuesOut, std::size_t count, int endBit) {
+void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
+                                         BufferRef valuesOut, std::size_t count, int endBit) {
   constexpr const char* fn = "sortPairsU64U32";
-  const PrimitiveCall call(*this, q, fn, count);
+  const PrimitiveCall call(device_, q, fn, count);
   if (endBit < 1 || endBit > 64)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": endBit " + std::to_string(endBit) + " is outside [1, 64]");
   const std::size_t keyBytes = count * sizeof(std::uint64_t);
@@ -101,22 +108,16 @@ void DeviceImpl::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef value
   doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
 }
 
-void DeviceImpl::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
   constexpr const char* fn = "sumValidXYZ";
-  const PrimitiveCall call(*this, q, fn, count);
-  call.buffer("points", xyz, count * 3 * sizeof(float));
-  call.buffer("output", out, 4 * sizeof(double));
-  call.disjoint("points", xyz, count * 3 * sizeof(float), "output", out, 4 * sizeof(double));
+  PrimitiveCall(device_, q, fn, count).reduction(xyz, count, out, 4 * sizeof(double));
   faultPoint(FaultKind::kernelLaunch, fn);
   doSumValidXYZ(q, xyz, count, out);
 }
 
-void DeviceImpl::minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+void ParallelPrimitives::minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
   constexpr const char* fn = "minValidXYZ";
-  const PrimitiveCall call(*this, q, fn, count);
-  call.buffer("points", xyz, count * 3 * sizeof(float));
-  call.buffer("output", out, 3 * sizeof(float));
-  call.disjoint("points", xyz, count * 3 * sizeof(float), "output", out, 3 * sizeof(float));
+  PrimitiveCall(device_, q, fn, count).reduction(xyz, count, out, 3 * sizeof(float));
   faultPoint(FaultKind::kernelLaunch, fn);
   doMinValidXYZ(q, xyz, count, out);
 }

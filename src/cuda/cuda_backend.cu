@@ -11,12 +11,7 @@
 namespace devicearray::detail::cuda {
 namespace {
 
-struct DeviceList {
-  std::vector<std::shared_ptr<DeviceImpl>> devices;
-  std::string unavailableReason;
-};
-
-DeviceList listDevices() {
+DeviceList listCudaDevices() {
   DeviceList r;
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -48,18 +43,9 @@ DeviceList listDevices() {
   return r;
 }
 
-const DeviceList& deviceList() {
-  // Leaked on purpose: devices must outlive every static object that may hold an
-  // allocation, and the runtime's own teardown order at exit.
-  static const DeviceList* const instance = new DeviceList(listDevices());
-  return *instance;
-}
-
 class CudaBackend final : public Backend {
  public:
   ComputeBackend kind() const override { return ComputeBackend::cuda; }
-  std::vector<std::shared_ptr<DeviceImpl>> devices() const override { return deviceList().devices; }
-  std::string unavailableReason() const override { return deviceList().unavailableReason; }
 
   void synchronizeNative(void* stream) const override {
     const cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
@@ -75,7 +61,7 @@ class CudaBackend final : public Backend {
   }
 
   void* allocatePinnedHost(std::size_t bytes) const override {
-    if (deviceList().devices.empty()) return nullptr;
+    if (devices().empty()) return nullptr;
     requireNotForked("page-locked host allocation");
     void* p = nullptr;
     const cudaError_t err = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
@@ -92,12 +78,17 @@ class CudaBackend final : public Backend {
     if (p == nullptr || forkedAfterInit()) return;  // in a forked child: the parent's page-locked memory, leaked
     if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
   }
+
+ private:
+  DeviceList listDevices() const override { return listCudaDevices(); }
 };
 
 }  // namespace
 
 const Backend& backendObject() {
-  static const Backend* const instance = new CudaBackend;  // never destroyed, like its devices
+  // Leaked on purpose, with its devices: they must outlive every static object that may
+  // hold an allocation, and the runtime's own teardown order at exit.
+  static const Backend* const instance = new CudaBackend;
   return *instance;
 }
 

@@ -110,10 +110,8 @@ void CudaEvent::synchronize() {
   done_.store(true, std::memory_order_release);
 }
 
-float CudaEvent::elapsedMs(EventImpl& later) {
-  auto* end = dynamic_cast<CudaEvent*>(&later);
-  if (end == nullptr)
-    fail(ErrorCode::InvalidArgument, "Event::elapsedTime: the end event is not a CUDA event");
+float CudaEvent::doElapsedMs(EventImpl& later) {
+  auto* end = static_cast<CudaEvent*>(&later);
   if (!timing_ || !end->timing_)
     fail(ErrorCode::InvalidArgument,
          "Event::elapsedTime: both events must be timing events (recorded through Event::record)");
@@ -130,26 +128,25 @@ float CudaEvent::elapsedMs(EventImpl& later) {
 // ------------------------------------------------------------------ queues ---
 
 CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned)
-    : device_(std::move(device)),
-      cudaDevice_(static_cast<CudaDevice*>(device_.get())),
-      stream_(stream),
+    : QueueImpl(std::move(device), stream),
+      cudaDevice_(static_cast<CudaDevice*>(this->device().get())),
       owned_(owned) {}
 
 CudaQueue::~CudaQueue() {
   if (!owned_ || forkedAfterInit()) return;  // leaked in a forked child: the stream is the parent's
   DeviceGuard guard(cudaDevice_->ordinal(), std::nothrow);
   // Work already enqueued still completes after cudaStreamDestroy returns.
-  if (guard.ok() && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
+  if (guard.ok() && cudaStreamDestroy(stream()) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void CudaQueue::synchronize() {
   DeviceGuard guard(cudaDevice_->ordinal());
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
 }
 
 bool CudaQueue::query() {
   DeviceGuard guard(cudaDevice_->ordinal());
-  const cudaError_t err = cudaStreamQuery(stream_);
+  const cudaError_t err = cudaStreamQuery(stream());
   if (err == cudaSuccess) return true;
   if (err == cudaErrorNotReady) return false;
   throwCudaError("cudaStreamQuery", err);
@@ -165,18 +162,16 @@ std::shared_ptr<EventImpl> CudaQueue::recordEvent(bool timing) {
   }
   // Own the handle before recording so a failed record does not leak it.
   auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, key(), timing);
-  check(cudaEventRecord(event, stream_), "cudaEventRecord");
+  check(cudaEventRecord(event, stream()), "cudaEventRecord");
   return impl;
 }
 
-void CudaQueue::waitEvent(EventImpl& event) {
-  auto* cudaEvent = dynamic_cast<CudaEvent*>(&event);
-  if (cudaEvent == nullptr)
-    fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event is not a CUDA event");
-  if (cudaEvent->completeNoThrow(stream_)) return;  // finished work needs no wait
+void CudaQueue::doWaitEvent(EventImpl& event) {
+  auto* cudaEvent = static_cast<CudaEvent*>(&event);
+  if (cudaEvent->completeNoThrow(stream())) return;  // finished work needs no wait
   DeviceGuard guard(cudaDevice_->ordinal());
   // Cross-device waits are legal in CUDA (same process), so no device check here.
-  check(cudaStreamWaitEvent(stream_, cudaEvent->native(), 0), "cudaStreamWaitEvent");
+  check(cudaStreamWaitEvent(stream(), cudaEvent->native(), 0), "cudaStreamWaitEvent");
 }
 
 // ------------------------------------------------------------- allocation ---
@@ -277,7 +272,11 @@ void PinnedStagingPool::release(Buffer buffer) noexcept {
 // ------------------------------------------------------------------ device ---
 
 CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
-    : ordinal_(ordinal), model_(prop.name), totalMemory_(prop.totalGlobalMem), maxPitch_(prop.memPitch) {}
+    : ordinal_(ordinal),
+      model_(prop.name),
+      totalMemory_(prop.totalGlobalMem),
+      maxPitch_(prop.memPitch),
+      primitives_(makePrimitives(*this)) {}
 
 void* CudaDevice::nativeContext() {
   using GetCurrent = CUresult (*)(CUcontext*);

@@ -1,5 +1,5 @@
-// The CUDA device's parallel primitives (DeviceImpl::exclusiveScanU32 and the rest,
-// checked in backend/parallel_primitives.cpp): CUB device-wide primitives. Temporary
+// The CUDA device's parallel primitives (backend/parallel_primitives.hpp): CUB
+// device-wide primitives. Temporary
 // storage comes from the device's stream-ordered pool on the same stream and is
 // released on that stream right after the CUB call, so it is reused by later work
 // without any host synchronization.
@@ -81,10 +81,22 @@ struct Call {
   const char* function;
 };
 
-}  // namespace
+class CudaPrimitives final : public ParallelPrimitives {
+ public:
+  explicit CudaPrimitives(CudaDevice& device) : ParallelPrimitives(device), device_(device) {}
 
-void CudaDevice::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
-  Call c(*this, q, "exclusiveScanU32 (cub::DeviceScan::ExclusiveSum)");
+ private:
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override;
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+
+  CudaDevice& device_;
+};
+
+void CudaPrimitives::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
+  Call c(device_, q, "exclusiveScanU32 (cub::DeviceScan::ExclusiveSum)");
   const std::uint32_t* src = c.pointer<const std::uint32_t>(in);
   std::uint32_t* dst = c.pointer<std::uint32_t>(out);
   const int n = static_cast<int>(count);
@@ -93,9 +105,9 @@ void CudaDevice::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, s
   });
 }
 
-void CudaDevice::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                   BufferRef valuesOut, std::size_t count, int endBit) {
-  Call c(*this, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
+void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
+                                       BufferRef valuesOut, std::size_t count, int endBit) {
+  Call c(device_, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
   const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
   const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
@@ -106,8 +118,8 @@ void CudaDevice::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef val
   });
 }
 
-void CudaDevice::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  Call c(*this, q, "sumValidXYZ (cub::DeviceReduce::Reduce)");
+void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  Call c(device_, q, "sumValidXYZ (cub::DeviceReduce::Reduce)");
   Sum4* result = c.pointer<Sum4>(out);
   const int n = static_cast<int>(count);
   auto points = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
@@ -118,8 +130,8 @@ void CudaDevice::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, B
   });
 }
 
-void CudaDevice::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  Call c(*this, q, "minValidXYZ (cub::DeviceReduce::Reduce)");
+void CudaPrimitives::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  Call c(device_, q, "minValidXYZ (cub::DeviceReduce::Reduce)");
   Min3* result = c.pointer<Min3>(out);
   const int n = static_cast<int>(count);
   const float inf = std::numeric_limits<float>::infinity();
@@ -129,5 +141,9 @@ void CudaDevice::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, B
     return cub::DeviceReduce::Reduce(temp, bytes, points, result, n, MinOf3{}, Min3{inf, inf, inf}, c.stream);
   });
 }
+
+}  // namespace
+
+std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device) { return std::make_unique<CudaPrimitives>(device); }
 
 }  // namespace devicearray::detail::cuda

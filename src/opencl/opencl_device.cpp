@@ -70,7 +70,12 @@ bool withoutFp64Requested() {
 
 OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_device_id device, int ordinal,
                            bool adopted)
-    : platform_(platform), context_(context), device_(device), ordinal_(ordinal), adopted_(adopted) {
+    : platform_(platform),
+      context_(context),
+      device_(device),
+      ordinal_(ordinal),
+      adopted_(adopted),
+      primitives_(makePrimitives(*this)) {
   model_ = deviceString(device, CL_DEVICE_NAME, "CL_DEVICE_NAME");
   // The platform name ("NVIDIA CUDA", "Portable Computing Language") tells the
   // user which driver runs the device; CL_DEVICE_VENDOR would name the CPU maker.

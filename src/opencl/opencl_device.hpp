@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/parallel_primitives.hpp"
 #include "opencl/opencl_queue.hpp"
 
 namespace devicearray::detail::opencl {
@@ -68,6 +69,7 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override { return libraryQueue_; }
+  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -121,12 +123,6 @@ class OpenCLDevice final : public DeviceImpl {
   /// Releases the cached buffers without waiting (OpenCL deletes a cl_mem once the
   /// commands using it have finished).
   void doReleaseRetainedMemory() noexcept override;
-  // opencl_primitives.cpp: the library's scan, radix sort and reductions.
-  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
-  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit) override;
-  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
-  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
   Acquired acquire(std::size_t bytes, OpenCLQueue& q, const char* fn);
   /// Releases every cached buffer after its pending work (blocks on that work).
@@ -158,7 +154,12 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t cachedBytes_ = 0;
   std::size_t cacheLimitBytes_ = 0;
   std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
+
+  std::unique_ptr<ParallelPrimitives> primitives_;
 };
+
+/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp).
+std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device);
 
 /// ComputeDevice::fromOpenCL: the device of the caller's context, device and queue,
 /// which it retains; the same handles give the same device while it lives

@@ -1,7 +1,6 @@
-// The OpenCL device's parallel primitives (DeviceImpl::exclusiveScanU32 and the rest,
-// checked in backend/parallel_primitives.cpp): host code that sequences the kernels of
-// scan_sort_reduce.cl (see there for the chunk-per-work-item design) through
-// DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
+// The OpenCL device's parallel primitives (backend/parallel_primitives.hpp): host code
+// that sequences the kernels of scan_sort_reduce.cl (see there for the
+// chunk-per-work-item design) through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
 // queue and are released in stream order after the work recorded on them.
 #include <algorithm>
 #include <memory>
@@ -73,34 +72,32 @@ void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, st
            {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
 }
 
-/// Reduces `n` items with `first` (from the points) and then `combine` (tuples of
-/// `tupleBytes`) until one tuple is left, written to `out`.
-void reduceLevels(QueueImpl& q, BufferRef points, std::size_t n, BufferRef out, const char* first,
-                  const char* combine, std::size_t tupleBytes) {
+/// Reduces the `n` points of `points` with `kernel` (a DA_ALG_REDUCTION of
+/// scan_sort_reduce.cl), level by level, until one tuple of `tupleBytes` is left, in `out`.
+void reduceLevels(QueueImpl& q, const char* kernel, BufferRef points, std::size_t n, BufferRef out,
+                  std::size_t tupleBytes) {
   Temporaries temps(q);
-  BufferRef src = points;
-  const char* kernel = first;
+  BufferRef src = points;  // then the tuples of the previous level
+  bool fromPoints = true;
   std::size_t m = n;
   while (true) {
     const std::size_t chunks = chunksOf(m);
     const BufferRef dst = chunks == 1 ? out : temps.allocate(chunks * tupleBytes);
-    launch1d(q, kernel, chunks, {i64(m), i64(kChunk), i64(chunks), KernelArg::i32(chunks == 1 ? 1 : 0), buf(src), buf(dst)});
+    // src is bound both as the points and as the tuples: the level reads one of them.
+    launch1d(q, kernel, chunks,
+             {i64(m), i64(kChunk), i64(chunks), KernelArg::i32(chunks == 1 ? 1 : 0), KernelArg::i32(fromPoints ? 1 : 0),
+              buf(src), buf(src), buf(dst)});
     if (chunks == 1) return;
     src = dst;
     m = chunks;
-    kernel = combine;
+    fromPoints = false;
   }
 }
 
-}  // namespace
-
-void OpenCLDevice::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
-  Temporaries temps(q);
-  scanLevel(q, temps, in, out, count);
-}
-
-void OpenCLDevice::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                     BufferRef valuesOut, std::size_t count, int endBit) {
+/// Stable LSD radix sort, 4 bits a pass: per-chunk digit counts, their digit-major
+/// exclusive scan, then an in-order scatter of each chunk.
+void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+               std::size_t count, int endBit) {
   const int passes = (endBit + 3) / 4;
   const std::size_t chunks = chunksOf(count);
   Temporaries temps(q);
@@ -129,12 +126,33 @@ void OpenCLDevice::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef v
   }
 }
 
-void OpenCLDevice::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  reduceLevels(q, xyz, count, out, "da_alg_sum_points", "da_alg_sum_partials", 4 * sizeof(double));
-}
+/// The primitives of an OpenCL device: the kernels of scan_sort_reduce.cl, sequenced
+/// through DeviceImpl::launch.
+class OpenCLPrimitives final : public ParallelPrimitives {
+ public:
+  using ParallelPrimitives::ParallelPrimitives;
 
-void OpenCLDevice::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  reduceLevels(q, xyz, count, out, "da_alg_min_points", "da_alg_min_partials", 3 * sizeof(float));
+ private:
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override {
+    Temporaries temps(q);
+    scanLevel(q, temps, in, out, count);
+  }
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override {
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
+  }
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+    reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
+  }
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+    reduceLevels(q, "da_alg_min", xyz, count, out, 3 * sizeof(float));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device) {
+  return std::make_unique<OpenCLPrimitives>(device);
 }
 
 }  // namespace devicearray::detail::opencl

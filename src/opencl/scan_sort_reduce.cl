@@ -93,42 +93,37 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, DA_B
 
 /* A reduction folds, per chunk, the valid points of an xyz buffer (3 floats each) into
  * WIDTH values: the first WIDTH of (x, y, z, 1), so a sum's fourth value counts the
- * points. DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT) defines its two kernels
- *   da_alg_NAME_points(n, chunk, chunks, last, xyz, partial)   points -> a tuple per chunk
- *   da_alg_NAME_partials(n, chunk, chunks, last, in, out)      tuples -> a tuple per chunk
- * which the host runs (first the one, then the other) until one chunk is left; `last`
- * is non-zero for the launch that writes the final tuple, which the host reads. The
- * operation supplies, for the accumulator type ACC and the element type SLOT of the
- * tuple buffers:
+ * points. DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT) defines its kernel
+ *   da_alg_NAME(n, chunk, chunks, last, fromPoints, xyz, in, out)
+ * which writes one tuple of WIDTH values per chunk to `out`: of the points of `xyz`
+ * when fromPoints, else of the tuples of `in` (the previous level; the unused buffer
+ * argument is any valid buffer). The host runs it, first on the points and then on
+ * the tuples, until one chunk is left; `last` is non-zero for the launch that writes
+ * the final tuple, which the host reads. The operation supplies, for the accumulator
+ * type ACC and the element type SLOT of the tuple buffers:
  *   ACC  da_alg_NAME_identity()                        the start of every accumulator
  *   ACC  da_alg_NAME_fold(ACC acc, float x)            acc with one coordinate added
  *   ACC  da_alg_NAME_merge(ACC acc, const SLOT* b, i)  acc with tuple value i of b added
  *   void da_alg_NAME_store(SLOT* b, i, ACC acc, last)  writes tuple value i of b */
-#define DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT)                                                          \
-  DA_KERNEL(da_alg_##NAME##_points)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz), \
-                                    DA_BUFFER(SLOT, partial)) {                                             \
-    DA_BUFFER_INIT(const float, xyz);                                                                       \
-    DA_BUFFER_INIT(SLOT, partial);                                                                          \
-    DA_ALG_CHUNK_RANGE();                                                                                   \
-    ACC acc[WIDTH];                                                                                         \
-    for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_identity();                                    \
-    for (long i = begin; i < end; ++i) {                                                                    \
-      const float p[4] = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], 1.0f};                                \
-      if (!da_pc_valid(p[0], p[1], p[2])) continue;                                                         \
-      for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_fold(acc[k], p[k]);                          \
-    }                                                                                                       \
-    for (int k = 0; k < WIDTH; ++k) da_alg_##NAME##_store(partial, WIDTH * c + k, acc[k], last);            \
-  }                                                                                                         \
-  DA_KERNEL(da_alg_##NAME##_partials)(long n, long chunk, long chunks, int last, DA_BUFFER(const SLOT, in),  \
-                                      DA_BUFFER(SLOT, out)) {                                               \
-    DA_BUFFER_INIT(const SLOT, in);                                                                         \
-    DA_BUFFER_INIT(SLOT, out);                                                                              \
-    DA_ALG_CHUNK_RANGE();                                                                                   \
-    ACC acc[WIDTH];                                                                                         \
-    for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_identity();                                    \
-    for (long i = begin; i < end; ++i)                                                                      \
-      for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_merge(acc[k], in, WIDTH * i + k);            \
-    for (int k = 0; k < WIDTH; ++k) da_alg_##NAME##_store(out, WIDTH * c + k, acc[k], last);                \
+#define DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT)                                                         \
+  DA_KERNEL(da_alg_##NAME)(long n, long chunk, long chunks, int last, int fromPoints,                    \
+                           DA_BUFFER(const float, xyz), DA_BUFFER(const SLOT, in), DA_BUFFER(SLOT, out)) { \
+    DA_BUFFER_INIT(const float, xyz);                                                                    \
+    DA_BUFFER_INIT(const SLOT, in);                                                                      \
+    DA_BUFFER_INIT(SLOT, out);                                                                           \
+    DA_ALG_CHUNK_RANGE();                                                                                \
+    ACC acc[WIDTH];                                                                                      \
+    for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_identity();                                 \
+    for (long i = begin; i < end; ++i) {                                                                 \
+      if (fromPoints) {                                                                                  \
+        const float p[4] = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], 1.0f};                           \
+        if (!da_pc_valid(p[0], p[1], p[2])) continue;                                                    \
+        for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_fold(acc[k], p[k]);                     \
+      } else {                                                                                           \
+        for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_merge(acc[k], in, WIDTH * i + k);       \
+      }                                                                                                  \
+    }                                                                                                    \
+    for (int k = 0; k < WIDTH; ++k) da_alg_##NAME##_store(out, WIDTH * c + k, acc[k], last);             \
   }
 
 /* sumValidXYZ: (sum x, sum y, sum z, count) as doubles. */

@@ -410,7 +410,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), flags.get(),
                         offsets.get(), pc::storageOf(cap.xyz), pc::storageOf(cap.colors), pc::storageOf(cap.snrs)});
     pc::launch(*q, "da_pc_valid_flags", n + 1, 1, {pc::i64(n), pc::arg(xyz_), pc::arg(flags)});
-    q->device()->exclusiveScanU32(*q, {flags.get(), 0}, {offsets.get(), 0}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {flags.get(), 0}, {offsets.get(), 0}, n + 1);
     pc::launch(*q, "da_pc_compact", n, 1,
                {pc::i64(n), KernelArg::i32(hasColors() ? 1 : 0), KernelArg::i32(hasSNRs() ? 1 : 0), pc::arg(offsets),
                 pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),

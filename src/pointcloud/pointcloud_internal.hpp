@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/parallel_primitives.hpp"
 #include "devicearray/point_cloud.hpp"
 
 namespace devicearray::detail::pc {

@@ -155,19 +155,19 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     zero.elemSize = 4;
     zero.dst = detail::MemRef::dev(scalars.get(), 0);
     q->device()->fill(zero, *q);
-    q->device()->minValidXYZ(*q, pc::bufferOf(xyz_), n, {scalars.get(), 16});
+    q->device()->primitives().minValidXYZ(*q, pc::bufferOf(xyz_), n, {scalars.get(), 16});
     pc::launch(*q, "da_vx_keys", n, 1,
                {pc::i64(n), KernelArg::f32(voxelSize), pc::arg(scalars, 16), pc::arg(xyz_), pc::arg(keys),
                 pc::arg(indices), pc::arg(scalars, 0)});
-    q->device()->sortPairsU64U32(*q, {keys.get(), 0}, {indices.get(), 0}, {sortedKeys.get(), 0}, {order.get(), 0}, n,
-                                 63);
+    q->device()->primitives().sortPairsU64U32(*q, {keys.get(), 0}, {indices.get(), 0}, {sortedKeys.get(), 0},
+                                              {order.get(), 0}, n, 63);
     pc::launch(*q, "da_vx_heads", n + 1, 1, {pc::i64(n), pc::arg(sortedKeys), pc::arg(flags)});
-    q->device()->exclusiveScanU32(*q, {flags.get(), 0}, {segmentOf.get(), 0}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {flags.get(), 0}, {segmentOf.get(), 0}, n + 1);
     pc::launch(*q, "da_vx_starts", n + 1, 1, {pc::i64(n), pc::arg(segmentOf), pc::arg(starts)});
     pc::launch(*q, "da_vx_keep", n + 1, 1,
                {pc::i64(n), KernelArg::i32(minPointsPerVoxel), pc::arg(segmentOf), pc::arg(starts),
                 pc::arg(sortedKeys), pc::arg(flags)});
-    q->device()->exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {flags.get(), 0}, {keepOffsets.get(), 0}, n + 1);
     pc::launch(*q, "da_vx_reduce", n, 1,
                {pc::i64(n), KernelArg::i32(color ? 1 : 0), KernelArg::i32(snr ? 1 : 0), pc::arg(segmentOf),
                 pc::arg(starts), pc::arg(keepOffsets), pc::arg(order), pc::arg(xyz_), pc::argOr(colors_, xyz_),
@@ -310,7 +310,7 @@ std::array<float, 3> UnorganizedPointCloud::centroid(StreamOrQueue sq) const {
   const auto sums = pc::scratch(*q, 4, sizeof(double), fn);
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), sums.get()});
-    q->device()->sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
+    q->device()->primitives().sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
     use.commit();
   }
   double s[4] = {0, 0, 0, 0};
