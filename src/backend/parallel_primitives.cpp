@@ -29,7 +29,8 @@ class PrimitiveCall {
   /// when nothing of it is used).
   void buffer(const char* name, BufferRef b, std::size_t bytes) const {
     if (bytes == 0) return;
-    if (b.allocation == nullptr) fail(ErrorCode::InvalidArgument, std::string(fn_) + ": the " + name + " buffer is null");
+    if (b.allocation == nullptr)
+      fail(ErrorCode::InvalidArgument, std::string(fn_) + ": the " + name + " buffer is null");
     if (b.allocation->device().get() != &device_)
       fail(ErrorCode::InvalidArgument, std::string(fn_) + ": the " + name + " buffer is memory of " +
                                            describe(b.allocation->device()) + ", not of " +
@@ -51,7 +52,7 @@ class PrimitiveCall {
     if (sameAllowed && a.offset == b.offset) return;
     if (a.offset < b.offset + bBytes && b.offset < a.offset + aBytes)
       fail(ErrorCode::InvalidArgument,
-           std::string(fn_) + ": the " + aName + " and " + bName + " buffers overlap, which the primitive does not allow");
+           std::string(fn_) + ": the " + aName + " and " + bName + " buffers overlap, which this primitive forbids");
   }
 
   /// A reduction of `count` points (3 floats each) of `xyz` into `outBytes` at `out`.

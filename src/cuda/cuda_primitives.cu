@@ -1,8 +1,7 @@
 // The CUDA device's parallel primitives (backend/parallel_primitives.hpp): CUB
-// device-wide primitives. Temporary
-// storage comes from the device's stream-ordered pool on the same stream and is
-// released on that stream right after the CUB call, so it is reused by later work
-// without any host synchronization.
+// device-wide primitives. Temporary storage comes from the device's stream-ordered
+// pool on the same stream and is released on that stream right after the CUB call, so
+// it is reused by later work without any host synchronization.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -144,6 +143,8 @@ void CudaPrimitives::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t coun
 
 }  // namespace
 
-std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device) { return std::make_unique<CudaPrimitives>(device); }
+std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device) {
+  return std::make_unique<CudaPrimitives>(device);
+}
 
 }  // namespace devicearray::detail::cuda
