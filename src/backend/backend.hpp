@@ -5,9 +5,9 @@
 // user queues, and offers the small set of device operations the library is
 // written against: a strided N-d copy (device<->device, host<->device), a
 // pattern fill, a depth conversion, and launching a named kernel whose body is
-// shared between backends (src/kernels/*.h), plus the parallel primitives (scan,
-// sort, reductions) of the point-cloud code. The backends themselves, and their
-// device lists, are Backend objects (backend_registry.hpp).
+// shared between backends (src/kernels/*.h); its parallel primitives (scan, sort,
+// reductions) are an object of its own (parallel_primitives.hpp). The backends
+// themselves, and their device lists, are Backend objects (backend_registry.hpp).
 //
 // Ordering model: every Allocation remembers the events of the work enqueued on
 // it (at most one per queue). Before new work on queue q touches an allocation,
