@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 
 namespace backendtest {
 
@@ -37,8 +38,9 @@ using DevicePtr = std::shared_ptr<DeviceImpl>;
 
 inline std::vector<DevicePtr> allDevices() {
   static const std::vector<DevicePtr> devices = [] {
-    std::vector<DevicePtr> v = devicearray::detail::cudaDevices();
-    for (auto& d : devicearray::detail::openclDevices()) v.push_back(d);
+    std::vector<DevicePtr> v;
+    for (const devicearray::detail::Backend* backend : devicearray::detail::backends())
+      for (auto& d : backend->devices()) v.push_back(d);
     return v;
   }();
   return devices;

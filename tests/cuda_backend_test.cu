@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/host_copy_threads.hpp"
 #include "devicearray/error.hpp"
@@ -28,13 +29,13 @@ using namespace devicearray::detail;
 namespace {
 
 std::shared_ptr<DeviceImpl> firstCudaDevice() {
-  auto devices = cudaDevices();
+  auto devices = backendOf(ComputeBackend::cuda).devices();
   return devices.empty() ? nullptr : devices.front();
 }
 
 #define REQUIRE_CUDA_DEVICE(var)                                                                 \
   auto var = firstCudaDevice();                                                                  \
-  if (!var) GTEST_SKIP() << "no CUDA device on this machine: " << cudaUnavailableReason()
+  if (!var) GTEST_SKIP() << "no CUDA device on this machine: " << backendOf(ComputeBackend::cuda).unavailableReason()
 
 std::vector<std::uint8_t> randomBytes(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);

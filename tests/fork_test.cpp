@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 #include "backend/fault_injection.hpp"
 #include "devicearray/devicearray.hpp"
 #include "test_support.hpp"
@@ -199,7 +200,7 @@ struct Inherited {
 TEST(ForkAfterInit, EveryDeviceCallInTheChildThrowsInvalidStateSayingUseSpawn) {
   if (datest::testDevices().empty()) GTEST_SKIP() << "no device on this machine";
   Inherited in(ComputeDevice::defaultDevice());
-  const bool hasCuda = !detail::cudaDevices().empty();
+  const bool hasCuda = !detail::backendOf(ComputeBackend::cuda).devices().empty();
   const bool isOpenCL = in.device.backend() == ComputeBackend::opencl;
   void* const context = in.device.nativeContext();
   void* const clDevice = in.device.nativeDevice();

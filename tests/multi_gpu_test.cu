@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 #include "cuda_gate.cuh"
@@ -92,7 +93,7 @@ class MultiGpu : public testing::Test {
     for (const auto& d : datest::testDevices())
       if (d.backend() == ComputeBackend::cuda) cuda.push_back(d);
     if (cuda.size() < 2) {
-      const std::string reason = detail::cudaUnavailableReason();
+      const std::string reason = detail::backendOf(ComputeBackend::cuda).unavailableReason();
       GTEST_SKIP() << "needs two CUDA devices; this machine has " << cuda.size()
                    << (reason.empty() ? std::string() : " (" + reason + ")")
                    << " (multi-GPU tests run on the nvidia-h200-x2 machine: scripts/device/multi-gpu.sh)";
@@ -690,8 +691,8 @@ TEST(MultiBackend, CopyBetweenCudaAndOpenCLStillStagesThroughTheHost) {
   }
   if (!cuda.isValid() || !opencl.isValid())
     GTEST_SKIP() << "needs a CUDA device and an OpenCL device (CUDA: "
-                 << (cuda.isValid() ? "yes" : detail::cudaUnavailableReason()) << ", OpenCL: "
-                 << (opencl.isValid() ? "yes" : detail::openclUnavailableReason()) << ")";
+                 << (cuda.isValid() ? "yes" : detail::backendOf(ComputeBackend::cuda).unavailableReason()) << ", OpenCL: "
+                 << (opencl.isValid() ? "yes" : detail::backendOf(ComputeBackend::opencl).unavailableReason()) << ")";
   const int type = makeType(Depth::U8, 3);
   const HostMat host = datest::randomHostMat({19, 23}, type, 51);
   GpuMat onCuda(19, 23, type, cuda);

@@ -1,5 +1,5 @@
 // OpenCL interop of the backend: adoption of a caller's context, device and queue
-// (openclAdopt), buffers shared both ways, reference counts, and refused handles.
+// (the OpenCL Backend's adoptNative), buffers shared both ways, reference counts, and refused handles.
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +11,10 @@
 
 namespace backendtest {
 namespace {
+
+DevicePtr adoptOpenCL(void* context, void* device, void* queue) {
+  return devicearray::detail::backendOf(ComputeBackend::opencl).adoptNative(context, device, queue);
+}
 
 /// A context + queue the test owns, on the device of `dev`.
 struct UserContext {
@@ -73,14 +77,14 @@ TEST_P(Backend, AdoptedContextSharesBuffersWithTheCaller) {
   const cl_uint contextRefs = user.contextRefs(), queueRefs = user.queueRefs();
   std::weak_ptr<DeviceImpl> weak;
   {
-    auto adopted = devicearray::detail::openclAdopt(user.context, user.device, user.queue);
+    auto adopted = adoptOpenCL(user.context, user.device, user.queue);
     ASSERT_TRUE(adopted);
     weak = adopted;
     EXPECT_EQ(adopted->ordinal(), -1);
     EXPECT_EQ(adopted->nativeContext(), user.context);
     EXPECT_EQ(adopted->nativeDevice(), user.device);
     EXPECT_EQ(adopted->libraryQueue()->native(), user.queue);
-    EXPECT_EQ(devicearray::detail::openclAdopt(user.context, user.device, user.queue), adopted)
+    EXPECT_EQ(adoptOpenCL(user.context, user.device, user.queue), adopted)
         << "the same handles give the same device";
 
     // Library allocations live in the caller's context.
@@ -147,13 +151,12 @@ TEST_P(Backend, AdoptRefusesMismatchedHandles) {
   UserContext b(cl, static_cast<cl_device_id>(dev().nativeDevice()));
   ASSERT_NE(a.queue, nullptr);
   ASSERT_NE(b.queue, nullptr);
-  using devicearray::detail::openclAdopt;
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { openclAdopt(nullptr, a.device, a.queue); }, "null context");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { openclAdopt(a.context, nullptr, a.queue); }, "null device");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { openclAdopt(a.context, a.device, nullptr); }, "null queue");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { openclAdopt(a.context, a.device, b.queue); },
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { adoptOpenCL(nullptr, a.device, a.queue); }, "null context");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { adoptOpenCL(a.context, nullptr, a.queue); }, "null device");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { adoptOpenCL(a.context, a.device, nullptr); }, "null queue");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { adoptOpenCL(a.context, a.device, b.queue); },
                   "queue of another context");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { openclAdopt(dev().nativeContext(), a.device, a.queue); },
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { adoptOpenCL(dev().nativeContext(), a.device, a.queue); },
                   "queue not of the given context");
 }
 

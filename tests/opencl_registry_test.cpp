@@ -8,12 +8,14 @@ namespace backendtest {
 namespace {
 
 TEST(OpenCLRegistry, DevicesAreListedGpusFirstWithTheirIndexAsOrdinal) {
-  const auto devices = devicearray::detail::openclDevices();
+  const devicearray::detail::Backend& opencl = devicearray::detail::backendOf(ComputeBackend::opencl);
+  EXPECT_EQ(opencl.kind(), ComputeBackend::opencl);
+  const auto devices = opencl.devices();
   if (devices.empty()) {
-    EXPECT_FALSE(devicearray::detail::openclUnavailableReason().empty());
-    GTEST_SKIP() << "no OpenCL device: " << devicearray::detail::openclUnavailableReason();
+    EXPECT_FALSE(opencl.unavailableReason().empty());
+    GTEST_SKIP() << "no OpenCL device: " << opencl.unavailableReason();
   }
-  EXPECT_EQ(devicearray::detail::openclUnavailableReason(), "");
+  EXPECT_EQ(opencl.unavailableReason(), "");
   const ClApi* cl = ClApi::get();
   int lastRank = -1;
   for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -29,7 +31,7 @@ TEST(OpenCLRegistry, DevicesAreListedGpusFirstWithTheirIndexAsOrdinal) {
     EXPECT_GE(rank, lastRank) << "device " << i << " (" << devices[i]->model() << ") is listed out of order";
     lastRank = rank;
   }
-  EXPECT_EQ(devicearray::detail::openclDevices(), devices) << "the list is built once";
+  EXPECT_EQ(opencl.devices(), devices) << "the list is built once";
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // user queues, and offers the small set of device operations the library is
 // written against: a strided N-d copy (device<->device, host<->device), a
 // pattern fill, a depth conversion, and launching a named kernel whose body is
-// shared between backends (src/kernels/*.h).
+// shared between backends (src/kernels/*.h); its parallel primitives (scan, sort,
+// reductions) are an object of its own (parallel_primitives.hpp). The backends
+// themselves, and their device lists, are Backend objects (backend_registry.hpp).
 //
 // Ordering model: every Allocation remembers the events of the work enqueued on
 // it (at most one per queue). Before new work on queue q touches an allocation,
@@ -41,38 +43,57 @@ namespace devicearray::detail {
 inline constexpr int kMaxDims = 32;  // OpenCV's CV_MAX_DIM
 
 class DeviceImpl;
+class ParallelPrimitives;
 class QueueImpl;
 
 /// A marker in a queue.
 class EventImpl {
  public:
   virtual ~EventImpl() = default;
+  /// The backend that recorded it.
+  virtual ComputeBackend backend() const = 0;
   virtual bool query() = 0;
   virtual void synchronize() = 0;
-  /// Milliseconds from this event to `later` (both recorded with timing).
-  virtual float elapsedMs(EventImpl& later) = 0;
+  /// Milliseconds from this event to `later` (both recorded with timing). Throws
+  /// InvalidArgument when `later` was recorded by another backend (queues.cpp).
+  float elapsedMs(EventImpl& later);
   /// Identity of the queue it was recorded on (its native handle).
   virtual const void* queueKey() const = 0;
+
+ private:
+  /// elapsedMs, for an event `later` of this backend.
+  virtual float doElapsedMs(EventImpl& later) = 0;
 };
 
 /// A CUDA stream or OpenCL in-order command queue, owned or wrapped.
 class QueueImpl {
  public:
+  QueueImpl(std::shared_ptr<DeviceImpl> device, void* native) : device_(std::move(device)), native_(native) {}
+  QueueImpl(const QueueImpl&) = delete;
+  QueueImpl& operator=(const QueueImpl&) = delete;
   virtual ~QueueImpl() = default;
-  virtual const std::shared_ptr<DeviceImpl>& device() const = 0;
+  const std::shared_ptr<DeviceImpl>& device() const { return device_; }
   /// cudaStream_t / cl_command_queue.
-  virtual void* native() const = 0;
+  void* native() const { return native_; }
   virtual void synchronize() = 0;
   virtual bool query() = 0;
   /// Records an event capturing the work enqueued so far.
   virtual std::shared_ptr<EventImpl> recordEvent(bool timing = false) = 0;
-  /// Later work on this queue waits for `event` (device-side).
-  virtual void waitEvent(EventImpl& event) = 0;
+  /// Later work on this queue waits for `event` (device-side). Throws
+  /// InvalidArgument when `event` was recorded by another backend (queues.cpp).
+  void waitEvent(EventImpl& event);
   /// Identity of the queue for ordering (EventImpl::queueKey of events recorded on
   /// it): the native handle, except for CUDA's special handles, which name a
   /// different stream per device (legacy default stream, nullptr) or per thread
   /// (cudaStreamPerThread, 0x2) and are keyed accordingly.
   const void* key() const;
+
+ private:
+  /// waitEvent, for an event of this backend.
+  virtual void doWaitEvent(EventImpl& event) = 0;
+
+  std::shared_ptr<DeviceImpl> device_;
+  void* native_;
 };
 
 /// Reference-counted device storage. The destructor of an owning allocation
@@ -354,6 +375,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// destructible device's destructor, and from tests. No-op in a forked child.
   void releaseCachedMemory() noexcept;
 
+  /// The parallel primitives (scan, sort, reductions) of this device
+  /// (backend/parallel_primitives.hpp).
+  virtual ParallelPrimitives& primitives() = 0;
+
  protected:
   /// Registers this device with the exit handler that calls releaseCachedMemory()
   /// (idempotent). Backends call it when they start retaining device memory, which is
@@ -424,23 +449,6 @@ class OrderedUse {
   QueueImpl& q_;
   std::vector<Allocation*> uses_;
 };
-
-// Backend registries (each returns an empty list when the backend is not built
-// or has no usable device; they never throw for a missing driver).
-std::vector<std::shared_ptr<DeviceImpl>> cudaDevices();
-std::vector<std::shared_ptr<DeviceImpl>> openclDevices();
-/// Human-readable reason when the backend has no devices ("" otherwise).
-std::string cudaUnavailableReason();
-std::string openclUnavailableReason();
-/// synchronizeStream() for a raw handle of any device of the backend
-/// (cudaStreamSynchronize / clFinish).
-void cudaSynchronizeNative(void* stream);
-void openclFinishNative(void* queue);
-/// ComputeDevice::fromOpenCL.
-std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue);
-/// Page-locked host memory (nullptr when no CUDA driver): freed with freePinnedHost.
-void* allocatePinnedHost(std::size_t bytes);
-void freePinnedHost(void* p) noexcept;
 
 /// Throws Error(code, "function: message").
 [[noreturn]] void fail(ErrorCode code, const std::string& message);

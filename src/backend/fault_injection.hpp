@@ -22,7 +22,7 @@ enum class FaultKind : int {
   deviceAllocation = 0,  ///< DeviceImpl::allocate (every backend's device memory)
   hostAllocation = 1,    ///< HostMat storage, DLPack manager contexts, import wrappers
   deviceCopy = 2,        ///< DeviceImpl::copy / copyAcrossDevices: every host<->device and device<->device transfer
-  kernelLaunch = 3,      ///< DeviceImpl::launch / fill / convert and the parallel primitives (backend/algorithms.hpp)
+  kernelLaunch = 3,      ///< DeviceImpl::launch / fill / convert and the parallel primitives (exclusiveScanU32, ...)
 };
 inline constexpr int kFaultKinds = 4;
 

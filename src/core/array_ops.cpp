@@ -1,3 +1,4 @@
+#include "backend/backend_registry.hpp"
 #include "core/array_ops.hpp"
 
 #include <cstring>
@@ -33,7 +34,7 @@ std::shared_ptr<EventImpl> enqueueCopy(const char* fn, QueueImpl& q, const std::
     // host memory; the source side blocks.
     std::vector<std::size_t> packed = continuousSteps(size, elemSize);
     const std::size_t bytes = spanBytes(size, packed, elemSize);
-    std::shared_ptr<void> buffer(allocatePinnedHost(bytes), [](void* p) { freePinnedHost(p); });
+    std::shared_ptr<void> buffer = allocatePinnedHostBuffer(bytes);
     if (!buffer) buffer = std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
     const Region host = Region::host(buffer.get(), packed);
     QueueImpl& srcQueue = *srcAlloc->device()->libraryQueue();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 #include "devicearray/device.hpp"
 #include "devicearray/stream.hpp"
 
@@ -26,11 +27,19 @@ detail::DeviceImpl& mut(const std::shared_ptr<detail::DeviceImpl>& impl, const c
   return *impl;
 }
 
-std::vector<ComputeDevice> wrapAll(const std::vector<std::shared_ptr<detail::DeviceImpl>>& impls) {
-  std::vector<ComputeDevice> out;
-  out.reserve(impls.size());
-  for (const auto& i : impls) out.emplace_back(i);
-  return out;
+/// Device `index` of `kind` for ComputeDevice::cuda / ::opencl (`fn`), whose argument
+/// is called `indexName` in messages.
+ComputeDevice deviceOf(ComputeBackend kind, int index, const char* fn, const char* indexName) {
+  detail::requireNotForked(fn);
+  const detail::Backend& backend = detail::backendOf(kind);
+  const auto devices = backend.devices();
+  if (devices.empty())
+    fail(ErrorCode::BackendUnavailable, std::string(fn) + ": no " + backend.name() + " device: " +
+                                            backend.unavailableReason());
+  if (index < 0 || static_cast<std::size_t>(index) >= devices.size())
+    fail(ErrorCode::OutOfRange, std::string(fn) + ": " + indexName + " " + std::to_string(index) +
+                                    " is outside [0, " + std::to_string(devices.size()) + ")");
+  return ComputeDevice(devices[static_cast<std::size_t>(index)]);
 }
 
 int parseIndex(const char* name, const char* value) {
@@ -52,32 +61,18 @@ const std::shared_ptr<detail::DeviceImpl>& ComputeDevice::impl() const { return 
 
 std::vector<ComputeDevice> ComputeDevice::all() {
   detail::requireNotForked("ComputeDevice::all");
-  std::vector<ComputeDevice> out = wrapAll(detail::cudaDevices());
-  for (auto& d : wrapAll(detail::openclDevices())) out.push_back(std::move(d));
+  std::vector<ComputeDevice> out;
+  for (const detail::Backend* backend : detail::backends())
+    for (auto& d : backend->devices()) out.emplace_back(std::move(d));
   return out;
 }
 
 ComputeDevice ComputeDevice::cuda(int ordinal) {
-  detail::requireNotForked("ComputeDevice::cuda");
-  const auto devices = detail::cudaDevices();
-  if (devices.empty())
-    fail(ErrorCode::BackendUnavailable, "ComputeDevice::cuda: no CUDA device: " + detail::cudaUnavailableReason());
-  if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices.size())
-    fail(ErrorCode::OutOfRange, "ComputeDevice::cuda: ordinal " + std::to_string(ordinal) + " is outside [0, " +
-                                    std::to_string(devices.size()) + ")");
-  return ComputeDevice(devices[static_cast<std::size_t>(ordinal)]);
+  return deviceOf(ComputeBackend::cuda, ordinal, "ComputeDevice::cuda", "ordinal");
 }
 
 ComputeDevice ComputeDevice::opencl(int index) {
-  detail::requireNotForked("ComputeDevice::opencl");
-  const auto devices = detail::openclDevices();
-  if (devices.empty())
-    fail(ErrorCode::BackendUnavailable,
-         "ComputeDevice::opencl: no OpenCL device: " + detail::openclUnavailableReason());
-  if (index < 0 || static_cast<std::size_t>(index) >= devices.size())
-    fail(ErrorCode::OutOfRange, "ComputeDevice::opencl: index " + std::to_string(index) + " is outside [0, " +
-                                    std::to_string(devices.size()) + ")");
-  return ComputeDevice(devices[static_cast<std::size_t>(index)]);
+  return deviceOf(ComputeBackend::opencl, index, "ComputeDevice::opencl", "index");
 }
 
 ComputeDevice ComputeDevice::defaultDevice() {
@@ -100,11 +95,13 @@ ComputeDevice ComputeDevice::defaultDevice() {
     return devices[static_cast<std::size_t>(index)];
   }
   // all() lists CUDA devices first, then OpenCL GPUs, then other OpenCL devices.
-  if (devices.empty())
+  if (devices.empty()) {
+    std::string message = "ComputeDevice::defaultDevice: no usable device";
+    for (const detail::Backend* b : detail::backends())
+      message += std::string(". ") + b->name() + ": " + b->unavailableReason();
     fail(ErrorCode::BackendUnavailable,
-         "ComputeDevice::defaultDevice: no usable device. CUDA: " + detail::cudaUnavailableReason() +
-             ". OpenCL: " + detail::openclUnavailableReason() +
-             ". Install an NVIDIA driver, or an OpenCL runtime such as pocl-opencl-icd.");
+         message + ". Install an NVIDIA driver, or an OpenCL runtime such as pocl-opencl-icd.");
+  }
   return devices.front();
 }
 
@@ -112,7 +109,7 @@ ComputeDevice ComputeDevice::fromOpenCL(void* clContext, void* clDevice, void* c
   detail::requireNotForked("ComputeDevice::fromOpenCL");
   if (clContext == nullptr || clDevice == nullptr || clCommandQueue == nullptr)
     fail(ErrorCode::InvalidArgument, "ComputeDevice::fromOpenCL: context, device and command queue must be non-null");
-  return ComputeDevice(detail::openclAdopt(clContext, clDevice, clCommandQueue));
+  return ComputeDevice(detail::backendOf(ComputeBackend::opencl).adoptNative(clContext, clDevice, clCommandQueue));
 }
 
 ComputeBackend ComputeDevice::backend() const { return checked(impl_, "ComputeDevice::backend").backend(); }
@@ -145,10 +142,7 @@ std::size_t ComputeDevice::freeMemory() const { return mut(impl_, "ComputeDevice
 
 void synchronizeStream(const StreamOrQueue& sq) {
   detail::requireNotForked("synchronizeStream");
-  if (sq.backend() == ComputeBackend::cuda)
-    detail::cudaSynchronizeNative(sq.stream);
-  else
-    detail::openclFinishNative(sq.commandQueue);
+  detail::backendOf(sq.backend()).synchronizeNative(sq.native());
 }
 
 // -------------------------------------------------------------------- Stream --

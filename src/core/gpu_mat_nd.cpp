@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "backend/backend_registry.hpp"
 #include "core/array_ops.hpp"
 #include "core/layout.hpp"
 
@@ -55,9 +56,10 @@ GpuMatND::GpuMatND(SizeArray sz, int type, void* data, StepArray st) {
   if (data == nullptr) fail(ErrorCode::InvalidArgument, std::string(fn) + ": data pointer is null");
   auto fullStep = detail::normalizeSteps(fn, sz, es, depthSize(depthOf(type)), st);
   const std::size_t bytes = detail::spanBytes(sz, fullStep, es);
-  const auto devices = detail::cudaDevices();
+  const detail::Backend& cuda = detail::backendOf(ComputeBackend::cuda);
+  const auto devices = cuda.devices();
   if (devices.empty())
-    fail(ErrorCode::BackendUnavailable, std::string(fn) + ": no CUDA device: " + detail::cudaUnavailableReason());
+    fail(ErrorCode::BackendUnavailable, std::string(fn) + ": no CUDA device: " + cuda.unavailableReason());
   // The pointer's device decides where the array lives.
   std::string reasons;
   for (const auto& d : devices) {

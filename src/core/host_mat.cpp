@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/backend_registry.hpp"
 #include "core/layout.hpp"
 
 namespace devicearray {
@@ -26,9 +27,9 @@ std::shared_ptr<void> allocateHost(std::size_t bytes, bool pinned, bool& lockedO
   lockedOut = false;
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   if (pinned) {
-    if (void* p = detail::allocatePinnedHost(bytes)) {
+    if (std::shared_ptr<void> p = detail::allocatePinnedHostBuffer(bytes)) {
       lockedOut = true;
-      return std::shared_ptr<void>(p, [](void* q) { detail::freePinnedHost(q); });
+      return p;
     }
   }
   const std::size_t align = pinned ? static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 64;

@@ -3,9 +3,9 @@
 // Design
 // ------
 // * Loading without a driver. The library links only the static runtime
-//   (cudart_static), which opens libcuda at run time. cudaDevices() asks
-//   cudaGetDeviceCount once; on failure it returns no devices and
-//   cudaUnavailableReason() keeps the runtime's answer. libcuda symbols we need
+//   (cudart_static), which opens libcuda at run time. The CUDA Backend
+//   (cuda_backend.cu) asks cudaGetDeviceCount once; on failure it lists no devices
+//   and keeps the runtime's answer as its unavailableReason(). libcuda symbols we need
 //   (cuCtxGetCurrent for nativeContext) come from cudaGetDriverEntryPointByVersion.
 // * Devices. One CudaDevice per ordinal, created on first use and never destroyed:
 //   allocations, streams and events may outlive static destructors, and the CUDA
@@ -110,10 +110,8 @@ void CudaEvent::synchronize() {
   done_.store(true, std::memory_order_release);
 }
 
-float CudaEvent::elapsedMs(EventImpl& later) {
-  auto* end = dynamic_cast<CudaEvent*>(&later);
-  if (end == nullptr)
-    fail(ErrorCode::InvalidArgument, "Event::elapsedTime: the end event is not a CUDA event");
+float CudaEvent::doElapsedMs(EventImpl& later) {
+  auto* end = static_cast<CudaEvent*>(&later);
   if (!timing_ || !end->timing_)
     fail(ErrorCode::InvalidArgument,
          "Event::elapsedTime: both events must be timing events (recorded through Event::record)");
@@ -130,26 +128,25 @@ float CudaEvent::elapsedMs(EventImpl& later) {
 // ------------------------------------------------------------------ queues ---
 
 CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned)
-    : device_(std::move(device)),
-      cudaDevice_(static_cast<CudaDevice*>(device_.get())),
-      stream_(stream),
+    : QueueImpl(std::move(device), stream),
+      cudaDevice_(static_cast<CudaDevice*>(this->device().get())),
       owned_(owned) {}
 
 CudaQueue::~CudaQueue() {
   if (!owned_ || forkedAfterInit()) return;  // leaked in a forked child: the stream is the parent's
   DeviceGuard guard(cudaDevice_->ordinal(), std::nothrow);
   // Work already enqueued still completes after cudaStreamDestroy returns.
-  if (guard.ok() && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
+  if (guard.ok() && cudaStreamDestroy(stream()) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void CudaQueue::synchronize() {
   DeviceGuard guard(cudaDevice_->ordinal());
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
 }
 
 bool CudaQueue::query() {
   DeviceGuard guard(cudaDevice_->ordinal());
-  const cudaError_t err = cudaStreamQuery(stream_);
+  const cudaError_t err = cudaStreamQuery(stream());
   if (err == cudaSuccess) return true;
   if (err == cudaErrorNotReady) return false;
   throwCudaError("cudaStreamQuery", err);
@@ -165,18 +162,16 @@ std::shared_ptr<EventImpl> CudaQueue::recordEvent(bool timing) {
   }
   // Own the handle before recording so a failed record does not leak it.
   auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, key(), timing);
-  check(cudaEventRecord(event, stream_), "cudaEventRecord");
+  check(cudaEventRecord(event, stream()), "cudaEventRecord");
   return impl;
 }
 
-void CudaQueue::waitEvent(EventImpl& event) {
-  auto* cudaEvent = dynamic_cast<CudaEvent*>(&event);
-  if (cudaEvent == nullptr)
-    fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event is not a CUDA event");
-  if (cudaEvent->completeNoThrow(stream_)) return;  // finished work needs no wait
+void CudaQueue::doWaitEvent(EventImpl& event) {
+  auto* cudaEvent = static_cast<CudaEvent*>(&event);
+  if (cudaEvent->completeNoThrow(stream())) return;  // finished work needs no wait
   DeviceGuard guard(cudaDevice_->ordinal());
   // Cross-device waits are legal in CUDA (same process), so no device check here.
-  check(cudaStreamWaitEvent(stream_, cudaEvent->native(), 0), "cudaStreamWaitEvent");
+  check(cudaStreamWaitEvent(stream(), cudaEvent->native(), 0), "cudaStreamWaitEvent");
 }
 
 // ------------------------------------------------------------- allocation ---
@@ -277,7 +272,11 @@ void PinnedStagingPool::release(Buffer buffer) noexcept {
 // ------------------------------------------------------------------ device ---
 
 CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
-    : ordinal_(ordinal), model_(prop.name), totalMemory_(prop.totalGlobalMem), maxPitch_(prop.memPitch) {}
+    : ordinal_(ordinal),
+      model_(prop.name),
+      totalMemory_(prop.totalGlobalMem),
+      maxPitch_(prop.memPitch),
+      primitives_(makePrimitives(*this)) {}
 
 void* CudaDevice::nativeContext() {
   using GetCurrent = CUresult (*)(CUcontext*);
@@ -573,77 +572,5 @@ std::shared_ptr<Allocation> CudaDevice::doAdopt(void* handle, std::size_t bytes)
   return std::make_shared<CudaAllocation>(shared_from_this(), devicePointer, bytes, false);
 }
 
-// --------------------------------------------------------------- registry ---
-
-namespace {
-
-struct Registry {
-  std::vector<std::shared_ptr<DeviceImpl>> devices;
-  std::string unavailableReason;
-};
-
-const Registry& registry() {
-  // Leaked on purpose: devices must outlive every static object that may hold an
-  // allocation, and the runtime's own teardown order at exit.
-  static const Registry* instance = [] {
-    auto* r = new Registry;
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err == cudaSuccess) noteBackendInitialised(ComputeBackend::cuda);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      const std::string name = cudaGetErrorName(err);
-      if (err == cudaErrorInsufficientDriver)
-        r->unavailableReason = "no CUDA driver, or the driver is older than the CUDA runtime (" + name + ")";
-      else if (err == cudaErrorNoDevice)
-        r->unavailableReason = "no CUDA device found (" + name + ")";
-      else
-        r->unavailableReason = "CUDA is not usable (" + name + ": " + cudaGetErrorString(err) + ")";
-      return r;
-    }
-    if (count == 0) {
-      r->unavailableReason = "no CUDA device found";
-      return r;
-    }
-    for (int i = 0; i < count; ++i) {
-      cudaDeviceProp prop{};
-      const cudaError_t perr = cudaGetDeviceProperties(&prop, i);
-      if (perr != cudaSuccess) {
-        (void)cudaGetLastError();
-        continue;
-      }
-      r->devices.push_back(std::make_shared<CudaDevice>(i, prop));
-    }
-    if (r->devices.empty()) r->unavailableReason = "no CUDA device could be queried";
-    return r;
-  }();
-  return *instance;
-}
-
-}  // namespace
 }  // namespace cuda
-
-std::vector<std::shared_ptr<DeviceImpl>> cudaDevices() { return cuda::registry().devices; }
-
-std::string cudaUnavailableReason() { return cuda::registry().unavailableReason; }
-
-void* allocatePinnedHost(std::size_t bytes) {
-  if (cuda::registry().devices.empty()) return nullptr;
-  requireNotForked("page-locked host allocation");
-  void* p = nullptr;
-  const cudaError_t err = cudaHostAlloc(&p, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
-  if (err == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
-    fail(ErrorCode::OutOfMemory, "HostMat::pinned: cannot allocate " + std::to_string(bytes) +
-                                     " bytes of page-locked host memory");
-  }
-  cuda::check(err, "cudaHostAlloc");
-  return p;
-}
-
-void freePinnedHost(void* p) noexcept {
-  if (p == nullptr || forkedAfterInit()) return;  // in a forked child: the parent's page-locked memory, leaked
-  if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
-}
-
 }  // namespace devicearray::detail

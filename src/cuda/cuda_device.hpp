@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/parallel_primitives.hpp"
 
 namespace devicearray::detail::cuda {
 
@@ -120,17 +121,19 @@ class CudaEvent final : public EventImpl {
   CudaEvent(CudaDevice* device, cudaEvent_t event, const void* queueKey, bool timing)
       : device_(device), event_(event), queueKey_(queueKey), timing_(timing) {}
   ~CudaEvent() override;
+  ComputeBackend backend() const override { return ComputeBackend::cuda; }
   bool query() override;
   /// True when the event is known or found to be complete; false when it is not,
   /// or cannot be asked (errors, `waiter` capturing into a graph). Never throws.
   bool completeNoThrow(cudaStream_t waiter) noexcept;
   void synchronize() override;
-  float elapsedMs(EventImpl& later) override;
   const void* queueKey() const override { return queueKey_; }
   cudaEvent_t native() const { return event_; }
   bool timing() const { return timing_; }
 
  private:
+  float doElapsedMs(EventImpl& later) override;
+
   CudaDevice* device_;
   cudaEvent_t event_;
   const void* queueKey_;
@@ -145,18 +148,15 @@ class CudaQueue final : public QueueImpl {
  public:
   CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned);
   ~CudaQueue() override;
-  const std::shared_ptr<DeviceImpl>& device() const override { return device_; }
-  void* native() const override { return stream_; }
   void synchronize() override;
   bool query() override;
   std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
-  void waitEvent(EventImpl& event) override;
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(native()); }
 
  private:
-  std::shared_ptr<DeviceImpl> device_;
+  void doWaitEvent(EventImpl& event) override;
+
   CudaDevice* cudaDevice_;
-  cudaStream_t stream_;
   bool owned_;
 };
 
@@ -192,9 +192,9 @@ class PinnedStagingPool {
   std::vector<Buffer> free_;
 };
 
-/// One CUDA device (its primary context). Instances are process-wide singletons
-/// made by cudaDevices() and intentionally never destroyed; what they cache is freed
-/// at exit (DeviceImpl::releaseCachedMemory).
+/// One CUDA device (its primary context). Instances are process-wide singletons made
+/// by the CUDA Backend (cuda_backend.cu) and intentionally never destroyed; what they
+/// cache is freed at exit (DeviceImpl::releaseCachedMemory).
 class CudaDevice final : public DeviceImpl {
  public:
   CudaDevice(int ordinal, const cudaDeviceProp& prop);
@@ -209,6 +209,7 @@ class CudaDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override;
+  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals used by the other backend files ----
   /// "cuda:N", for messages.
@@ -294,6 +295,10 @@ class CudaDevice final : public DeviceImpl {
   std::unordered_map<const void*, int> blockSizes_;
 
   PinnedStagingPool staging_;
+  std::unique_ptr<ParallelPrimitives> primitives_;
 };
+
+/// CUB's scan, radix sort and reductions on `device` (cuda_primitives.cu).
+std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device);
 
 }  // namespace devicearray::detail::cuda

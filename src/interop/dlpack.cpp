@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/backend_registry.hpp"
 #include "devicearray/error.hpp"
 #include "devicearray/host_mat.hpp"
 
@@ -422,7 +423,7 @@ ResolvedMemory resolveCuda(const DLTensor& t, const ImportLayout& layout, const 
     if (!r.device.isValid()) {
       std::string why = f + ": dl_tensor.device {kDLCUDA, " + std::to_string(id) + "} is not a CUDA device of this process (" +
                         std::to_string(cudaCount) + " CUDA devices)";
-      const std::string reason = detail::cudaUnavailableReason();
+      const std::string reason = detail::backendOf(ComputeBackend::cuda).unavailableReason();
       if (cudaCount == 0 && !reason.empty()) why += ": " + reason;
       raise(ErrorCode::Unsupported, why);
     }

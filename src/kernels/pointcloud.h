@@ -15,12 +15,7 @@
 
 #include "prelude.h"
 #include "backend/pointcloud_signatures.h"
-
-/* A point is valid when x, y and z are all finite: v - v is 0 for finite v and NaN
- * for NaN or +-inf (no isfinite in the prelude, and this form is the same on every
- * compiler without fast-math). */
-DA_FN int da_pc_finite(float v) { return (v - v) == 0.0f; }
-DA_FN int da_pc_valid(float x, float y, float z) { return da_pc_finite(x) && da_pc_finite(y) && da_pc_finite(z); }
+#include "point_validity.h"
 
 /* Sentinel voxel key of an invalid point: above every packed key (each axis < 2^21 - 1). */
 #define DA_VOXEL_INVALID_KEY 0x7FFFFFFFFFFFFFFFUL

@@ -1,6 +1,7 @@
-// ComputeDevice::fromOpenCL: a device made of the caller's context, device and
-// queue, retained, so that the library allocates in that context and runs on that
-// queue and cl_mem objects are interchangeable with the caller's. Adopted devices are
+// ComputeDevice::fromOpenCL (the OpenCL Backend's adoptNative): a device made of the
+// caller's context, device and queue, retained, so that the library allocates in that
+// context and runs on that queue and cl_mem objects are interchangeable with the
+// caller's. Adopted devices are
 // cached weakly per handle triple (same handles -> same device) and release what
 // they retained when the last handle drops.
 #include <algorithm>
@@ -26,17 +27,13 @@ struct AdoptCache {
   std::map<AdoptKey, std::weak_ptr<DeviceImpl>> devices;
 };
 AdoptCache& adoptCache() {
-  static AdoptCache* const cache = new AdoptCache;  // leaked like the device list (opencl_registry.cpp)
+  static AdoptCache* const cache = new AdoptCache;  // leaked like the device list (opencl_backend.cpp)
   return *cache;
 }
 
 }  // namespace
-}  // namespace devicearray::detail::opencl
 
-namespace devicearray::detail {
-
-std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue) {
-  using namespace opencl;
+std::shared_ptr<DeviceImpl> adoptDevice(void* context, void* device, void* queue) {
   const std::string fn = "ComputeDevice::fromOpenCL";
   if (context == nullptr || device == nullptr || queue == nullptr)
     fail(ErrorCode::InvalidArgument, fn + ": the cl_context, cl_device_id and cl_command_queue must all be non-null (got " +
@@ -96,4 +93,4 @@ std::shared_ptr<DeviceImpl> openclAdopt(void* context, void* device, void* queue
   return result;
 }
 
-}  // namespace devicearray::detail
+}  // namespace devicearray::detail::opencl

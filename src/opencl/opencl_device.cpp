@@ -1,7 +1,9 @@
 // OpenCL 1.2 backend of src/backend/backend.hpp: the device object. The backend's
 // other parts, one concept per file:
-//   opencl_registry.cpp   the list of devices (enumeration, never destroyed)
+//   opencl_backend.cpp    the backend object: the list of devices (enumeration,
+//                         never destroyed), synchronizing a raw queue
 //   opencl_adoption.cpp   devices made of a caller's context, device and queue
+//   opencl_primitives.cpp the parallel primitives (kernels in scan_sort_reduce.cl)
 //   opencl_queue.hpp/.cpp events, queues and the device's queue factory
 //   opencl_memory.cpp     allocations through the per-device buffer cache, adopted cl_mem
 //   opencl_launch.cpp     the program, its kernels and launch
@@ -68,7 +70,12 @@ bool withoutFp64Requested() {
 
 OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_device_id device, int ordinal,
                            bool adopted)
-    : platform_(platform), context_(context), device_(device), ordinal_(ordinal), adopted_(adopted) {
+    : platform_(platform),
+      context_(context),
+      device_(device),
+      ordinal_(ordinal),
+      adopted_(adopted),
+      primitives_(makePrimitives(*this)) {
   model_ = deviceString(device, CL_DEVICE_NAME, "CL_DEVICE_NAME");
   // The platform name ("NVIDIA CUDA", "Portable Computing Language") tells the
   // user which driver runs the device; CL_DEVICE_VENDOR would name the CPU maker.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/parallel_primitives.hpp"
 #include "opencl/opencl_queue.hpp"
 
 namespace devicearray::detail::opencl {
@@ -69,6 +70,7 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override { return libraryQueue_; }
+  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -162,6 +164,16 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t cachedBytes_ = 0;
   std::size_t cacheLimitBytes_ = 0;
   std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
+
+  std::unique_ptr<ParallelPrimitives> primitives_;
 };
+
+/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp).
+std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device);
+
+/// ComputeDevice::fromOpenCL: the device of the caller's context, device and queue,
+/// which it retains; the same handles give the same device while it lives
+/// (opencl_adoption.cpp).
+std::shared_ptr<DeviceImpl> adoptDevice(void* context, void* device, void* queue);
 
 }  // namespace devicearray::detail::opencl

@@ -1,5 +1,5 @@
 // Queries of OpenCL platform, device and queue properties, shared by device
-// enumeration (opencl_registry.cpp), adoption of a caller's objects
+// enumeration (opencl_backend.cpp), adoption of a caller's objects
 // (opencl_adoption.cpp), the device (opencl_device.cpp) and its queues
 // (opencl_queue.cpp).
 #pragma once

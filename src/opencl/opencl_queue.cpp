@@ -50,10 +50,8 @@ void OpenCLEvent::synchronize() {
   checkCl(err, "Event::waitForCompletion: clWaitForEvents");
 }
 
-float OpenCLEvent::elapsedMs(EventImpl& later) {
-  auto* end = dynamic_cast<OpenCLEvent*>(&later);
-  if (end == nullptr)
-    fail(ErrorCode::InvalidArgument, "Event::elapsedTime: the end event was not recorded by the OpenCL backend");
+float OpenCLEvent::doElapsedMs(EventImpl& later) {
+  auto* end = static_cast<OpenCLEvent*>(&later);
   if (!profiled_ || !end->profiled_)
     fail(ErrorCode::Unsupported,
          "Event::elapsedTime: an event was recorded on an OpenCL queue created without "
@@ -80,10 +78,10 @@ float OpenCLEvent::elapsedMs(EventImpl& later) {
 // ---------------------------------------------------------------- queues ----
 
 OpenCLQueue::~OpenCLQueue() {
-  if (!forkedAfterInit()) clReleaseCommandQueue(queue_);  // leaked in a forked child
+  if (!forkedAfterInit()) clReleaseCommandQueue(queue());  // leaked in a forked child
 }
 
-void OpenCLQueue::synchronize() { checkCl(clFinish(queue_), "Stream::waitForCompletion: clFinish"); }
+void OpenCLQueue::synchronize() { checkCl(clFinish(queue()), "Stream::waitForCompletion: clFinish"); }
 
 bool OpenCLQueue::query() {
   // OpenCL has no "is this queue idle" call: a marker completes when everything
@@ -109,7 +107,7 @@ bool OpenCLQueue::query() {
 
 std::shared_ptr<EventImpl> OpenCLQueue::wrapEvent(cl_event event) const {
   try {
-    return std::make_shared<OpenCLEvent>(event, queue_, profiled_);
+    return std::make_shared<OpenCLEvent>(event, queue(), profiled_);
   } catch (...) {
     clReleaseEvent(event);
     throw;
@@ -120,27 +118,25 @@ std::shared_ptr<EventImpl> OpenCLQueue::recordEvent(bool /*timing*/) {
   // Every event of a profiling queue carries timestamps; without profiling the
   // event still orders work and elapsedMs reports Unsupported.
   cl_event event = nullptr;
-  checkCl(clEnqueueMarkerWithWaitList(queue_, 0, nullptr, &event), "recordEvent: clEnqueueMarkerWithWaitList");
+  checkCl(clEnqueueMarkerWithWaitList(queue(), 0, nullptr, &event), "recordEvent: clEnqueueMarkerWithWaitList");
   auto result = wrapEvent(event);
   // Submit now: another queue, or a host thread polling query(), may wait on it.
-  checkCl(clFlush(queue_), "recordEvent: clFlush");
+  checkCl(clFlush(queue()), "recordEvent: clFlush");
   return result;
 }
 
-void OpenCLQueue::waitEvent(EventImpl& e) {
-  auto* event = dynamic_cast<OpenCLEvent*>(&e);
-  if (event == nullptr)
-    fail(ErrorCode::InvalidArgument, "Stream::waitEvent: the event was not recorded by the OpenCL backend");
-  if (event->queueKey() == queue_) return;  // in-order queue: already ordered
+void OpenCLQueue::doWaitEvent(EventImpl& e) {
+  auto* event = static_cast<OpenCLEvent*>(&e);
+  if (event->queueKey() == queue()) return;  // in-order queue: already ordered
   cl_context ctx = nullptr;
   checkCl(clGetEventInfo(event->native(), CL_EVENT_CONTEXT, sizeof ctx, &ctx, nullptr),
           "Stream::waitEvent: clGetEventInfo");
-  if (ctx != device_->nativeContext())
+  if (ctx != device()->nativeContext())
     fail(ErrorCode::InvalidArgument,
          "Stream::waitEvent: the event belongs to another OpenCL context than the queue (a queue can only wait "
          "for events of its own context)");
   cl_event native = event->native();
-  checkCl(clEnqueueBarrierWithWaitList(queue_, 1, &native, nullptr), "Stream::waitEvent: clEnqueueBarrierWithWaitList");
+  checkCl(clEnqueueBarrierWithWaitList(queue(), 1, &native, nullptr), "Stream::waitEvent: clEnqueueBarrierWithWaitList");
 }
 
 // ------------------------------------------------------- device's queues ----

@@ -20,9 +20,9 @@ class OpenCLEvent final : public EventImpl {
   OpenCLEvent& operator=(const OpenCLEvent&) = delete;
   ~OpenCLEvent() override;
 
+  ComputeBackend backend() const override { return ComputeBackend::opencl; }
   bool query() override;
   void synchronize() override;
-  float elapsedMs(EventImpl& later) override;
   const void* queueKey() const override { return queue_; }
 
   cl_event native() const { return event_; }
@@ -30,6 +30,8 @@ class OpenCLEvent final : public EventImpl {
   bool finished() const noexcept;
 
  private:
+  float doElapsedMs(EventImpl& later) override;
+
   cl_event event_;
   cl_command_queue queue_;
   bool profiled_;
@@ -40,26 +42,21 @@ class OpenCLEvent final : public EventImpl {
 class OpenCLQueue final : public QueueImpl {
  public:
   OpenCLQueue(std::shared_ptr<DeviceImpl> device, cl_command_queue queue, bool profiled) noexcept
-      : device_(std::move(device)), queue_(queue), profiled_(profiled) {}
-  OpenCLQueue(const OpenCLQueue&) = delete;
-  OpenCLQueue& operator=(const OpenCLQueue&) = delete;
+      : QueueImpl(std::move(device), queue), profiled_(profiled) {}
   ~OpenCLQueue() override;
 
-  const std::shared_ptr<DeviceImpl>& device() const override { return device_; }
-  void* native() const override { return queue_; }
   void synchronize() override;
   bool query() override;
   std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
-  void waitEvent(EventImpl& event) override;
 
-  cl_command_queue queue() const { return queue_; }
+  cl_command_queue queue() const { return static_cast<cl_command_queue>(native()); }
   bool profiled() const { return profiled_; }
   /// Adopts `event` (one reference, produced by a command on this queue) as an EventImpl.
   std::shared_ptr<EventImpl> wrapEvent(cl_event event) const;
 
  private:
-  std::shared_ptr<DeviceImpl> device_;
-  cl_command_queue queue_;
+  void doWaitEvent(EventImpl& event) override;
+
   bool profiled_;
 };
 

@@ -412,7 +412,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
                         pc::storageOf(cap.xyz)});
     detail::launch<kernels::da_pc_valid_flags>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(xyz_),
                                                pc::arg(scratch, flagsAt));
-    detail::algo::exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
     detail::launch<kernels::da_pc_compact>(*q, LaunchGeometry::items(n), pc::i64(n), hasColors() ? 1 : 0,
                                            hasSNRs() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz_),
                                            pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/algorithms.hpp"
 #include "backend/backend.hpp"
 #include "backend/kernel_signature.hpp"
+#include "backend/parallel_primitives.hpp"
 #include "backend/pointcloud_signatures.h"
 #include "devicearray/point_cloud.hpp"
 
@@ -75,9 +75,9 @@ Allocation* storageOf(const DeviceArray<F>& a) {
   return a.isEmpty() ? nullptr : a.span().storage.get();
 }
 template <class F>
-algo::DeviceBuffer bufferOf(const DeviceArray<F>& a) {
+BufferRef bufferOf(const DeviceArray<F>& a) {
   const ArraySpan s = a.span();
-  return algo::DeviceBuffer{s.storage.get(), s.offset};
+  return BufferRef{s.storage.get(), s.offset};
 }
 /// `a` when present, else the memory of `fallback`: kernels take absent attributes as
 /// another valid buffer with a has-flag of 0, so every buffer argument stays bindable.

@@ -161,20 +161,21 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     zero.elemSize = 4;
     zero.dst = detail::MemRef::dev(t, scalarsAt);
     q->device()->fill(zero, *q);
-    detail::algo::minValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
+    q->device()->primitives().minValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
     detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize,
                                         pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_), pc::arg(scratch, keysAt),
                                         pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt));
-    detail::algo::sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n, 63);
+    q->device()->primitives().sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n,
+                                              63);
     detail::launch<kernels::da_vx_heads>(*q, LaunchGeometry::items(n + 1), pc::i64(n),
                                          pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
     detail::launch<kernels::da_vx_starts>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt),
                                           pc::arg(scratch, startsAt));
     detail::launch<kernels::da_vx_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
                                         pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    detail::algo::exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
+    q->device()->primitives().exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
     detail::launch<kernels::da_vx_gather>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
                                           pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_),
                                           pc::argOr(snrs_, xyz_), pc::arg(scratch, xyzSortedAt),
@@ -322,7 +323,7 @@ std::array<float, 3> UnorganizedPointCloud::centroid(StreamOrQueue sq) const {
   const auto sums = pc::scratch(*q, 4, sizeof(double), fn);
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), sums.get()});
-    detail::algo::sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
+    q->device()->primitives().sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
     use.commit();
   }
   double s[4] = {0, 0, 0, 0};

@@ -89,6 +89,8 @@ def with_peers(m):
     m.add(compare.Result("torch", "clone_xyz_of_xyzw", GIB, 1.0, 0.9e12))  # ours 2800.9 / 900 = 3.11
     m.add(compare.Result("torch", "clone_roi", GIB, 1.0, 1.5e12))  # ours 4041.9 / 1500 = 2.69
     m.add(compare.Result("torch", "convert_XYZ_to_XYZW", LARGE, 1.0, 0.9e12))  # 1990 / 900 = 2.21
+    m.add(compare.Result("torch", "pc_pipeline", FRAME, 2.55e-3))  # ours 850 µs: 3.0x
+    m.add(compare.Result("python", "pc_pipeline", FRAME, 0.2e-3))  # 12.75x
     return m
 
 
@@ -150,8 +152,12 @@ def test_targets_pass_and_miss_with_hand_computed_margins():
     t = v["XYZ→XYZW vs torch expression"]  # 1.99 / 0.9 = 2.21; 2.21 / 2 - 1 = +11%
     assert t.ok is True and t.margin == "+11%"
     assert v["RGBA→BGR vs copy"].ok is None  # not measured in the canned run
-    t = [x for x in v.values() if x.target.startswith("1920×1200 pipeline")][0]
-    assert t.ok is True and t.measured == "850 µs" and t.margin == "+150 µs"
+    t = [x for x in v.values() if x.target.startswith("1920×1200 pipeline (")][0]
+    assert t.ok is False and t.measured == "850 µs" and t.margin == "-730 µs"
+    t = v["1920×1200 pipeline through C++ vs PyTorch"]  # 2550 / 850 = 3.0; 3.0 - 10 = -7.0
+    assert t.ok is False and t.measured == "3.0×" and t.margin == "-7.0×"
+    t = v["1920×1200 pipeline through Python API vs PyTorch"]  # 2550 / 200 = 12.75
+    assert t.ok is True and t.measured == "12.8×" and t.margin == "+2.8×"
 
 
 def test_an_opencl_device_is_reported_without_cuda_baselines():

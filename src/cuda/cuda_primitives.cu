@@ -1,7 +1,7 @@
-// CUDA side of backend/algorithms.hpp: CUB device-wide primitives. Temporary storage
-// comes from the device's stream-ordered pool on the same stream and is released on
-// that stream right after the CUB call, so it is reused by later work without any
-// host synchronization.
+// The CUDA device's parallel primitives (backend/parallel_primitives.hpp): CUB
+// device-wide primitives. Temporary storage comes from the device's stream-ordered
+// pool on the same stream and is released on that stream right after the CUB call, so
+// it is reused by later work without any host synchronization.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -12,20 +12,11 @@
 #include <limits>
 #include <string>
 
-#include "backend/algorithms.hpp"
 #include "cuda/cuda_device.hpp"
+#include "kernels/point_validity.h"
 
-namespace devicearray::detail::algo::cuda {
+namespace devicearray::detail::cuda {
 namespace {
-
-using devicearray::detail::cuda::CudaDevice;
-using devicearray::detail::cuda::DeviceGuard;
-using devicearray::detail::cuda::check;
-
-/// x - x is 0 exactly for finite x (NaN and +-inf give NaN), as in kernels/pointcloud.h.
-__host__ __device__ inline bool finitePoint(float x, float y, float z) {
-  return (x - x) == 0.0f && (y - y) == 0.0f && (z - z) == 0.0f;
-}
 
 struct Sum4 {
   double x, y, z, n;
@@ -38,7 +29,7 @@ struct ValidPointAsSum4 {
   const float* xyz;
   __host__ __device__ Sum4 operator()(long i) const {
     const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!finitePoint(x, y, z)) return Sum4{0.0, 0.0, 0.0, 0.0};
+    if (!da_pc_valid(x, y, z)) return Sum4{0.0, 0.0, 0.0, 0.0};
     return Sum4{x, y, z, 1.0};
   }
 };
@@ -52,7 +43,7 @@ struct ValidPointAsMin3 {
   const float* xyz;
   __host__ __device__ Min3 operator()(long i) const {
     const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!finitePoint(x, y, z)) return Min3{INFINITY, INFINITY, INFINITY};
+    if (!da_pc_valid(x, y, z)) return Min3{INFINITY, INFINITY, INFINITY};
     return Min3{x, y, z};
   }
 };
@@ -64,12 +55,11 @@ struct MinOf3 {
 
 /// The CUDA device, stream and current-device guard of one primitive call.
 struct Call {
-  Call(QueueImpl& q, const char* fn)
-      : device(static_cast<CudaDevice&>(*q.device())), guard(device.ordinal()), stream(device.streamOf(q, fn)),
-        function(fn) {}
+  Call(CudaDevice& d, QueueImpl& q, const char* fn)
+      : device(d), guard(device.ordinal()), stream(device.streamOf(q, fn)), function(fn) {}
 
   template <class T>
-  T* pointer(DeviceBuffer b) {
+  T* pointer(BufferRef b) {
     return reinterpret_cast<T*>(device.address(MemRef::dev(b.allocation, b.offset), function));
   }
 
@@ -90,11 +80,22 @@ struct Call {
   const char* function;
 };
 
-}  // namespace
+class CudaPrimitives final : public ParallelPrimitives {
+ public:
+  explicit CudaPrimitives(CudaDevice& device) : ParallelPrimitives(device), device_(device) {}
 
-void exclusiveScanU32(QueueImpl& q, DeviceBuffer in, DeviceBuffer out, std::size_t count) {
-  if (count == 0) return;
-  Call c(q, "exclusiveScanU32 (cub::DeviceScan::ExclusiveSum)");
+ private:
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override;
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+
+  CudaDevice& device_;
+};
+
+void CudaPrimitives::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) {
+  Call c(device_, q, "exclusiveScanU32 (cub::DeviceScan::ExclusiveSum)");
   const std::uint32_t* src = c.pointer<const std::uint32_t>(in);
   std::uint32_t* dst = c.pointer<std::uint32_t>(out);
   const int n = static_cast<int>(count);
@@ -103,10 +104,9 @@ void exclusiveScanU32(QueueImpl& q, DeviceBuffer in, DeviceBuffer out, std::size
   });
 }
 
-void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, DeviceBuffer keysOut,
-                     DeviceBuffer valuesOut, std::size_t count, int endBit) {
-  if (count == 0) return;
-  Call c(q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
+void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
+                                       BufferRef valuesOut, std::size_t count, int endBit) {
+  Call c(device_, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
   const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
   const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
@@ -117,8 +117,8 @@ void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, D
   });
 }
 
-void sumValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
-  Call c(q, "sumValidXYZ (cub::DeviceReduce::Reduce)");
+void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  Call c(device_, q, "sumValidXYZ (cub::DeviceReduce::Reduce)");
   Sum4* result = c.pointer<Sum4>(out);
   const int n = static_cast<int>(count);
   auto points = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
@@ -129,8 +129,8 @@ void sumValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer
   });
 }
 
-void minValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
-  Call c(q, "minValidXYZ (cub::DeviceReduce::Reduce)");
+void CudaPrimitives::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  Call c(device_, q, "minValidXYZ (cub::DeviceReduce::Reduce)");
   Min3* result = c.pointer<Min3>(out);
   const int n = static_cast<int>(count);
   const float inf = std::numeric_limits<float>::infinity();
@@ -141,4 +141,10 @@ void minValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer
   });
 }
 
-}  // namespace devicearray::detail::algo::cuda
+}  // namespace
+
+std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device) {
+  return std::make_unique<CudaPrimitives>(device);
+}
+
+}  // namespace devicearray::detail::cuda

@@ -1,15 +1,26 @@
-/* OpenCL side of src/backend/algorithms.hpp (host code: src/opencl/algorithms.cpp).
+/* The OpenCL device's parallel primitives: exclusive scan, radix sort and the
+ * reductions over valid points (host code: opencl_primitives.cpp; the interface:
+ * DeviceImpl::exclusiveScanU32 and the rest in src/backend/backend.hpp).
  *
  * Why hand-written: Boost.Compute would bring its own context/queue/program cache and
  * is barely maintained; clpp/VexCL are heavier still. These primitives are small.
  *
  * Why chunk-per-work-item: the kernels depend on no work-group size (no local memory,
  * no barriers; KernelLaunch::localSize stays 0), so every OpenCL implementation runs
- * them with the shape it prefers. Each work item owns one contiguous chunk of `chunk` elements and processes
- * it sequentially; a level of per-chunk results is combined by the same kernels
- * recursively. Every algorithm stays work-efficient (O(n) work per pass) and
- * deterministic, and the radix sort is stable because each chunk scatters its keys in
- * order into offsets that come from a digit-major exclusive scan of per-chunk counts. */
+ * them with the shape it prefers. Each work item owns one contiguous chunk of `chunk`
+ * elements and processes it sequentially; a level of per-chunk results is combined by
+ * the same kernels recursively. Every algorithm stays work-efficient (O(n) work per
+ * pass) and deterministic, and the radix sort is stable because each chunk scatters
+ * its keys in order into offsets that come from a digit-major exclusive scan of
+ * per-chunk counts. */
+
+/* The chunk of this work item, from the kernel's arguments n, chunk and chunks:
+ * c, and its elements [begin, end). Work items past the last chunk return. */
+#define DA_ALG_CHUNK_RANGE()  \
+  const long c = DA_ID(0);    \
+  if (c >= chunks) return;    \
+  const long begin = c * chunk; \
+  const long end = min(begin + chunk, n)
 
 /* ---------------------------------------------------------------- scan ---- */
 
@@ -17,10 +28,7 @@
 DA_KERNEL(da_alg_scan_reduce)(long n, long chunk, long chunks, DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, partial)) {
   DA_BUFFER_INIT(const da_u32, in);
   DA_BUFFER_INIT(da_u32, partial);
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
+  DA_ALG_CHUNK_RANGE();
   da_u32 s = 0;
   for (long i = begin; i < end; ++i) s += in[i];
   partial[c] = s;
@@ -32,10 +40,7 @@ DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int hasPartial, DA
   DA_BUFFER_INIT(const da_u32, partial);
   DA_BUFFER_INIT(const da_u32, in);
   DA_BUFFER_INIT(da_u32, out);
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
+  DA_ALG_CHUNK_RANGE();
   da_u32 running = hasPartial ? partial[c] : 0u;
   for (long i = begin; i < end; ++i) {
     const da_u32 v = in[i];
@@ -86,58 +91,52 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, DA_B
 
 /* ------------------------------------------------------------ reductions ---- */
 
-/* Every reduction kernel takes `last`: non-zero when it writes the final result
- * (one chunk), which the host reads. */
+/* A reduction folds, per chunk, the valid points of an xyz buffer (3 floats each) into
+ * WIDTH values: the first WIDTH of (x, y, z, 1), so a sum's fourth value counts the
+ * points. DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT) defines its kernel
+ *   da_alg_NAME(n, chunk, chunks, last, fromPoints, xyz, in, out)
+ * which writes one tuple of WIDTH values per chunk to `out`: of the points of `xyz`
+ * when fromPoints, else of the tuples of `in` (the previous level; the unused buffer
+ * argument is any valid buffer). The host runs it, first on the points and then on
+ * the tuples, until one chunk is left; `last` is non-zero for the launch that writes
+ * the final tuple, which the host reads. The operation supplies, for the accumulator
+ * type ACC and the element type SLOT of the tuple buffers:
+ *   ACC  da_alg_NAME_identity()                        the start of every accumulator
+ *   ACC  da_alg_NAME_fold(ACC acc, float x)            acc with one coordinate added
+ *   ACC  da_alg_NAME_merge(ACC acc, const SLOT* b, i)  acc with tuple value i of b added
+ *   void da_alg_NAME_store(SLOT* b, i, ACC acc, last)  writes tuple value i of b */
+#define DA_ALG_REDUCTION(NAME, WIDTH, ACC, SLOT)                                                         \
+  DA_KERNEL(da_alg_##NAME)(long n, long chunk, long chunks, int last, int fromPoints,                    \
+                           DA_BUFFER(const float, xyz), DA_BUFFER(const SLOT, in), DA_BUFFER(SLOT, out)) { \
+    DA_BUFFER_INIT(const float, xyz);                                                                    \
+    DA_BUFFER_INIT(const SLOT, in);                                                                      \
+    DA_BUFFER_INIT(SLOT, out);                                                                           \
+    DA_ALG_CHUNK_RANGE();                                                                                \
+    ACC acc[WIDTH];                                                                                      \
+    for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_identity();                                 \
+    for (long i = begin; i < end; ++i) {                                                                 \
+      if (fromPoints) {                                                                                  \
+        const float p[4] = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], 1.0f};                           \
+        if (!da_pc_valid(p[0], p[1], p[2])) continue;                                                    \
+        for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_fold(acc[k], p[k]);                     \
+      } else {                                                                                           \
+        for (int k = 0; k < WIDTH; ++k) acc[k] = da_alg_##NAME##_merge(acc[k], in, WIDTH * i + k);       \
+      }                                                                                                  \
+    }                                                                                                    \
+    for (int k = 0; k < WIDTH; ++k) da_alg_##NAME##_store(out, WIDTH * c + k, acc[k], last);             \
+  }
 
+/* sumValidXYZ: (sum x, sum y, sum z, count) as doubles. */
 #ifdef DA_HAS_FP64
 
-/* partial[4c..4c+3] = (sum x, sum y, sum z, count) of the finite points of chunk c. */
-DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
-                          DA_BUFFER(double, partial)) {
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(double, partial);
+inline double da_alg_sum_identity(void) { return 0.0; }
+inline double da_alg_sum_fold(double acc, float x) { return acc + x; }
+inline double da_alg_sum_merge(double acc, DA_GLOBAL const double* in, long i) { return acc + in[i]; }
+inline void da_alg_sum_store(DA_GLOBAL double* out, long i, double v, int last) {
   (void)last;
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  double sx = 0.0, sy = 0.0, sz = 0.0, cnt = 0.0;
-  for (long i = begin; i < end; ++i) {
-    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!da_pc_valid(x, y, z)) continue;
-    sx += x;
-    sy += y;
-    sz += z;
-    cnt += 1.0;
-  }
-  partial[4 * c] = sx;
-  partial[4 * c + 1] = sy;
-  partial[4 * c + 2] = sz;
-  partial[4 * c + 3] = cnt;
+  out[i] = v;
 }
-
-/* out[4c..4c+3] = sum of the 4-tuples in[4i..4i+3] of chunk c. */
-DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, int last, DA_BUFFER(const double, in),
-                       DA_BUFFER(double, out)) {
-  DA_BUFFER_INIT(const double, in);
-  DA_BUFFER_INIT(double, out);
-  (void)last;
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-  for (long i = begin; i < end; ++i) {
-    s0 += in[4 * i];
-    s1 += in[4 * i + 1];
-    s2 += in[4 * i + 2];
-    s3 += in[4 * i + 3];
-  }
-  out[4 * c] = s0;
-  out[4 * c + 1] = s1;
-  out[4 * c + 2] = s2;
-  out[4 * c + 3] = s3;
-}
+DA_ALG_REDUCTION(sum, 4, double, double)
 
 #else  /* no double precision on this device */
 
@@ -238,92 +237,36 @@ inline ulong da_pair_to_double_bits(float hi, float lo) {
   return sign | ((ulong)(e + 52 + 1023) << 52) | (u & 0xFFFFFFFFFFFFFUL);
 }
 
-/* Slot i of a partial buffer: a pair, or (last level) double bits. */
-inline void da_pair_store(DA_GLOBAL float* out, long i, da_pair v, int last) {
-  if (last) ((DA_GLOBAL ulong*)out)[i] = da_pair_to_double_bits(v.hi, v.lo);
-  else {
+inline da_pair da_alg_sum_identity(void) {
+  da_pair zero;
+  zero.hi = 0.0f;
+  zero.lo = 0.0f;
+  return zero;
+}
+inline da_pair da_alg_sum_fold(da_pair acc, float x) { return da_pair_add(acc, x); }
+/* Value i of a partial buffer is a pair: two floats in the 8 bytes of a double. */
+inline da_pair da_alg_sum_merge(da_pair acc, DA_GLOBAL const float* in, long i) {
+  return da_pair_add(da_pair_add(acc, in[2 * i]), in[2 * i + 1]);
+}
+/* A pair, or (last level) the bits of the double the host reads. */
+inline void da_alg_sum_store(DA_GLOBAL float* out, long i, da_pair v, int last) {
+  if (last) {
+    ((DA_GLOBAL ulong*)out)[i] = da_pair_to_double_bits(v.hi, v.lo);
+  } else {
     out[2 * i] = v.hi;
     out[2 * i + 1] = v.lo;
   }
 }
-
-DA_KERNEL(da_alg_sum_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
-                          DA_BUFFER(float, partial)) {
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(float, partial);
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  da_pair sx = {0.0f, 0.0f}, sy = {0.0f, 0.0f}, sz = {0.0f, 0.0f}, cnt = {0.0f, 0.0f};
-  for (long i = begin; i < end; ++i) {
-    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!da_pc_valid(x, y, z)) continue;
-    sx = da_pair_add(sx, x);
-    sy = da_pair_add(sy, y);
-    sz = da_pair_add(sz, z);
-    cnt = da_pair_add(cnt, 1.0f);
-  }
-  da_pair_store(partial, 4 * c, sx, last);
-  da_pair_store(partial, 4 * c + 1, sy, last);
-  da_pair_store(partial, 4 * c + 2, sz, last);
-  da_pair_store(partial, 4 * c + 3, cnt, last);
-}
-
-DA_KERNEL(da_alg_sum4)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, in), DA_BUFFER(float, out)) {
-  DA_BUFFER_INIT(const float, in);
-  DA_BUFFER_INIT(float, out);
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  da_pair s[4] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};
-  for (long i = begin; i < end; ++i)
-    for (int k = 0; k < 4; ++k) s[k] = da_pair_add(da_pair_add(s[k], in[8 * i + 2 * k]), in[8 * i + 2 * k + 1]);
-  for (int k = 0; k < 4; ++k) da_pair_store(out, 4 * c + k, s[k], last);
-}
+DA_ALG_REDUCTION(sum, 4, da_pair, float)
 
 #endif /* DA_HAS_FP64 */
 
-/* partial[3c..3c+2] = component-wise min of the finite points of chunk c (+inf if none). */
-DA_KERNEL(da_alg_min_xyz)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, xyz),
-                          DA_BUFFER(float, partial)) {
-  DA_BUFFER_INIT(const float, xyz);
-  DA_BUFFER_INIT(float, partial);
+/* minValidXYZ: the component-wise minimum (+inf when no point is valid). */
+inline float da_alg_min_identity(void) { return INFINITY; }
+inline float da_alg_min_fold(float acc, float x) { return fmin(acc, x); }
+inline float da_alg_min_merge(float acc, DA_GLOBAL const float* in, long i) { return fmin(acc, in[i]); }
+inline void da_alg_min_store(DA_GLOBAL float* out, long i, float v, int last) {
   (void)last;
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  float mx = INFINITY, my = INFINITY, mz = INFINITY;
-  for (long i = begin; i < end; ++i) {
-    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!da_pc_valid(x, y, z)) continue;
-    mx = fmin(mx, x);
-    my = fmin(my, y);
-    mz = fmin(mz, z);
-  }
-  partial[3 * c] = mx;
-  partial[3 * c + 1] = my;
-  partial[3 * c + 2] = mz;
+  out[i] = v;
 }
-
-/* out[3c..3c+2] = component-wise min of the triples in[3i..3i+2] of chunk c. */
-DA_KERNEL(da_alg_min3)(long n, long chunk, long chunks, int last, DA_BUFFER(const float, in), DA_BUFFER(float, out)) {
-  DA_BUFFER_INIT(const float, in);
-  DA_BUFFER_INIT(float, out);
-  (void)last;
-  const long c = DA_ID(0);
-  if (c >= chunks) return;
-  const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
-  float mx = INFINITY, my = INFINITY, mz = INFINITY;
-  for (long i = begin; i < end; ++i) {
-    mx = fmin(mx, in[3 * i]);
-    my = fmin(my, in[3 * i + 1]);
-    mz = fmin(mz, in[3 * i + 2]);
-  }
-  out[3 * c] = mx;
-  out[3 * c + 1] = my;
-  out[3 * c + 2] = mz;
-}
+DA_ALG_REDUCTION(min, 3, float, float)

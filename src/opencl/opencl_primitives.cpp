@@ -1,14 +1,14 @@
-// OpenCL side of backend/algorithms.hpp: host code that sequences the kernels of
-// src/opencl/pointcloud_algorithms.cl (see there for the chunk-per-work-item design)
-// through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
+// The OpenCL device's parallel primitives (backend/parallel_primitives.hpp): host code
+// that sequences the kernels of scan_sort_reduce.cl (see there for the
+// chunk-per-work-item design) through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
 // queue and are released in stream order after the work recorded on them.
 #include <algorithm>
 #include <memory>
 #include <vector>
 
-#include "backend/algorithms.hpp"
+#include "opencl/opencl_device.hpp"
 
-namespace devicearray::detail::algo::opencl {
+namespace devicearray::detail::opencl {
 namespace {
 
 /// Elements one work item processes sequentially. Large enough that the per-chunk
@@ -34,11 +34,11 @@ class Temporaries {
       // then wait for all queue work (their pending list) before being released.
     }
   }
-  DeviceBuffer allocate(std::size_t bytes) {
+  BufferRef allocate(std::size_t bytes) {
     std::shared_ptr<Allocation> a = q_.device()->allocate(std::max<std::size_t>(bytes, 16), q_);
     use_.add(a.get());
     keep_.push_back(a);
-    return DeviceBuffer{a.get(), 0};
+    return BufferRef{a.get(), 0};
   }
 
  private:
@@ -47,7 +47,7 @@ class Temporaries {
   std::vector<std::shared_ptr<Allocation>> keep_;
 };
 
-KernelArg buf(DeviceBuffer b) { return KernelArg::buf(b.allocation, b.offset); }
+KernelArg buf(BufferRef b) { return KernelArg::buf(b.allocation, b.offset); }
 KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
 
 void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args) {
@@ -59,65 +59,61 @@ void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<Ker
   q.device()->launch(l, q);
 }
 
-void scanLevel(QueueImpl& q, Temporaries& temps, DeviceBuffer in, DeviceBuffer out, std::size_t n) {
+void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
   const std::size_t chunks = chunksOf(n);
   if (chunks == 1) {
     launch1d(q, "da_alg_scan_apply", 1, {i64(n), i64(kChunk), i64(1), KernelArg::i32(0), buf(in), buf(in), buf(out)});
     return;
   }
-  const DeviceBuffer partial = temps.allocate(chunks * sizeof(std::uint32_t));
+  const BufferRef partial = temps.allocate(chunks * sizeof(std::uint32_t));
   launch1d(q, "da_alg_scan_reduce", chunks, {i64(n), i64(kChunk), i64(chunks), buf(in), buf(partial)});
   scanLevel(q, temps, partial, partial, chunks);
   launch1d(q, "da_alg_scan_apply", chunks,
            {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
 }
 
-/// Reduces `n` items with `first` (from the points) and then `combine` (tuples of
-/// `tupleBytes`) until one tuple is left, written to `out`.
-void reduceLevels(QueueImpl& q, DeviceBuffer points, std::size_t n, DeviceBuffer out, const char* first,
-                  const char* combine, std::size_t tupleBytes) {
+/// Reduces the `n` points of `points` with `kernel` (a DA_ALG_REDUCTION of
+/// scan_sort_reduce.cl), level by level, until one tuple of `tupleBytes` is left, in `out`.
+void reduceLevels(QueueImpl& q, const char* kernel, BufferRef points, std::size_t n, BufferRef out,
+                  std::size_t tupleBytes) {
   Temporaries temps(q);
-  DeviceBuffer src = points;
-  const char* kernel = first;
+  BufferRef src = points;  // then the tuples of the previous level
+  bool fromPoints = true;
   std::size_t m = n;
   while (true) {
     const std::size_t chunks = chunksOf(m);
-    const DeviceBuffer dst = chunks == 1 ? out : temps.allocate(chunks * tupleBytes);
-    launch1d(q, kernel, chunks, {i64(m), i64(kChunk), i64(chunks), KernelArg::i32(chunks == 1 ? 1 : 0), buf(src), buf(dst)});
+    const BufferRef dst = chunks == 1 ? out : temps.allocate(chunks * tupleBytes);
+    // src is bound both as the points and as the tuples: the level reads one of them.
+    launch1d(q, kernel, chunks,
+             {i64(m), i64(kChunk), i64(chunks), KernelArg::i32(chunks == 1 ? 1 : 0), KernelArg::i32(fromPoints ? 1 : 0),
+              buf(src), buf(src), buf(dst)});
     if (chunks == 1) return;
     src = dst;
     m = chunks;
-    kernel = combine;
+    fromPoints = false;
   }
 }
 
-}  // namespace
-
-void exclusiveScanU32(QueueImpl& q, DeviceBuffer in, DeviceBuffer out, std::size_t count) {
-  if (count == 0) return;
-  Temporaries temps(q);
-  scanLevel(q, temps, in, out, count);
-}
-
-void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, DeviceBuffer keysOut,
-                     DeviceBuffer valuesOut, std::size_t count, int endBit) {
-  if (count == 0) return;
-  const int passes = (std::clamp(endBit, 1, 64) + 3) / 4;
+/// Stable LSD radix sort, 4 bits a pass: per-chunk digit counts, their digit-major
+/// exclusive scan, then an in-order scatter of each chunk.
+void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+               std::size_t count, int endBit) {
+  const int passes = (endBit + 3) / 4;
   const std::size_t chunks = chunksOf(count);
   Temporaries temps(q);
-  const DeviceBuffer hist = temps.allocate(16 * chunks * sizeof(std::uint32_t));
-  DeviceBuffer tmpKeys, tmpValues;
+  const BufferRef hist = temps.allocate(16 * chunks * sizeof(std::uint32_t));
+  BufferRef tmpKeys, tmpValues;
   if (passes > 1) {
     tmpKeys = temps.allocate(count * sizeof(std::uint64_t));
     tmpValues = temps.allocate(count * sizeof(std::uint32_t));
   }
   // Ping-pong between the outputs and the temporaries, arranged so that the last pass
   // writes the outputs and the inputs are only read.
-  DeviceBuffer srcK = keysIn, srcV = valuesIn;
+  BufferRef srcK = keysIn, srcV = valuesIn;
   for (int pass = 0; pass < passes; ++pass) {
     const bool toOutput = ((passes - 1 - pass) % 2) == 0;
-    const DeviceBuffer dstK = toOutput ? keysOut : tmpKeys;
-    const DeviceBuffer dstV = toOutput ? valuesOut : tmpValues;
+    const BufferRef dstK = toOutput ? keysOut : tmpKeys;
+    const BufferRef dstV = toOutput ? valuesOut : tmpValues;
     const int shift = 4 * pass;
     launch1d(q, "da_alg_radix_count", chunks,
              {i64(count), i64(kChunk), i64(chunks), KernelArg::i32(shift), buf(srcK), buf(hist)});
@@ -130,12 +126,33 @@ void sortPairsU64U32(QueueImpl& q, DeviceBuffer keysIn, DeviceBuffer valuesIn, D
   }
 }
 
-void sumValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
-  reduceLevels(q, xyz, count, out, "da_alg_sum_xyz", "da_alg_sum4", 4 * sizeof(double));
+/// The primitives of an OpenCL device: the kernels of scan_sort_reduce.cl, sequenced
+/// through DeviceImpl::launch.
+class OpenCLPrimitives final : public ParallelPrimitives {
+ public:
+  using ParallelPrimitives::ParallelPrimitives;
+
+ private:
+  void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override {
+    Temporaries temps(q);
+    scanLevel(q, temps, in, out, count);
+  }
+  void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                         std::size_t count, int endBit) override {
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
+  }
+  void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+    reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
+  }
+  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+    reduceLevels(q, "da_alg_min", xyz, count, out, 3 * sizeof(float));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device) {
+  return std::make_unique<OpenCLPrimitives>(device);
 }
 
-void minValidXYZ(QueueImpl& q, DeviceBuffer xyz, std::size_t count, DeviceBuffer out) {
-  reduceLevels(q, xyz, count, out, "da_alg_min_xyz", "da_alg_min3", 3 * sizeof(float));
-}
-
-}  // namespace devicearray::detail::algo::opencl
+}  // namespace devicearray::detail::opencl

@@ -1,26 +1,23 @@
-// The list of OpenCL devices: every device of every platform (PoCL and NVIDIA side
-// by side on the GPU machine), GPUs first, then accelerators, then CPUs; the ordinal
-// is the index in that list. Each device gets its own cl_context and one in-order
-// queue with profiling (so Event timing works). The list is built once, lazily and
-// thread-safely, and intentionally never destroyed: OpenCL objects must not be
-// released during static destruction, when the ICD may already be gone. A machine
-// without a driver gets an empty list and a reason, never an exception.
+// The OpenCL Backend (backend/backend_registry.hpp). Its devices: every device of
+// every platform (PoCL and NVIDIA side by side on the GPU machine), GPUs first, then
+// accelerators, then CPUs; the ordinal is the index in that list. Each device gets
+// its own cl_context and one in-order queue with profiling (so Event timing works).
+// The list is built once, lazily and thread-safely, and intentionally never
+// destroyed: OpenCL objects must not be released during static destruction, when the
+// ICD may already be gone. A machine without a driver gets an empty list and a
+// reason, never an exception.
 #include <algorithm>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "backend/backend_registry.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 #include "opencl/opencl_info.hpp"
 
 namespace devicearray::detail::opencl {
 namespace {
-
-struct Registry {
-  std::vector<std::shared_ptr<DeviceImpl>> devices;
-  std::string reason;
-};
 
 int typeRank(cl_device_type type) {
   if (type & CL_DEVICE_TYPE_GPU) return 0;
@@ -29,18 +26,18 @@ int typeRank(cl_device_type type) {
   return 3;
 }
 
-Registry enumerate() noexcept {
-  Registry r;
+DeviceList enumerate() noexcept {
+  DeviceList r;
   std::vector<std::string> skipped;
   try {
     cl_uint count = 0;
     cl_int err = clGetPlatformIDs(0, nullptr, &count);
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && count == 0)) {
-      r.reason = "no OpenCL platform is installed (the ICD loader found no driver; see /etc/OpenCL/vendors)";
+      r.unavailableReason = "no OpenCL platform is installed (the ICD loader found no driver; see /etc/OpenCL/vendors)";
       return r;
     }
     if (err != CL_SUCCESS) {
-      r.reason = "cannot list OpenCL platforms: " + clErrorMessage("clGetPlatformIDs", err);
+      r.unavailableReason = "cannot list OpenCL platforms: " + clErrorMessage("clGetPlatformIDs", err);
       return r;
     }
     noteBackendInitialised(ComputeBackend::opencl);  // the ICD loaded its drivers
@@ -123,37 +120,36 @@ Registry enumerate() noexcept {
     skipped.push_back("unknown failure while listing OpenCL devices");
   }
   if (r.devices.empty()) {
-    r.reason = "no usable OpenCL device";
-    for (std::size_t i = 0; i < skipped.size(); ++i) r.reason += (i == 0 ? ": " : "; ") + skipped[i];
+    r.unavailableReason = "no usable OpenCL device";
+    for (std::size_t i = 0; i < skipped.size(); ++i) r.unavailableReason += (i == 0 ? ": " : "; ") + skipped[i];
   }
   return r;
 }
 
-const Registry& registry() {
-  // Leaked on purpose: see the design note at the top of this file.
-  static const Registry* const r = new Registry(enumerate());
-  return *r;
-}
+class OpenCLBackend final : public Backend {
+ public:
+  ComputeBackend kind() const override { return ComputeBackend::opencl; }
+
+  void synchronizeNative(void* queue) const override {
+    if (queue == nullptr) fail(ErrorCode::InvalidArgument, "synchronizeStream: null cl_command_queue");
+    const cl_int err = clFinish(static_cast<cl_command_queue>(queue));
+    if (err != CL_SUCCESS)
+      fail(ErrorCode::BackendError, "synchronizeStream: clFinish failed with OpenCL error " + std::to_string(err));
+  }
+
+  std::shared_ptr<DeviceImpl> adoptNative(void* context, void* device, void* queue) const override {
+    return adoptDevice(context, device, queue);
+  }
+
+ private:
+  DeviceList listDevices() const override { return enumerate(); }
+};
 
 }  // namespace
+
+const Backend& backendObject() {
+  static const Backend* const instance = new OpenCLBackend;  // leaked, with its devices: see the top of this file
+  return *instance;
+}
+
 }  // namespace devicearray::detail::opencl
-
-namespace devicearray::detail {
-
-std::vector<std::shared_ptr<DeviceImpl>> openclDevices() {
-  try {
-    return opencl::registry().devices;
-  } catch (...) {  // copying the list cannot fail in practice; never throw here
-    return {};
-  }
-}
-
-std::string openclUnavailableReason() {
-  try {
-    return opencl::registry().reason;
-  } catch (...) {
-    return "the OpenCL device list could not be built";
-  }
-}
-
-}  // namespace devicearray::detail

@@ -1,0 +1,62 @@
+// The parallel primitives the point-cloud code is written against: exclusive scan,
+// radix sort by key, and reductions over valid points. One object per device
+// (DeviceImpl::primitives()); CUB on CUDA (src/cuda/cuda_primitives.cu), the library's
+// own kernels on OpenCL (src/opencl/opencl_primitives.cpp).
+//
+// As DeviceImpl's entry points, the public functions are not virtual: they check the
+// arguments once, here (a primitive works on raw device addresses, so a wrong buffer
+// would corrupt memory instead of failing), count one kernel-launch fault point, and
+// then call the backend's private do* implementation.
+//
+// Contract shared by every primitive: all work is enqueued on `q`, a queue of this
+// device, and nothing blocks the host. The caller orders the buffers it passes
+// (OrderedUse on `q` around the call); temporaries are allocated, ordered and released
+// inside. Each throws InvalidArgument, naming the primitive, for a queue or buffer of
+// another device, a count above INT32_MAX, a buffer too small for `count`, or outputs
+// that overlap what they must not.
+#pragma once
+
+#include <cstddef>
+
+#include "backend/backend.hpp"
+
+namespace devicearray::detail {
+
+class ParallelPrimitives {
+ public:
+  explicit ParallelPrimitives(DeviceImpl& device) : device_(device) {}
+  ParallelPrimitives(const ParallelPrimitives&) = delete;
+  ParallelPrimitives& operator=(const ParallelPrimitives&) = delete;
+  virtual ~ParallelPrimitives() = default;
+
+  /// out[i] = in[0] + ... + in[i-1] for i < count (uint32, wrapping). `in` and `out`
+  /// may be the same memory, but not partly overlap. Callers append a 0 to their
+  /// flags and scan count + 1 values, so out[count] is the total.
+  void exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count);
+  /// Stable ascending sort of `count` (uint64 key, uint32 value) pairs by bits
+  /// [0, endBit) of the key (endBit in 1..64). The inputs are left unchanged; the
+  /// outputs must overlap neither them nor each other.
+  void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
+                       std::size_t count, int endBit);
+  /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
+  /// each) whose coordinates are all finite, and the number of such points.
+  void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+  /// out[0..2] (floats) = the component-wise minimum of x, y and z over the finite
+  /// points of `xyz`; +infinity when there is none.
+  void minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+
+ protected:
+  DeviceImpl& device() const { return device_; }
+
+ private:
+  // Arguments already checked; count > 0 for the scan and the sort.
+  virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
+  virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
+                                 BufferRef valuesOut, std::size_t count, int endBit) = 0;
+  virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
+  virtual void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
+
+  DeviceImpl& device_;
+};
+
+}  // namespace devicearray::detail

@@ -1,0 +1,151 @@
+// The parallel primitives of every device (src/backend/parallel_primitives.hpp): results
+// against host references, and the argument checks made once for every backend.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "backend/parallel_primitives.hpp"
+#include "backend_fixture.hpp"
+
+namespace backendtest {
+namespace {
+
+using devicearray::detail::BufferRef;
+
+template <class T>
+Bytes bytesOf(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+template <class T>
+std::vector<T> valuesOf(const Bytes& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+
+class Primitives : public Backend {
+ protected:
+  template <class T>
+  std::shared_ptr<Allocation> upload(const std::vector<T>& values) {
+    auto a = dev().allocate(std::max<std::size_t>(values.size() * sizeof(T), 1), q());
+    if (!values.empty()) write(*a, 0, bytesOf(values));
+    return a;
+  }
+  template <class T>
+  std::vector<T> download(Allocation& a, std::size_t count, std::size_t offset = 0) {
+    return valuesOf<T>(read(a, offset, count * sizeof(T)));
+  }
+};
+
+TEST_P(Primitives, ExclusiveScanInPlaceMatchesTheHostScan) {
+  std::vector<std::uint32_t> values(3001);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint32_t>((i * 2654435761u) >> 20);
+  auto a = upload(values);
+  dev().primitives().exclusiveScanU32(q(), {a.get(), 0}, {a.get(), 0}, values.size());
+  std::vector<std::uint32_t> expected(values.size());
+  std::exclusive_scan(values.begin(), values.end(), expected.begin(), std::uint32_t{0});
+  EXPECT_EQ(download<std::uint32_t>(*a, values.size()), expected);
+}
+
+TEST_P(Primitives, SortPairsIsStableByTheLowKeyBits) {
+  const std::size_t n = 2000;
+  std::vector<std::uint64_t> keys(n);
+  std::vector<std::uint32_t> values(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 7;
+    values[i] = static_cast<std::uint32_t>(i);
+  }
+  auto keysIn = upload(keys), valuesIn = upload(values);
+  auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
+  dev().primitives().sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0},
+                                     {valuesOut.get(), 0}, n, 12);
+  std::vector<std::uint32_t> order(values);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return (keys[a] & 0xFFF) < (keys[b] & 0xFFF); });
+  std::vector<std::uint64_t> sortedKeys(n);
+  for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
+  EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+  EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
+  EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
+}
+
+TEST_P(Primitives, ReductionsSkipPointsWithANonFiniteCoordinate) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xyz;
+  double sx = 0, sy = 0, sz = 0, count = 0;
+  float mx = inf, my = inf, mz = inf;
+  for (int i = 0; i < 700; ++i) {
+    const float x = 0.25f * static_cast<float>(i % 37) - 3.0f, y = static_cast<float>(i % 11), z = -0.5f * i;
+    const bool valid = i % 7 != 3;
+    xyz.insert(xyz.end(), {x, valid ? y : (i % 2 ? nan : inf), z});
+    if (!valid) continue;
+    sx += x, sy += y, sz += z, count += 1;
+    mx = std::min(mx, x), my = std::min(my, y), mz = std::min(mz, z);
+  }
+  const std::size_t n = xyz.size() / 3;
+  auto points = upload(xyz);
+  auto out = dev().allocate(64, q());
+  dev().primitives().sumValidXYZ(q(), {points.get(), 0}, n, {out.get(), 0});
+  const auto sums = download<double>(*out, 4);
+  EXPECT_DOUBLE_EQ(sums[0], sx);
+  EXPECT_DOUBLE_EQ(sums[1], sy);
+  EXPECT_DOUBLE_EQ(sums[2], sz);
+  EXPECT_EQ(sums[3], count);
+  dev().primitives().minValidXYZ(q(), {points.get(), 0}, n, {out.get(), 40});
+  EXPECT_EQ(download<float>(*out, 3, 40), (std::vector<float>{mx, my, mz}));
+}
+
+TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
+  auto& p = dev().primitives();
+  auto a = dev().allocate(4096, q());
+  auto b = dev().allocate(4096, q());
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.exclusiveScanU32(q(), {a.get(), 0}, {b.get(), 0}, 2000); },
+                  "a scan of more elements than the buffers hold");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.exclusiveScanU32(q(), {a.get(), 0}, {a.get(), 4}, 100); },
+                  "a scan whose output is its input shifted");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.exclusiveScanU32(q(), {a.get(), 0}, {b.get(), 0},
+                                       std::size_t{std::numeric_limits<std::int32_t>::max()} + 1);
+                  },
+                  "a count above INT32_MAX");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.exclusiveScanU32(q(), {nullptr, 0}, {b.get(), 0}, 10); },
+                  "a null buffer");
+  for (const int endBit : {0, 65})
+    expectErrorCode(
+        ErrorCode::InvalidArgument,
+        [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, endBit); },
+        "endBit " + std::to_string(endBit));
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {a.get(), 1000}, {b.get(), 0}, 100, 64); },
+                  "sorted keys written over the input values");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.sumValidXYZ(q(), {a.get(), 0}, 10, {a.get(), 64}); },
+                  "sums written over the points");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.minValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4090}); },
+                  "a minimum past the end of its buffer");
+}
+
+TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {
+  for (const DevicePtr& other : allDevices()) {
+    if (other.get() == &dev()) continue;
+    auto a = dev().allocate(64, q());
+    expectErrorCode(ErrorCode::InvalidArgument,
+                    [&] { dev().primitives().exclusiveScanU32(*other->libraryQueue(), {a.get(), 0}, {a.get(), 0}, 4); },
+                    "the queue of " + other->model());
+    return;
+  }
+  GTEST_SKIP() << "needs a second device";
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Primitives);
+INSTANTIATE_TEST_SUITE_P(AllDevices, Primitives, testing::ValuesIn(allDevices()), DeviceParamName());
+
+}  // namespace
+}  // namespace backendtest
