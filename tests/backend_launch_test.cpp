@@ -5,12 +5,19 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/selftest_signatures.h"
 #include "backend_fixture.hpp"
+
+#if defined(DEVICEARRAY_HAS_OPENCL)
+namespace devicearray::detail {
+extern const char* const kOpenCLProgramSource;
+}
+#endif
 
 namespace backendtest {
 namespace {
@@ -34,7 +41,7 @@ static_assert(!Axpy::Params::accepts<int, float, Buffer<const std::uint8_t>, Buf
 static_assert(!Axpy::Params::accepts<int, float, BufferRef, Buffer<const float>>());
 
 // The self-test kernel as a caller might wrongly declare it: `a` as an int.
-#define WRONG_AXPY_PARAMS(S, B) S(int, n) S(int, a) B(const float, x) B(float, y)
+#define WRONG_AXPY_PARAMS(S0, B0, S, B) S0(int, n) S(int, a) B(const float, x) B(float, y)
 namespace wrong {
 DA_KERNEL_SIGNATURE(da_selftest_axpy, WRONG_AXPY_PARAMS);
 }  // namespace wrong
@@ -151,6 +158,21 @@ TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Backend);
 INSTANTIATE_TEST_SUITE_P(AllDevices, Backend, testing::ValuesIn(allDevices()), DeviceParamName());
+
+#if defined(DEVICEARRAY_HAS_OPENCL)
+// Drivers compile the program as OpenCL C 1.2, whose preprocessor has no variadic
+// macros (NVIDIA's refuses them; PoCL's newer compiler would not tell).
+TEST(OpenCLProgram, UsesNoVariadicMacro) {
+  std::istringstream source(devicearray::detail::kOpenCLProgramSource);
+  std::string line;
+  while (std::getline(source, line)) {
+    const std::size_t define = line.find("#define");
+    if (define == std::string::npos || line.find_first_not_of(" \t") != define) continue;
+    EXPECT_EQ(line.find("..."), std::string::npos) << line;
+    EXPECT_EQ(line.find("__VA_ARGS__"), std::string::npos) << line;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace backendtest

@@ -16,6 +16,7 @@
 #           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
 #   verify: final without the soak and with the sanitizers over the conversion tests
 #           only, for a kernel change on a short device budget (one GPU is enough).
+#   check:  build, the suites, memcheck --leak-check full over every CUDA test.
 #   hostile: the suites, per-file nanobind leak reports, and memcheck --leak-check
 #           full over every CUDA test (the hostile-input checks).
 #   collect: waits for the soak (at most ~9 minutes) and prints its report; then,
@@ -75,8 +76,17 @@ convert_benchmarks() {
 # (the filter would run none, which compute-sanitizer reports as an error), and
 # exhausting device memory under a tool that shadows it measures the tool.
 cudaTests=""
-for t in backend convert cuda_backend device_array device dlpack fault_injection gpu_mat_nd_external \
+for t in backend backend_allocation backend_copy_fill backend_depth_conversion backend_launch backend_primitives \
+         backend_queue_event convert cuda_backend device_array device dlpack fault_injection gpu_mat_nd_external \
          gpu_mat_nd gpu_mat ordering_cuda ordering point_cloud stress; do cudaTests+=" $BUILD/tests/${t}_test"; done
+memcheck_leaks() {  # memcheck --leak-check full over every executable with CUDA tests, 4 at a time
+  stamp "memcheck --leak-check full (CUDA tests)"
+  mkdir -p "$LOGS/leakcheck"
+  printf '%s\n' $cudaTests | CUDA_VISIBLE_DEVICES=0 xargs -P 4 -I{} bash -c \
+    'timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 --print-limit 20 {} \
+       --gtest_brief=1 --gtest_filter="*cuda*:*Cuda*:*CUDA*" > "$0/$(basename {}).log" 2>&1; \
+     echo "$(basename {}) rc=$? $(grep -h "ERROR SUMMARY" "$0/$(basename {}).log" | tail -1)"' "$LOGS/leakcheck"
+}
 sanitize() {  # the four compute-sanitizer tools in parallel on GPU 0 over the executables in $1
   stamp "compute-sanitizer (4 tools in parallel, GPU 0)"
   for tool in memcheck racecheck synccheck initcheck; do
@@ -157,6 +167,13 @@ verify)
   convert_benchmarks
   sanitize "$BUILD/tests/convert_test $BUILD/tests/device_array_test $BUILD/tests/stress_test"
   ;;
+check)
+  # After a change to the backends: the suites and memcheck with the leak check over
+  # every executable with CUDA tests.
+  build_all
+  suites
+  memcheck_leaks
+  ;;
 hostile)
   # Hostile-input fixes: the suites, then which Python test file (if any) makes
   # nanobind report leaked objects at exit, and memcheck with the leak check over
@@ -170,14 +187,9 @@ hostile)
   done
   PYTHONPATH="$BUILD/python" "$PY" scripts/device/leak_referrers.py > "$LOGS/leak-referrers.log" 2>&1
   head -40 "$LOGS/leak-referrers.log"
-  stamp "memcheck --leak-check full (CUDA tests)"
-  mkdir -p "$LOGS/leakcheck"
-  printf '%s\n' $cudaTests | CUDA_VISIBLE_DEVICES=0 xargs -P 4 -I{} bash -c \
-    'timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 --print-limit 20 {} \
-       --gtest_brief=1 --gtest_filter="*cuda*:*Cuda*:*CUDA*" > "$0/$(basename {}).log" 2>&1; \
-     echo "$(basename {}) rc=$? $(grep -h "ERROR SUMMARY" "$0/$(basename {}).log" | tail -1)"' "$LOGS/leakcheck"
+  memcheck_leaks
   ;;
-*) echo "usage: $0 phase1|phase2|final|verify|collect|hostile" >&2; exit 2 ;;
+*) echo "usage: $0 phase1|phase2|final|verify|collect|hostile|check" >&2; exit 2 ;;
 esac
 tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
 stamp "done"

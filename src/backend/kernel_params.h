@@ -3,10 +3,10 @@
  * A kernel's parameters are an X-macro in a header of src/backend/ without kernel
  * bodies (conversion_signatures.h, pointcloud_signatures.h, ...):
  *
- *   #define DA_SCALE_PARAMS(S, B) S(int, n) S(float, s) B(float, data)
+ *   #define DA_SCALE_PARAMS(S0, B0, S, B) S0(int, n) S(float, s) B(float, data)
  *
  * S(T, name) is a scalar of type T, B(T, name) a buffer whose elements the kernel sees
- * as T (const T when it only reads them); types are int, float and the da_* integer
+ * as T (const T when it only reads them); the first parameter is written S0 or B0; types are int, float and the da_* integer
  * types of src/kernels/prelude.h. The kernel expands the list with DA_PARAMS and
  * DA_BUFFERS_INIT (src/kernels/NAME.h):
  *
@@ -26,20 +26,20 @@
 #ifndef DEVICEARRAY_BACKEND_KERNEL_PARAMS_H
 #define DEVICEARRAY_BACKEND_KERNEL_PARAMS_H
 
-/* The list with scalars expanded by S and buffers by B, each of which starts its text
- * with a comma; the leading comma is dropped. */
-#define DA_PARAM_LIST(list, S, B) DA_PARAM_TAIL_(list(S, B))
-#define DA_PARAM_TAIL_(...) DA_PARAM_DROP_FIRST_(__VA_ARGS__)
-#define DA_PARAM_DROP_FIRST_(first, ...) __VA_ARGS__
+/* A list is `#define DA_NAME_PARAMS(S0, B0, S, B) ...`: its first parameter written with
+ * S0 or B0, the others with S and B, so that an expansion can separate them with commas
+ * without a variadic macro (OpenCL C 1.2 has none). */
 
 /* The kernel's parameter list (DA_BUFFER for each buffer). */
+#define DA_PARAM_SCALAR_FIRST_(T, name) T name
+#define DA_PARAM_BUFFER_FIRST_(T, name) DA_BUFFER(T, name)
 #define DA_PARAM_SCALAR_(T, name) , T name
 #define DA_PARAM_BUFFER_(T, name) , DA_BUFFER(T, name)
-#define DA_PARAMS(list) DA_PARAM_LIST(list, DA_PARAM_SCALAR_, DA_PARAM_BUFFER_)
+#define DA_PARAMS(list) list(DA_PARAM_SCALAR_FIRST_, DA_PARAM_BUFFER_FIRST_, DA_PARAM_SCALAR_, DA_PARAM_BUFFER_)
 
 /* DA_BUFFER_INIT of every buffer of the list, at the top of the kernel body. */
 #define DA_INIT_SCALAR_(T, name)
 #define DA_INIT_BUFFER_(T, name) DA_BUFFER_INIT(T, name);
-#define DA_BUFFERS_INIT(list) list(DA_INIT_SCALAR_, DA_INIT_BUFFER_) (void)0
+#define DA_BUFFERS_INIT(list) list(DA_INIT_SCALAR_, DA_INIT_BUFFER_, DA_INIT_SCALAR_, DA_INIT_BUFFER_) (void)0
 
 #endif /* DEVICEARRAY_BACKEND_KERNEL_PARAMS_H */

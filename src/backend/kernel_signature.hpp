@@ -192,11 +192,14 @@ void launch(QueueImpl& q, const LaunchGeometry& geometry, A&&... args) {
 #define DA_KERNEL_SIGNATURE(kernel, list)                                                                   \
   struct kernel {                                                                                           \
     static constexpr const char* name = #kernel;                                                            \
-    using Params =                                                                                          \
-        ::devicearray::detail::KernelParams<DA_PARAM_LIST(list, DA_SIGNATURE_SCALAR_, DA_SIGNATURE_BUFFER_)>; \
+    using Params = ::devicearray::detail::KernelParams<list(DA_SIGNATURE_SCALAR_FIRST_, DA_SIGNATURE_BUFFER_FIRST_, \
+                                                            DA_SIGNATURE_SCALAR_, DA_SIGNATURE_BUFFER_)>;          \
     static constexpr std::array<const char*, Params::count> paramNames{                                     \
-        {DA_PARAM_LIST(list, DA_SIGNATURE_NAME_, DA_SIGNATURE_NAME_)}};                                     \
+        {list(DA_SIGNATURE_NAME_FIRST_, DA_SIGNATURE_NAME_FIRST_, DA_SIGNATURE_NAME_, DA_SIGNATURE_NAME_)}};   \
   }
+#define DA_SIGNATURE_SCALAR_FIRST_(T, name) T
+#define DA_SIGNATURE_BUFFER_FIRST_(T, name) ::devicearray::detail::Buffer<T>
+#define DA_SIGNATURE_NAME_FIRST_(T, name) #name
 #define DA_SIGNATURE_SCALAR_(T, name) , T
 #define DA_SIGNATURE_BUFFER_(T, name) , ::devicearray::detail::Buffer<T>
 #define DA_SIGNATURE_NAME_(T, name) , #name

@@ -5,7 +5,7 @@
 
 #include "backend/kernel_params.h"
 
-#define DA_SELFTEST_AXPY_PARAMS(S, B) S(int, n) S(float, a) B(const float, x) B(float, y)
+#define DA_SELFTEST_AXPY_PARAMS(S0, B0, S, B) S0(int, n) S(float, a) B(const float, x) B(float, y)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"

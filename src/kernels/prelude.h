@@ -5,7 +5,7 @@
  * header of src/backend/ that the host code launching it includes too
  * (src/backend/kernel_params.h):
  *
- *   #define DA_SCALE_PARAMS(S, B) S(int, n) S(float, s) B(float, data)
+ *   #define DA_SCALE_PARAMS(S0, B0, S, B) S0(int, n) S(float, s) B(float, data)
  *
  *   DA_KERNEL(da_scale)(DA_PARAMS(DA_SCALE_PARAMS)) {
  *     DA_BUFFERS_INIT(DA_SCALE_PARAMS);
