@@ -16,6 +16,7 @@
 #           (other benchmarks' JSON from $CARRY), the four sanitizers, then collect.
 #   verify: final without the soak and with the sanitizers over the conversion tests
 #           only, for a kernel change on a short device budget (one GPU is enough).
+#   suites: build and the suites (CTest on CUDA and every OpenCL platform, pytest).
 #   check:  build, the suites, memcheck --leak-check full over every CUDA test.
 #   hostile: the suites, per-file nanobind leak reports, and memcheck --leak-check
 #           full over every CUDA test (the hostile-input checks).
@@ -167,6 +168,10 @@ verify)
   convert_benchmarks
   sanitize "$BUILD/tests/convert_test $BUILD/tests/device_array_test $BUILD/tests/stress_test"
   ;;
+suites)
+  build_all
+  suites
+  ;;
 check)
   # After a change to the backends: the suites and memcheck with the leak check over
   # every executable with CUDA tests.
@@ -189,7 +194,7 @@ hostile)
   head -40 "$LOGS/leak-referrers.log"
   memcheck_leaks
   ;;
-*) echo "usage: $0 phase1|phase2|final|verify|collect|hostile|check" >&2; exit 2 ;;
+*) echo "usage: $0 phase1|phase2|final|verify|collect|hostile|check|suites" >&2; exit 2 ;;
 esac
 tar -czf "$OUT/${1}.tar.gz" -C "$LOGS" . 2>/dev/null
 stamp "done"
