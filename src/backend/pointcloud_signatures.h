@@ -9,41 +9,41 @@
 #include "backend/kernel_params.h"
 
 /* k x k block means of an organized cloud (inW wide) into an outW x outH one. */
-#define DA_PC_DOWNSAMPLE_PARAMS(S0, B0, S, B)                                                                             \
-  S0(int, inW) S(int, outW) S(int, outH) S(int, k) S(int, hasColor) S(int, hasSnr) B(const float, xyzIn)           \
+#define DA_PC_DOWNSAMPLE_PARAMS(S0, B0, S, B)                                                                       \
+  S0(int, inW) S(int, outW) S(int, outH) S(int, k) S(int, hasColor) S(int, hasSnr) B(const float, xyzIn)            \
   B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
 
 /* p' = M p for valid points; m<row><column> are the first three rows of M. */
-#define DA_PC_TRANSFORM_PARAMS(S0, B0, S, B)                                                                              \
-  S0(da_i64, n) S(float, m00) S(float, m01) S(float, m02) S(float, m03) S(float, m10) S(float, m11) S(float, m12) \
+#define DA_PC_TRANSFORM_PARAMS(S0, B0, S, B)                                                                        \
+  S0(da_i64, n) S(float, m00) S(float, m01) S(float, m02) S(float, m03) S(float, m10) S(float, m11) S(float, m12)   \
   S(float, m13) S(float, m20) S(float, m21) S(float, m22) S(float, m23) B(const float, xyzIn) B(float, xyzOut)
 
 /* Points whose mask byte is 0 become NaN; maskStep is the mask's row step in bytes. */
-#define DA_PC_MASK_PARAMS(S0, B0, S, B)                                                                                   \
+#define DA_PC_MASK_PARAMS(S0, B0, S, B)                                                                             \
   S0(int, width) S(int, height) S(da_i64, maskStep) B(const da_u8, mask) B(const float, xyzIn) B(float, xyzOut)
 
 /* Oriented-box region of interest: origin o, unit axes u, v (lengths lenU, lenV), unit
  * normal n with the extent [lo, hi] along it. */
-#define DA_PC_ROI_PARAMS(S0, B0, S, B)                                                                                    \
-  S0(da_i64, n) S(float, ox) S(float, oy) S(float, oz) S(float, ux) S(float, uy) S(float, uz) S(float, lenU)      \
-  S(float, vx) S(float, vy) S(float, vz) S(float, lenV) S(float, nx) S(float, ny) S(float, nz) S(float, lo)      \
+#define DA_PC_ROI_PARAMS(S0, B0, S, B)                                                                              \
+  S0(da_i64, n) S(float, ox) S(float, oy) S(float, oz) S(float, ux) S(float, uy) S(float, uz) S(float, lenU)        \
+  S(float, vx) S(float, vy) S(float, vz) S(float, lenV) S(float, nx) S(float, ny) S(float, nz) S(float, lo)         \
   S(float, hi) B(const float, xyzIn) B(float, xyzOut)
 
 /* Unit normals of an organized cloud, oriented towards the camera position. */
-#define DA_PC_NORMALS_PARAMS(S0, B0, S, B)                                                                                \
+#define DA_PC_NORMALS_PARAMS(S0, B0, S, B)                                                                          \
   S0(int, width) S(int, height) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz) B(float, normals)
 
 /* flags[i] = point i is valid, flags[n] = 0. */
 #define DA_PC_VALID_FLAGS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, flags)
 
 /* Order-preserving compaction by the exclusive scan of the validity flags. */
-#define DA_PC_COMPACT_PARAMS(S0, B0, S, B)                                                                                \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, offsets) B(const float, xyzIn)                     \
+#define DA_PC_COMPACT_PARAMS(S0, B0, S, B)                                                                          \
+  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, offsets) B(const float, xyzIn)                      \
   B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
 
 /* Voxel keys (and point indices) relative to the min corner; status[0] = 1 on overflow. */
-#define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                                   \
-  S0(da_i64, n) S(float, voxelSize) B(const float, minXYZ) B(const float, xyz) B(da_u64, keys)                     \
+#define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
+  S0(da_i64, n) S(float, voxelSize) B(const float, minXYZ) B(const float, xyz) B(da_u64, keys)                      \
   B(da_u32, indices) B(da_u32, status)
 
 /* heads[i] = a run of equal sorted keys starts at i. */
@@ -53,21 +53,15 @@
 #define DA_VX_STARTS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const da_u32, segmentOf) B(da_u32, starts)
 
 /* keep[s] = segment s holds valid points, at least minPoints of them. */
-#define DA_VX_KEEP_PARAMS(S0, B0, S, B)                                                                                   \
-  S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)        \
+#define DA_VX_KEEP_PARAMS(S0, B0, S, B)                                                                             \
+  S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
-/* The points in sorted order: xyzSorted[j] = xyzIn[order[j]], likewise colour and SNR. */
-#define DA_VX_GATHER_PARAMS(S0, B0, S, B)                                                                                 \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, order) B(const float, xyzIn)                       \
-  B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzSorted) B(da_u8, rgbaSorted) B(float, snrSorted)
-
-/* One output point per kept segment of the sorted points: weighted mean position, mean
- * colour, combined SNR. */
-#define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                                 \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, segmentOf) B(const da_u32, starts)                 \
-  B(const da_u32, keepOffsets) B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn)                 \
-  B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
+/* One output point per kept segment: weighted mean position, mean colour, combined SNR. */
+#define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                           \
+  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, segmentOf) B(const da_u32, starts)                  \
+  B(const da_u32, keepOffsets) B(const da_u32, order) B(const float, xyzIn) B(const da_u8, rgbaIn)                  \
+  B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"
@@ -84,7 +78,6 @@ DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_heads, DA_VX_HEADS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_starts, DA_VX_STARTS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keep, DA_VX_KEEP_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_gather, DA_VX_GATHER_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_reduce, DA_VX_REDUCE_PARAMS);
 }  // namespace devicearray::detail::kernels
 #endif

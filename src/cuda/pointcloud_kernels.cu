@@ -16,5 +16,4 @@ DA_CUDA_REGISTER(da_vx_keys);
 DA_CUDA_REGISTER(da_vx_heads);
 DA_CUDA_REGISTER(da_vx_starts);
 DA_CUDA_REGISTER(da_vx_keep);
-DA_CUDA_REGISTER(da_vx_gather);
 DA_CUDA_REGISTER(da_vx_reduce);

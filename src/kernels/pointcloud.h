@@ -306,30 +306,9 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
   keep[s] = (keys[begin] != DA_VOXEL_INVALID_KEY && (long)(end - begin) >= (long)minPoints) ? 1u : 0u;
 }
 
-/* Gathers the points into sorted (voxel) order, so that the reduction below reads each
- * voxel's points from consecutive memory instead of chasing `order` across the cloud. */
-DA_KERNEL(da_vx_gather)(DA_PARAMS(DA_VX_GATHER_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_GATHER_PARAMS);
-  const long j = DA_ID(0);
-  if (j >= n) return;
-  const long i = (long)order[j];
-  xyzSorted[3 * j] = xyzIn[3 * i];
-  xyzSorted[3 * j + 1] = xyzIn[3 * i + 1];
-  xyzSorted[3 * j + 2] = xyzIn[3 * i + 2];
-  if (hasColor) {
-    /* Byte by byte: a colour array may start at any byte offset of user memory. */
-    rgbaSorted[4 * j] = rgbaIn[4 * i];
-    rgbaSorted[4 * j + 1] = rgbaIn[4 * i + 1];
-    rgbaSorted[4 * j + 2] = rgbaIn[4 * i + 2];
-    rgbaSorted[4 * j + 3] = rgbaIn[4 * i + 3];
-  }
-  if (hasSnr) snrSorted[j] = snrIn[i];
-}
-
-/* One work item per kept segment reduces its points (gathered in sorted, stable, hence
- * original order) sequentially, so results are deterministic: SNR^2-weighted mean
- * position (plain mean when the weights are all 0 or there is no SNR), mean colour
- * rounded half up, sqrt(sum SNR^2). */
+/* One work item per kept segment reduces its points in sorted (stable, hence original)
+ * order, so results are deterministic: SNR^2-weighted mean position (plain mean when the
+ * weights are all 0 or there is no SNR), mean colour rounded half up, sqrt(sum SNR^2). */
 DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
   const long s = DA_ID(0);
@@ -339,7 +318,8 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   const da_u32 begin = starts[s], end = starts[s + 1];
   da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */
-  for (da_u32 i = begin; i < end; ++i) {
+  for (da_u32 j = begin; j < end; ++j) {
+    const long i = (long)order[j];
     const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
     da_pc_mean_add(&mean, x, y, z, hasSnr ? da_pc_weight(snrIn[i]) : 1.0f);
     if (hasColor) {

@@ -145,9 +145,6 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const std::size_t segmentOfAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const std::size_t startsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const std::size_t keepOffsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
-  const std::size_t xyzSortedAt = layout.add(n, sizeof(PointXYZ), fn);
-  const std::size_t colorsSortedAt = color ? layout.add(n, sizeof(ColorRGBA), fn) : xyzSortedAt;
-  const std::size_t snrsSortedAt = snr ? layout.add(n, sizeof(SNR), fn) : xyzSortedAt;
   const auto scratch = layout.allocate(*q);
   detail::Allocation* const t = scratch.get();
   const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, fn);
@@ -176,16 +173,11 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
                                         pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
     q->device()->primitives().exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
-    detail::launch<kernels::da_vx_gather>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
-                                          pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-                                          pc::argOr(snrs_, xyz_), pc::arg(scratch, xyzSortedAt),
-                                          pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt));
     detail::launch<kernels::da_vx_reduce>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
                                           pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
-                                          pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, xyzSortedAt),
-                                          pc::arg(scratch, colorsSortedAt), pc::arg(scratch, snrsSortedAt),
-                                          pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-                                          pc::argOr(cap.snrs, cap.xyz));
+                                          pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, orderAt), pc::arg(xyz_),
+                                          pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
+                                          pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz));
     pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
   }
