@@ -80,7 +80,7 @@ TEST_P(Primitives, ReductionsSkipPointsWithANonFiniteCoordinate) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> xyz;
   double sx = 0, sy = 0, sz = 0, count = 0;
-  float mx = inf, my = inf, mz = inf;
+  float mx = inf, my = inf, mz = inf, Mx = -inf, My = -inf, Mz = -inf;
   for (int i = 0; i < 700; ++i) {
     const float x = 0.25f * static_cast<float>(i % 37) - 3.0f, y = static_cast<float>(i % 11), z = -0.5f * i;
     const bool valid = i % 7 != 3;
@@ -88,6 +88,7 @@ TEST_P(Primitives, ReductionsSkipPointsWithANonFiniteCoordinate) {
     if (!valid) continue;
     sx += x, sy += y, sz += z, count += 1;
     mx = std::min(mx, x), my = std::min(my, y), mz = std::min(mz, z);
+    Mx = std::max(Mx, x), My = std::max(My, y), Mz = std::max(Mz, z);
   }
   const std::size_t n = xyz.size() / 3;
   auto points = upload(xyz);
@@ -98,8 +99,8 @@ TEST_P(Primitives, ReductionsSkipPointsWithANonFiniteCoordinate) {
   EXPECT_DOUBLE_EQ(sums[1], sy);
   EXPECT_DOUBLE_EQ(sums[2], sz);
   EXPECT_EQ(sums[3], count);
-  dev().primitives().minValidXYZ(q(), {points.get(), 0}, n, {out.get(), 40});
-  EXPECT_EQ(download<float>(*out, 3, 40), (std::vector<float>{mx, my, mz}));
+  dev().primitives().boundsValidXYZ(q(), {points.get(), 0}, n, {out.get(), 40});
+  EXPECT_EQ(download<float>(*out, 6, 40), (std::vector<float>{mx, my, mz, Mx, My, Mz}));
 }
 
 TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
@@ -128,8 +129,8 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                   "sorted keys written over the input values");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.sumValidXYZ(q(), {a.get(), 0}, 10, {a.get(), 64}); },
                   "sums written over the points");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.minValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4090}); },
-                  "a minimum past the end of its buffer");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.boundsValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4080}); },
+                  "bounds past the end of their buffer");
 }
 
 TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {

@@ -323,8 +323,10 @@ TEST_P(PointCloudTest, ToUnorganizedPreservesOrderAcrossWorkGroups) {
 }
 
 TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
+  // The scene spans 1000 x 1000 x 1200 mm: 1 mm voxels need 10 + 10 + 11 key bits (the
+  // most compact keys hold), 0.4 mm voxels 12 + 12 + 12 (the run with wide keys).
   for (auto [h, w, voxelSize, minPts] : {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2},
-                                         {37, 53, 1e5f, 1}}) {
+                                         {37, 53, 1e5f, 1}, {37, 53, 1.0f, 1}, {37, 53, 0.4f, 1}}) {
     const pcref::Cloud c = randomCloud(h, w, 30 + std::uint32_t(w), 0.2);
     const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
     const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);

@@ -116,11 +116,11 @@ void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t co
   doSumValidXYZ(q, xyz, count, out);
 }
 
-void ParallelPrimitives::minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  constexpr const char* fn = "minValidXYZ";
-  PrimitiveCall(device_, q, fn, count).reduction(xyz, count, out, 3 * sizeof(float));
+void ParallelPrimitives::boundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  constexpr const char* fn = "boundsValidXYZ";
+  PrimitiveCall(device_, q, fn, count).reduction(xyz, count, out, 6 * sizeof(float));
   faultPoint(FaultKind::kernelLaunch, fn);
-  doMinValidXYZ(q, xyz, count, out);
+  doBoundsValidXYZ(q, xyz, count, out);
 }
 
 }  // namespace devicearray::detail

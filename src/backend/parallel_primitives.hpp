@@ -41,9 +41,9 @@ class ParallelPrimitives {
   /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
   /// each) whose coordinates are all finite, and the number of such points.
   void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
-  /// out[0..2] (floats) = the component-wise minimum of x, y and z over the finite
-  /// points of `xyz`; +infinity when there is none.
-  void minValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
+  /// out[0..2] (floats) = the component-wise minimum and out[3..5] the maximum of x, y
+  /// and z over the finite points of `xyz`; +infinity and -infinity when there is none.
+  void boundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
 
  protected:
   DeviceImpl& device() const { return device_; }
@@ -54,7 +54,7 @@ class ParallelPrimitives {
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                  BufferRef valuesOut, std::size_t count, int endBit) = 0;
   virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
-  virtual void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
+  virtual void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 
   DeviceImpl& device_;
 };

@@ -41,9 +41,11 @@
   S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, offsets) B(const float, xyzIn)                      \
   B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
 
-/* Voxel keys (and point indices) relative to the min corner; status[0] = 1 on overflow. */
+/* Voxel keys (and point indices) relative to the min corner of `bounds` (min xyz, max
+ * xyz); compact keys of at most 31 bits when `compact`. status[0] = 1 on overflow,
+ * status[2] = 1 when compact keys were asked for but the grid needs more bits. */
 #define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(float, voxelSize) B(const float, minXYZ) B(const float, xyz) B(da_u64, keys)                      \
+  S0(da_i64, n) S(float, voxelSize) S(int, compact) B(const float, bounds) B(const float, xyz) B(da_u64, keys)      \
   B(da_u32, indices) B(da_u32, status)
 
 /* heads[i] = a run of equal sorted keys starts at i. */

@@ -21,8 +21,8 @@ namespace {
 struct Sum4 {
   double x, y, z, n;
 };
-struct Min3 {
-  float x, y, z;
+struct Bounds6 {
+  float lo[3], hi[3];
 };
 
 struct ValidPointAsSum4 {
@@ -39,17 +39,18 @@ struct AddSum4 {
   }
 };
 
-struct ValidPointAsMin3 {
+struct ValidPointAsBounds6 {
   const float* xyz;
-  __host__ __device__ Min3 operator()(long i) const {
+  __host__ __device__ Bounds6 operator()(long i) const {
     const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-    if (!da_pc_valid(x, y, z)) return Min3{INFINITY, INFINITY, INFINITY};
-    return Min3{x, y, z};
+    if (!da_pc_valid(x, y, z)) return Bounds6{{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
+    return Bounds6{{x, y, z}, {x, y, z}};
   }
 };
-struct MinOf3 {
-  __host__ __device__ Min3 operator()(const Min3& a, const Min3& b) const {
-    return Min3{fminf(a.x, b.x), fminf(a.y, b.y), fminf(a.z, b.z)};
+struct UnionOfBounds6 {
+  __host__ __device__ Bounds6 operator()(const Bounds6& a, const Bounds6& b) const {
+    return Bounds6{{fminf(a.lo[0], b.lo[0]), fminf(a.lo[1], b.lo[1]), fminf(a.lo[2], b.lo[2])},
+                   {fmaxf(a.hi[0], b.hi[0]), fmaxf(a.hi[1], b.hi[1]), fmaxf(a.hi[2], b.hi[2])}};
   }
 };
 
@@ -89,7 +90,7 @@ class CudaPrimitives final : public ParallelPrimitives {
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
-  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
+  void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
   CudaDevice& device_;
 };
@@ -129,15 +130,16 @@ void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t coun
   });
 }
 
-void CudaPrimitives::doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
-  Call c(device_, q, "minValidXYZ (cub::DeviceReduce::Reduce)");
-  Min3* result = c.pointer<Min3>(out);
+void CudaPrimitives::doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
+  Call c(device_, q, "boundsValidXYZ (cub::DeviceReduce::Reduce)");
+  Bounds6* result = c.pointer<Bounds6>(out);
   const int n = static_cast<int>(count);
   const float inf = std::numeric_limits<float>::infinity();
   auto points = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
-                                                ValidPointAsMin3{c.pointer<const float>(xyz)});
+                                                ValidPointAsBounds6{c.pointer<const float>(xyz)});
   c.run([&](void* temp, std::size_t& bytes) {
-    return cub::DeviceReduce::Reduce(temp, bytes, points, result, n, MinOf3{}, Min3{inf, inf, inf}, c.stream);
+    return cub::DeviceReduce::Reduce(temp, bytes, points, result, n, UnionOfBounds6{},
+                                     Bounds6{{inf, inf, inf}, {-inf, -inf, -inf}}, c.stream);
   });
 }
 

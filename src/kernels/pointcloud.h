@@ -244,11 +244,23 @@ DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
   if (hasSnr) snrOut[o] = snrIn[i];
 }
 
-/* Voxel keys: integer voxel coordinates relative to the cloud's min corner (minXYZ, from
- * a device reduction), 21 bits per axis packed as (ix << 42) | (iy << 21) | iz, with the
- * point index as the sort value. Invalid points get DA_VOXEL_INVALID_KEY (sorted last and
- * dropped). A coordinate that does not fit sets status[0] = 1 (read back by the host,
- * which then reports the voxel size as too small for the cloud's extent). */
+/* Bits that hold voxel indices 0..maxIndex (maxIndex >= 0, below DA_VOXEL_AXIS_LIMIT). */
+DA_FN int da_vx_bits(float maxIndex) {
+  int bits = 0;
+  while (bits < 21 && (float)(1L << bits) <= maxIndex) ++bits;
+  return bits;
+}
+
+/* Voxel keys: integer voxel coordinates relative to the cloud's min corner (bounds[0..2],
+ * from a device reduction; bounds[3..5] the max corner), with the point index as the
+ * sort value. Wide keys give each axis 21 bits, (ix << 42) | (iy << 21) | iz; compact
+ * keys give each axis the bits its extent needs, at most 31 in all, so the sort has 32
+ * bits to order instead of 63 and both order voxels alike (x, then y, then z). Invalid
+ * points get DA_VOXEL_INVALID_KEY (sorted last either way, and dropped). The host reads
+ * status back: status[0] = 1 when a coordinate does not fit 21 bits (the voxel size is
+ * too small for the cloud's extent), status[2] = 1 when compact keys were asked for but
+ * the grid needs more than 31 bits (the host then runs again with wide keys). */
+
 DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
@@ -259,9 +271,9 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
     keys[i] = DA_VOXEL_INVALID_KEY;
     return;
   }
-  const float fx = da_floorf((x - minXYZ[0]) / voxelSize);
-  const float fy = da_floorf((y - minXYZ[1]) / voxelSize);
-  const float fz = da_floorf((z - minXYZ[2]) / voxelSize);
+  const float fx = da_floorf((x - bounds[0]) / voxelSize);
+  const float fy = da_floorf((y - bounds[1]) / voxelSize);
+  const float fz = da_floorf((z - bounds[2]) / voxelSize);
   const float limit = (float)DA_VOXEL_AXIS_LIMIT;
   if (!(fx < limit && fy < limit && fz < limit)) {
     status[0] = 1u;
@@ -270,7 +282,21 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   }
   /* fx >= 0 since x >= min; the max() guards against -0 rounding. */
   const da_u64 ix = (da_u64)da_fmaxf(fx, 0.0f), iy = (da_u64)da_fmaxf(fy, 0.0f), iz = (da_u64)da_fmaxf(fz, 0.0f);
-  keys[i] = (ix << 42) | (iy << 21) | iz;
+  if (!compact) {
+    keys[i] = (ix << 42) | (iy << 21) | iz;
+    return;
+  }
+  /* Each axis gets the bits its voxel count needs (the max corner's index, computed as
+   * the points' are, is the largest); the key orders like the wide one. */
+  const int by = da_vx_bits(da_floorf((bounds[4] - bounds[1]) / voxelSize));
+  const int bz = da_vx_bits(da_floorf((bounds[5] - bounds[2]) / voxelSize));
+  const int bx = da_vx_bits(da_floorf((bounds[3] - bounds[0]) / voxelSize));
+  if (bx + by + bz > 31) {
+    status[2] = 1u;
+    keys[i] = DA_VOXEL_INVALID_KEY;
+    return;
+  }
+  keys[i] = (ix << (by + bz)) | (iy << bz) | iz;
 }
 
 /* heads[i] = 1 where a run of equal sorted keys starts (i < n), heads[n] = 0; the

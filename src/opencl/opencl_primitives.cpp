@@ -144,8 +144,9 @@ class OpenCLPrimitives final : public ParallelPrimitives {
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
   }
-  void doMinValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+  void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_min", xyz, count, out, 3 * sizeof(float));
+    reduceLevels(q, "da_alg_max", xyz, count, {out.allocation, out.offset + 3 * sizeof(float)}, 3 * sizeof(float));
   }
 };
 

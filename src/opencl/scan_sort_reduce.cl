@@ -261,7 +261,8 @@ DA_ALG_REDUCTION(sum, 4, da_pair, float)
 
 #endif /* DA_HAS_FP64 */
 
-/* minValidXYZ: the component-wise minimum (+inf when no point is valid). */
+/* boundsValidXYZ: the component-wise minimum (+inf when no point is valid) and
+ * maximum (-inf). */
 inline float da_alg_min_identity(void) { return INFINITY; }
 inline float da_alg_min_fold(float acc, float x) { return fmin(acc, x); }
 inline float da_alg_min_merge(float acc, DA_GLOBAL const float* in, long i) { return fmin(acc, in[i]); }
@@ -270,3 +271,11 @@ inline void da_alg_min_store(DA_GLOBAL float* out, long i, float v, int last) {
   out[i] = v;
 }
 DA_ALG_REDUCTION(min, 3, float, float)
+inline float da_alg_max_identity(void) { return -INFINITY; }
+inline float da_alg_max_fold(float acc, float x) { return fmax(acc, x); }
+inline float da_alg_max_merge(float acc, DA_GLOBAL const float* in, long i) { return fmax(acc, in[i]); }
+inline void da_alg_max_store(DA_GLOBAL float* out, long i, float v, int last) {
+  (void)last;
+  out[i] = v;
+}
+DA_ALG_REDUCTION(max, 3, float, float)

@@ -134,9 +134,10 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
   const std::size_t n = size();
   const bool color = hasColors(), snr = hasSNRs();
-  // Scalars: [0] status (u32), [1] output count (u32), [4..6] min corner (floats).
+  // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
+  // [4..9] min and max corner (floats).
   pc::ScratchLayout layout;
-  const std::size_t scalarsAt = layout.add(8, sizeof(std::uint32_t), fn);
+  const std::size_t scalarsAt = layout.add(10, sizeof(std::uint32_t), fn);
   const std::size_t keysAt = layout.add(n, sizeof(std::uint64_t), fn);
   const std::size_t sortedKeysAt = layout.add(n, sizeof(std::uint64_t), fn);
   const std::size_t indicesAt = layout.add(n, sizeof(std::uint32_t), fn);
@@ -148,31 +149,35 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto scratch = layout.allocate(*q);
   detail::Allocation* const t = scratch.get();
   const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, fn);
-  {
+  auto& primitives = q->device()->primitives();
+  // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
+  // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
+  std::uint32_t result[3] = {0, 0, 0};
+  for (const bool compact : {true, false}) {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), t,
                         pc::storageOf(cap.xyz)});
     detail::FillDesc zero;
     zero.dims = 1;
-    zero.size[0] = 1;
+    zero.size[0] = 3;
     zero.step[0] = 4;
     zero.elemSize = 4;
     zero.dst = detail::MemRef::dev(t, scalarsAt);
     q->device()->fill(zero, *q);
-    q->device()->primitives().minValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
-    detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize,
+    primitives.boundsValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
+    detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize, compact ? 1 : 0,
                                         pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_), pc::arg(scratch, keysAt),
                                         pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt));
-    q->device()->primitives().sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n,
-                                              63);
+    primitives.sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n,
+                               compact ? 32 : 63);
     detail::launch<kernels::da_vx_heads>(*q, LaunchGeometry::items(n + 1), pc::i64(n),
                                          pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    q->device()->primitives().exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
+    primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
     detail::launch<kernels::da_vx_starts>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt),
                                           pc::arg(scratch, startsAt));
     detail::launch<kernels::da_vx_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
                                         pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    q->device()->primitives().exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
+    primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
     detail::launch<kernels::da_vx_reduce>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
                                           pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
                                           pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, orderAt), pc::arg(xyz_),
@@ -180,14 +185,14 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
                                           pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz));
     pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
+    // The one host sync of an attempt: the flags and the voxel count together.
+    pc::readBack(*q, t, scalarsAt, result, sizeof(result));
+    if (result[0] != 0)
+      pc::raise(ErrorCode::InvalidArgument, fn,
+                std::string("voxelSize ") + sizeText + " is too small for the cloud's extent: an axis would need " +
+                    "2^21 - 1 or more voxels");
+    if (result[2] == 0) break;
   }
-  // The one host sync: status and voxel count together.
-  std::uint32_t result[2] = {0, 0};
-  pc::readBack(*q, t, scalarsAt, result, sizeof(result));
-  if (result[0] != 0)
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              std::string("voxelSize ") + sizeText + " is too small for the cloud's extent: an axis would need " +
-                  "2^21 - 1 or more voxels");
   const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
   return fromParts(device_, r.xyz, r.colors, r.snrs, transform_);
 }
