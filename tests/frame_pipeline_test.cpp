@@ -202,13 +202,18 @@ TEST(PipelineStages, CheckInputNamesTheCloud) {
 
 // ---------------------------------------------------------------- running ----
 
+/// A small synthetic scene (64 x 48, with holes, colours and SNR).
+devicearray::SynthOptions smallScene() {
+  devicearray::SynthOptions options;
+  options.camera = devicearray::PinholeCamera::withFieldOfView(64, 48, 60.0);
+  options.seed = 7;
+  return options;
+}
+
 class FramePipeline : public datest::DeviceTest {
  protected:
   static void SetUpTestSuite() {
-    devicearray::SynthOptions o;
-    o.camera = devicearray::PinholeCamera::withFieldOfView(64, 48, 60.0);
-    o.seed = 7;
-    scene_ = devicearray::synthesizeScene(o);
+    scene_ = devicearray::synthesizeScene(smallScene());
     devicearray::writePly(scenePath().string(), scene_);
   }
   static fs::path scenePath() { return tempDir() / "scene.ply"; }
