@@ -1,6 +1,7 @@
 // devicearray — the frame pipeline: the point-cloud stages of `devicearray process`
-// as one value (PipelineStages) and one function that runs them (runPipeline), so the
-// command, batch runs and Python produce the same cloud, byte for byte once written.
+// as one value (PipelineStages) and one function that runs them (runPipeline), so every
+// caller (the command, Python, a batch runner) produces the same cloud, byte for byte once
+// written.
 //
 // The stages always run in one order — downsample, normals, transform, ROI,
 // unorganize, voxel — because each later stage needs what the earlier ones keep:
