@@ -67,31 +67,6 @@ bool isCpuDevice(const ComputeDevice& device) {
 #endif
 }
 
-std::vector<double> parseNumberList(const std::string& text, std::size_t count, const std::string& what) {
-  std::vector<double> values;
-  std::size_t i = 0;
-  const auto isSeparator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
-  while (i < text.size()) {
-    if (isSeparator(text[i])) {
-      ++i;
-      continue;
-    }
-    std::size_t end = i;
-    while (end < text.size() && !isSeparator(text[end])) ++end;
-    const std::string token = text.substr(i, end - i);
-    errno = 0;
-    char* stop = nullptr;
-    const double v = std::strtod(token.c_str(), &stop);
-    if (stop != token.c_str() + token.size() || errno == ERANGE || !std::isfinite(v))
-      throw CommandError(what + ": '" + printable(token, 40) + "' is not a finite number");
-    values.push_back(v);
-    i = end;
-  }
-  if (values.size() != count)
-    throw CommandError(what + ": expected " + std::to_string(count) + " numbers, got " + std::to_string(values.size()));
-  return values;
-}
-
 void parseSize(const std::string& text, const std::string& what, int& height, int& width) {
   const auto x = text.find_first_of("xX");
   const int h = x == std::string::npos ? -1 : parseIndex(text.substr(0, x));

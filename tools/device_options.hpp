@@ -1,6 +1,6 @@
 // What `process` and `bench` share: the --device option, telling CPU devices apart
-// (they get smaller default workloads), number-list parsing and timing a stage of
-// device work with events.
+// (they get smaller default workloads), size parsing and timing a stage of device
+// work with events.
 #pragma once
 
 #include <cstddef>
@@ -27,10 +27,6 @@ ComputeDevice selectDevice(const std::string& spec);
 /// milliseconds on a GPU take seconds there. CUDA devices are never CPUs; an OpenCL
 /// device whose type cannot be queried counts as a GPU.
 bool isCpuDevice(const ComputeDevice& device);
-
-/// Parses `text` as exactly `count` finite numbers separated by commas and/or
-/// whitespace. Throws CommandError naming `what` and the offending token.
-std::vector<double> parseNumberList(const std::string& text, std::size_t count, const std::string& what);
 
 /// Parses "HxW" (e.g. 1200x1920) into positive height and width. Throws CommandError.
 void parseSize(const std::string& text, const std::string& what, int& height, int& width);

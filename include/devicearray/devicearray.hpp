@@ -12,4 +12,5 @@
 #endif
 #if __has_include("devicearray/point_cloud.hpp")
 #include "devicearray/point_cloud.hpp"
+#include "devicearray/frame_pipeline.hpp"
 #endif

@@ -16,6 +16,9 @@ from ._devicearray import (
     Format,
     Frame2D,
     GpuMatND,
+    PipelineResult,
+    PipelineStageResult,
+    PipelineStages,
     PointCloud,
     RegionOfInterestBox,
     Stream,
@@ -30,6 +33,7 @@ from ._devicearray import (
     kDLCPU,
     kDLCUDA,
     kDLOpenCL,
+    process_ply_file,
     synchronize_stream,
 )
 from ._devicearray import _testing
@@ -48,6 +52,9 @@ __all__ = [
     "Format",
     "Frame2D",
     "GpuMatND",
+    "PipelineResult",
+    "PipelineStageResult",
+    "PipelineStages",
     "PointCloud",
     "RegionOfInterestBox",
     "Stream",
@@ -62,5 +69,6 @@ __all__ = [
     "kDLCPU",
     "kDLCUDA",
     "kDLOpenCL",
+    "process_ply_file",
     "synchronize_stream",
 ]

@@ -157,6 +157,14 @@ nb::tuple tupleArgument(nb::handle value, std::size_t n, const char* what);
 /// Passing anything else to the driver would crash instead of failing.
 bool plausiblePointer(std::uintptr_t handle);
 
+// ------------------------------------------------------------- matrices ----
+
+/// A 4x4 row-major matrix from a numpy array / nested sequence (4x4) or 16 numbers;
+/// TypeError / ValueError naming `fn` otherwise.
+Matrix4x4 matrixFrom(nb::handle obj, const char* fn);
+/// A 4x4 float32 numpy array.
+nb::object matrixTo(const Matrix4x4& m);
+
 // ----------------------------------------------------------------- dtypes ----
 
 /// numpy dtype (anything numpy.dtype() accepts) -> Depth; ValueError naming `fn`
@@ -194,6 +202,7 @@ void bindDevices(nb::module_& m);
 void bindArrays(nb::module_& m);
 void bindProtocols(nb::module_& m);
 void bindPointClouds(nb::module_& m);
+void bindFramePipeline(nb::module_& m);
 void bindTesting(nb::module_& m);
 
 // ------------------------------------------------ array-API protocols ----

@@ -34,34 +34,6 @@ DeviceArray<F> optionalFormat(const std::optional<AnyDeviceArray>& a, const char
   return a ? asFormat<F>(*a, fn, what) : DeviceArray<F>();
 }
 
-/// A 4x4 row-major matrix from a numpy array / nested sequence (4x4) or 16 numbers.
-Matrix4x4 matrixFrom(nb::handle obj, const char* fn) {
-  nb::object np = nb::module_::import_("numpy");
-  nb::object values;
-  try {
-    values = np.attr("ascontiguousarray")(obj, nb::arg("dtype") = "float32");
-  } catch (nb::python_error& e) {
-    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
-    throw nb::type_error((std::string(fn) + ": the matrix must be 4x4 numbers (or 16, row-major): " + e.what()).c_str());
-  }
-  const std::string shape = pyStr(values.attr("shape"));
-  if (shape != "(4, 4)" && shape != "(16,)")
-    throw nb::value_error((std::string(fn) + ": the matrix must be 4x4 (or 16 values, row-major), got shape " + shape)
-                              .c_str());
-  Py_buffer view;
-  if (PyObject_GetBuffer(values.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-  Matrix4x4 m{};
-  std::memcpy(m.data(), view.buf, sizeof(m));
-  PyBuffer_Release(&view);
-  return m;
-}
-
-nb::object matrixTo(const Matrix4x4& m) {
-  nb::list values;
-  for (float v : m) values.append(v);
-  return nb::module_::import_("numpy").attr("array")(values, nb::arg("dtype") = "float32").attr("reshape")(4, 4);
-}
-
 ColorRGBA colorFrom(const std::array<int, 4>& c) {
   for (int v : c)
     if (v < 0 || v > 255)
@@ -122,6 +94,33 @@ constexpr const char* kStreamDoc =
     " With `stream`: enqueued there, non-blocking; without: on the device's own queue, blocking.";
 
 }  // namespace
+
+Matrix4x4 matrixFrom(nb::handle obj, const char* fn) {
+  nb::object np = nb::module_::import_("numpy");
+  nb::object values;
+  try {
+    values = np.attr("ascontiguousarray")(obj, nb::arg("dtype") = "float32");
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
+    throw nb::type_error((std::string(fn) + ": the matrix must be 4x4 numbers (or 16, row-major): " + e.what()).c_str());
+  }
+  const std::string shape = pyStr(values.attr("shape"));
+  if (shape != "(4, 4)" && shape != "(16,)")
+    throw nb::value_error((std::string(fn) + ": the matrix must be 4x4 (or 16 values, row-major), got shape " + shape)
+                              .c_str());
+  Py_buffer view;
+  if (PyObject_GetBuffer(values.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  Matrix4x4 m{};
+  std::memcpy(m.data(), view.buf, sizeof(m));
+  PyBuffer_Release(&view);
+  return m;
+}
+
+nb::object matrixTo(const Matrix4x4& m) {
+  nb::list values;
+  for (float v : m) values.append(v);
+  return nb::module_::import_("numpy").attr("array")(values, nb::arg("dtype") = "float32").attr("reshape")(4, 4);
+}
 
 void bindPointClouds(nb::module_& m) {
   nb::enum_<Downsampling>(m, "Downsampling")

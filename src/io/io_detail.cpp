@@ -25,9 +25,11 @@ std::string systemErrorText(int err) {
   return "system error " + std::to_string(err);
 }
 
-std::string printable(std::string_view text) {
+std::string printable(std::string_view text, std::size_t maxLength) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
+  const bool cut = text.size() > maxLength;
+  if (cut) text = text.substr(0, maxLength);
   out.reserve(text.size());
   const auto escape = [&](unsigned char c) {
     out += "\\x";
@@ -53,6 +55,7 @@ std::string printable(std::string_view text) {
       ++i;
     }
   }
+  if (cut) out += "...";
   return out;
 }
 

@@ -40,7 +40,8 @@ std::string systemErrorText(int err);
 
 /// `text` made safe for a one-line message: control bytes, DEL and bytes that are not
 /// part of valid UTF-8 become \xNN, so file contents cannot break or hide in a message.
-std::string printable(std::string_view text);
+/// Text longer than `maxLength` bytes is cut there, with "..." appended.
+std::string printable(std::string_view text, std::size_t maxLength = std::string_view::npos);
 
 /// A human size ("1.5 GiB", "512 KiB", "17 bytes") for messages.
 std::string byteSizeText(std::uint64_t bytes);

@@ -1,0 +1,145 @@
+// devicearray — the frame pipeline: the point-cloud stages of `devicearray process`
+// as one value (PipelineStages) and one function that runs them (runPipeline), so every
+// caller (the command, Python, a batch runner) produces the same cloud, byte for byte once
+// written.
+//
+// The stages always run in one order — downsample, normals, transform, ROI,
+// unorganize, voxel — because each later stage needs what the earlier ones keep:
+// normals need the organized grid (so they come before unorganize), and the ROI is
+// given in the frame the transform produces (so it comes after).
+//
+// Normals are computed on the device. The device's unorganized clouds carry no
+// normals, so the pipeline carries them along the later stages itself: rotated on the
+// device with the transform (by the inverse transpose of its linear part, which keeps
+// them perpendicular to the surface for any invertible affine map), then compacted and
+// voxel-averaged on the host after the download.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "devicearray/device.hpp"
+#include "devicearray/io.hpp"
+#include "devicearray/point_cloud.hpp"
+
+namespace devicearray {
+
+/// Which stages of the frame pipeline run, with their parameters. A default-constructed
+/// value runs none (the cloud goes up and comes back down unchanged).
+///
+/// parse() reads the stage options of `devicearray process`; toArguments() writes them
+/// back, so `PipelineStages::parse(s.toArguments()) == s` for every valid `s` (floats
+/// are written with 9 significant digits, which read back bit-exactly).
+struct PipelineStages {
+  std::optional<Downsampling> downsample;  ///< --downsample 2x2|3x3|4x4: k x k block reduction
+  bool normals = false;                    ///< --normals: estimate normals on the grid and keep them
+  std::optional<Matrix4x4> transform;      ///< --transform: affine row-major 4x4 applied to the points
+  std::optional<RegionOfInterestBox> roi;  ///< --roi: points outside the box become missing
+  bool unorganize = false;                 ///< --unorganize: keep only the valid points, unorganized
+  std::optional<float> voxelSize;          ///< --voxel MM: one point per occupied voxel (implies unorganize)
+  int minPointsPerVoxel = 1;               ///< --min-points N: drop voxels with fewer points (needs voxelSize)
+
+  /// Parses the stage options of `devicearray process`, each as "--name value" (two
+  /// items) or "--name=value" (one item):
+  ///   --downsample 2x2|3x3|4x4    --normals    --unorganize
+  ///   --transform M   16 numbers separated by commas and/or whitespace (row-major, last
+  ///                   row 0 0 0 1), or the path of a text file holding them ('#' starts a
+  ///                   comment; at most 64 KiB)
+  ///   --roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max    --voxel MM    --min-points N
+  /// then validate()s the result. Throws InvalidArgument naming the option and the
+  /// offending value for an unknown, repeated or incomplete option, a malformed number,
+  /// an unreadable or binary matrix file, and everything validate() refuses.
+  static PipelineStages parse(const std::vector<std::string>& args);
+
+  /// The options that parse() reads back into this value (the transform inline, never
+  /// as a file). Throws what validate() throws.
+  std::vector<std::string> toArguments() const;
+
+  /// Checks the stages on their own, before any cloud is read. Throws InvalidArgument
+  /// for a downsample value outside the enum, a transform with a non-finite element or
+  /// a last row other than 0 0 0 1, normals with a transform whose 3x3 part is singular
+  /// (normals cannot follow it), an ROI with non-finite values, min > max or coincident
+  /// or collinear origin, A and B, a voxel size not finite and > 0, minPointsPerVoxel
+  /// < 1, or minPointsPerVoxel != 1 without a voxel size.
+  void validate() const;
+
+  /// Checks that `input` suits the stages: it has a valid point; it is organized when
+  /// downsample, normals or ROI is asked for; it has at least k rows and columns for a
+  /// k x k downsample. `inputName` names the cloud in the message. Throws
+  /// InvalidArgument.
+  void checkInput(const HostPointCloud& input, const std::string& inputName) const;
+
+  /// True when a stage needs the organized grid (downsample, normals, ROI).
+  bool needsOrganizedInput() const noexcept { return downsample || normals || roi; }
+  /// True when the result is unorganized: unorganize or a voxel size was asked for.
+  bool unorganizes() const noexcept { return unorganize || voxelSize.has_value(); }
+  /// The number of stages that run (unorganize counted once, also when only implied by
+  /// a voxel size): the rows between "upload" and "download" of the stage table.
+  int stageCount() const noexcept;
+
+  /// Equal stages with equal parameters (matrices and boxes compared element by element).
+  friend bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept;
+};
+
+/// One row of the stage table: what ran, what came out, and how long it took.
+struct PipelineStageResult {
+  std::string stage;    ///< e.g. "upload", "downsample 2x2", "voxel 5 mm, min 1", "download"
+  std::string result;   ///< e.g. "24 x 32" (organized), "1234 points", "24 x 32 normals"
+  double deviceMs = 0;  ///< device time between events around the stage; NaN for host-only stages
+  double wallMs = 0;    ///< host wall time of the stage
+};
+
+/// What runPipeline() and processPlyFile() return.
+struct PipelineResult {
+  HostPointCloud cloud;                     ///< the processed cloud, as `devicearray process` writes it
+  std::vector<PipelineStageResult> stages;  ///< one row per stage, in the order they ran
+  /// Points that became missing because their transformed coordinates do not fit a
+  /// float (an overflowing --transform).
+  std::size_t nonFinitePoints = 0;
+};
+
+/// Options of runPipeline() and processPlyFile() that do not change the result.
+struct PipelineRunOptions {
+  std::string inputName = "the input cloud";  ///< names the input in messages (a file name)
+  std::string outputName = "the output";      ///< names the output in "nothing to write to ..." messages
+  /// Called after each row of the stage table is complete (for a progress display), and
+  /// once more for an unorganize stage that has nothing to do because the input is
+  /// unorganized already. May be empty.
+  std::function<void()> stageDone;
+};
+
+/// "H x W" for an organized cloud, "N points" otherwise: the result column of the
+/// stage table for a whole cloud.
+std::string pipelineCloudText(const HostPointCloud& cloud);
+
+/// Runs `stages` on `input` on `device`: upload, the stages in their fixed order,
+/// download. The result is organized unless stages.unorganizes(); it has normals
+/// exactly when stages.normals (unit length, NaN where they cannot be computed; in a
+/// voxel the normalized mean of its points' normals). Points whose coordinates become
+/// non-finite are made missing (NaN in an organized cloud, left out of an unorganized
+/// one) and counted in nonFinitePoints. Colours and SNR are kept as the device stages
+/// keep them. Device times are measured with events on a stream of its own.
+///
+/// Blocking. Throws what validate() and checkInput() throw, InvalidArgument when no
+/// valid point is left (after the ROI, the transform or the voxel stage, whose
+/// --min-points drops every voxel), and the device operations' errors.
+PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& stages, const ComputeDevice& device,
+                           const PipelineRunOptions& options = {});
+
+/// `devicearray process INPUT [stages] -o OUTPUT`: reads the PLY file `inputPath`, runs
+/// runPipeline() on it and writes the result to `outputPath` with writePly() in
+/// `format`. The stage table starts with "read PLY" and ends with "write PLY".
+/// `options.inputName` / `outputName` default to the paths when left at their defaults.
+///
+/// Blocking. Throws what readPly(), runPipeline() and writePly() throw, and
+/// InvalidArgument when the directory of `outputPath` does not exist (checked before
+/// anything is read). Nothing is written when it throws.
+PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
+                              const PipelineStages& stages, const ComputeDevice& device,
+                              PlyFormat format = PlyFormat::binaryLittleEndian,
+                              const PipelineRunOptions& options = {});
+
+}  // namespace devicearray

@@ -1,0 +1,165 @@
+// PipelineStages, PipelineStageResult, PipelineResult and process_ply_file: the stages
+// of `devicearray process` from Python. They run the library's pipeline and its PLY
+// writer, so a file written here is byte for byte the file the command writes.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "devicearray/frame_pipeline.hpp"
+
+namespace devicearray::python {
+
+namespace {
+
+std::string typeName(nb::handle value) { return pyStr(nb::handle(Py_TYPE(value.ptr())).attr("__name__")); }
+
+/// None, a Downsampling, or the command's spelling "2x2" / "3x3" / "4x4".
+std::optional<Downsampling> downsampleFrom(nb::handle value) {
+  if (value.is_none()) return std::nullopt;
+  Downsampling d;
+  if (nb::try_cast(value, d, /*convert=*/false)) return d;
+  if (PyUnicode_Check(value.ptr())) return PipelineStages::parse({"--downsample", nb::cast<std::string>(value)}).downsample;
+  throw nb::type_error(
+      ("PipelineStages: downsample must be None, a Downsampling or '2x2', '3x3', '4x4', not " + typeName(value))
+          .c_str());
+}
+
+/// A path given as str or os.PathLike (bytes paths are refused: the library takes text).
+std::string pathFrom(nb::handle value, const char* what) {
+  nb::object path = nb::module_::import_("os").attr("fspath")(value);
+  if (!PyUnicode_Check(path.ptr()))
+    throw nb::type_error((std::string(what) + " must be a str or os.PathLike of str, not " + typeName(value)).c_str());
+  return nb::cast<std::string>(path);
+}
+
+/// The --format names of `devicearray process`.
+PlyFormat plyFormatFrom(const std::string& name) {
+  if (name == "binary") return PlyFormat::binaryLittleEndian;
+  if (name == "ascii") return PlyFormat::ascii;
+  if (name == "binary_big_endian") return PlyFormat::binaryBigEndian;
+  throw Error(ErrorCode::InvalidArgument,
+              "process_ply_file: format '" + name + "' is not one of 'binary', 'ascii', 'binary_big_endian'");
+}
+
+std::string argumentsText(const std::vector<std::string>& args) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < args.size(); ++i) text += (i ? ", " : "") + pyStr(nb::repr(nb::str(args[i].c_str())));
+  return text + "]";
+}
+
+}  // namespace
+
+void bindFramePipeline(nb::module_& m) {
+  nb::class_<PipelineStages>(
+      m, "PipelineStages",
+      "The stages of `devicearray process`, which always run in the order downsample, normals, transform, ROI, "
+      "unorganize, voxel. Build it from the command's options with PipelineStages.parse([...]) or with keywords. "
+      "Immutable; pickles as its options.")
+      .def(
+          "__init__",
+          [](PipelineStages* self, nb::handle downsample, bool normals, nb::handle transform,
+             std::optional<RegionOfInterestBox> roi, bool unorganize, std::optional<float> voxelSize,
+             int minPointsPerVoxel) {
+            PipelineStages s;
+            s.downsample = downsampleFrom(downsample);
+            s.normals = normals;
+            if (!transform.is_none()) s.transform = matrixFrom(transform, "PipelineStages");
+            s.roi = roi;
+            s.unorganize = unorganize;
+            s.voxelSize = voxelSize;
+            s.minPointsPerVoxel = minPointsPerVoxel;
+            s.validate();
+            new (self) PipelineStages(std::move(s));
+          },
+          nb::kw_only(), nb::arg("downsample") = nb::none(), nb::arg("normals") = false,
+          nb::arg("transform") = nb::none(), nb::arg("roi") = nb::none(), nb::arg("unorganize") = false,
+          nb::arg("voxel_size") = nb::none(), nb::arg("min_points_per_voxel") = 1,
+          "Stages by keyword: downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals, transform (4x4 affine), roi "
+          "(RegionOfInterestBox), unorganize, voxel_size (mm; implies unorganize), min_points_per_voxel (needs "
+          "voxel_size). ValueError for values `devicearray process` would refuse.")
+      .def_static("parse", &PipelineStages::parse, nb::arg("args"),
+                  "The stages from the options of `devicearray process` (e.g. ['--downsample', '2x2', '--voxel', "
+                  "'5']): --downsample 2x2|3x3|4x4, --normals, --transform M (16 numbers or a file holding them), "
+                  "--roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max, --unorganize, --voxel MM, --min-points N; each as two "
+                  "items or as '--name=value'. ValueError with the command's message for anything wrong.")
+      .def("to_arguments", &PipelineStages::toArguments,
+           "The options that parse() reads back into these stages (the transform inline).")
+      .def_prop_ro("downsample", [](const PipelineStages& s) { return s.downsample; },
+                   "Downsampling, or None")
+      .def_ro("normals", &PipelineStages::normals, "Whether normals are estimated and kept")
+      .def_prop_ro(
+          "transform",
+          [](const PipelineStages& s) -> nb::object { return s.transform ? matrixTo(*s.transform) : nb::none(); },
+          "The affine transform as a 4x4 float32 array, or None")
+      .def_prop_ro("roi", [](const PipelineStages& s) { return s.roi; }, "RegionOfInterestBox, or None")
+      .def_ro("unorganize", &PipelineStages::unorganize, "Whether --unorganize was asked for")
+      .def_prop_ro("voxel_size", [](const PipelineStages& s) { return s.voxelSize; }, "Voxel edge in mm, or None")
+      .def_ro("min_points_per_voxel", &PipelineStages::minPointsPerVoxel, "Voxels with fewer points are dropped")
+      .def("stage_count", &PipelineStages::stageCount,
+           "How many stages run (unorganize counted once, also when a voxel size implies it)")
+      .def("unorganizes", &PipelineStages::unorganizes, "Whether the result is an unorganized cloud")
+      .def("needs_organized_input", &PipelineStages::needsOrganizedInput,
+           "Whether a stage needs an organized input (downsample, normals, roi)")
+      .def(
+          "__eq__",
+          [](const PipelineStages& a, nb::handle b) {
+            PipelineStages other;
+            return nb::try_cast(b, other) && a == other;
+          },
+          nb::arg("other").none())
+      .def("__repr__",
+           [](const PipelineStages& s) { return "PipelineStages.parse(" + argumentsText(s.toArguments()) + ")"; })
+      .def("__getstate__", &PipelineStages::toArguments)
+      .def("__setstate__", [](PipelineStages* self, const std::vector<std::string>& args) {
+        new (self) PipelineStages(PipelineStages::parse(args));
+      });
+
+  nb::class_<PipelineStageResult>(m, "PipelineStageResult",
+                                  "One row of the stage table of `devicearray process`.")
+      .def_ro("stage", &PipelineStageResult::stage, "e.g. 'read PLY', 'downsample 2x2', 'voxel 5 mm, min 1'")
+      .def_ro("result", &PipelineStageResult::result, "e.g. '24 x 32', '1234 points'")
+      .def_ro("device_ms", &PipelineStageResult::deviceMs, "Device time in ms (NaN for host-only stages)")
+      .def_ro("wall_ms", &PipelineStageResult::wallMs, "Host wall time in ms")
+      .def("__repr__", [](const PipelineStageResult& r) {
+        char times[64];
+        std::snprintf(times, sizeof times, "device_ms=%.3f, wall_ms=%.3f", r.deviceMs, r.wallMs);
+        return "PipelineStageResult(" + pyStr(nb::repr(nb::str(r.stage.c_str()))) + ", " +
+               pyStr(nb::repr(nb::str(r.result.c_str()))) + ", " + times + ")";
+      });
+
+  nb::class_<PipelineResult>(m, "PipelineResult", "What process_ply_file did: the stage table and the cloud written.")
+      .def_ro("stages", &PipelineResult::stages, "The rows of the stage table (list of PipelineStageResult)")
+      .def_ro("non_finite_points", &PipelineResult::nonFinitePoints,
+              "Points made missing because their transformed coordinates do not fit a float")
+      .def_prop_ro("is_organized", [](const PipelineResult& r) { return r.cloud.isOrganized(); },
+                   "Whether the written cloud is organized")
+      .def_prop_ro("height", [](const PipelineResult& r) { return r.cloud.height; }, "Rows (0 when unorganized)")
+      .def_prop_ro("width", [](const PipelineResult& r) { return r.cloud.width; }, "Columns (0 when unorganized)")
+      .def_prop_ro("size", [](const PipelineResult& r) { return r.cloud.size(); }, "Points written (valid or missing)")
+      .def_prop_ro("valid_count", [](const PipelineResult& r) { return r.cloud.validCount(); }, "Valid points written");
+
+  m.def(
+      "process_ply_file",
+      [](nb::handle inputPath, nb::handle outputPath, const PipelineStages& stages,
+         std::optional<ComputeDevice> device, const std::string& format) {
+        const std::string input = pathFrom(inputPath, "process_ply_file: input_path");
+        const std::string output = pathFrom(outputPath, "process_ply_file: output_path");
+        const PlyFormat plyFormat = plyFormatFrom(format);
+        nb::gil_scoped_release release;
+        return processPlyFile(input, output, stages, deviceOrDefault(device), plyFormat);
+      },
+      nb::arg("input_path"), nb::arg("output_path"), nb::arg("stages"), nb::arg("device") = nb::none(),
+      nb::arg("format") = "binary",
+      "`devicearray process INPUT [stages] -o OUTPUT --format FORMAT` on `device` (default: the default device): "
+      "reads the PLY file, runs the stages, writes the result byte for byte as the command does, and returns a "
+      "PipelineResult. format: 'binary', 'ascii' or 'binary_big_endian'. Blocking.");
+}
+
+}  // namespace devicearray::python

@@ -1,0 +1,352 @@
+// runPipeline and processPlyFile: the stages of PipelineStages on one device, with the
+// normals carried through the stages that the device's unorganized clouds have no
+// normals for, and the device time of every stage.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include "devicearray/error.hpp"
+#include "devicearray/frame_pipeline.hpp"
+#include "devicearray/stream.hpp"
+#include "io/frame_pipeline_internal.hpp"
+#include "io/io_detail.hpp"
+
+namespace devicearray {
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// The rows of the stage table as the stages run, each timed on the host and, for
+/// device stages, between two events on the pipeline's stream.
+class StageTable {
+ public:
+  explicit StageTable(std::vector<PipelineStageResult>& rows, const std::function<void()>& stageDone)
+      : rows_(rows), stageDone_(stageDone) {}
+
+  /// Runs blocking host work (or work on the library's own queue) as row `stage`.
+  template <class Work>
+  PipelineStageResult& onHost(std::string stage, Work&& work) {
+    const Clock::time_point start = Clock::now();
+    work();
+    return add(std::move(stage), std::numeric_limits<double>::quiet_NaN(), millisecondsSince(start));
+  }
+
+  /// Runs `work` (which enqueues on `stream` and may block) as row `stage`, waiting for
+  /// the stream at its end so that both times cover the stage's device work.
+  template <class Work>
+  PipelineStageResult& onStream(std::string stage, Stream& stream, Work&& work) {
+    Event begin(stream.device()), end(stream.device());
+    const Clock::time_point start = Clock::now();
+    begin.record(stream);
+    work();
+    end.record(stream);
+    end.waitForCompletion();
+    const double wall = millisecondsSince(start);
+    return add(std::move(stage), static_cast<double>(Event::elapsedTime(begin, end)), wall);
+  }
+
+  /// Reports a stage that had nothing to do (no row).
+  void skipped() const {
+    if (stageDone_) stageDone_();
+  }
+
+ private:
+  PipelineStageResult& add(std::string stage, double deviceMs, double wallMs) {
+    rows_.push_back({std::move(stage), "", deviceMs, wallMs});
+    return rows_.back();
+  }
+
+  std::vector<PipelineStageResult>& rows_;
+  const std::function<void()>& stageDone_;
+};
+
+/// Reports the row just completed: its result is set now, so the callback sees it whole.
+void finishRow(PipelineStageResult& row, std::string result, const std::function<void()>& stageDone) {
+  row.result = std::move(result);
+  if (stageDone) stageDone();
+}
+
+std::string gridText(int height, int width) { return std::to_string(height) + " x " + std::to_string(width); }
+std::string pointsText(std::size_t n) { return std::to_string(n) + " points"; }
+
+bool finite3(const float* p) { return std::isfinite(p[0]) && std::isfinite(p[1]) && std::isfinite(p[2]); }
+
+/// Unit normal of `n`, or NaN when it is missing or zero.
+std::array<float, 3> unit(const float* n) {
+  if (!finite3(n)) return {kNaN, kNaN, kNaN};
+  const double len = std::sqrt(double(n[0]) * n[0] + double(n[1]) * n[1] + double(n[2]) * n[2]);
+  if (!(len > 0.0) || !std::isfinite(len)) return {kNaN, kNaN, kNaN};
+  return {static_cast<float>(n[0] / len), static_cast<float>(n[1] / len), static_cast<float>(n[2] / len)};
+}
+
+/// Normals of the valid points of `xyz` (row-major), in the order toUnorganizedPointCloud keeps them.
+std::vector<float> compactNormals(const std::vector<PointXYZ>& xyz, const std::vector<NormalXYZ>& normals) {
+  std::vector<float> out;
+  for (std::size_t i = 0; i < xyz.size(); ++i) {
+    const float p[3] = {xyz[i].x, xyz[i].y, xyz[i].z};
+    if (!finite3(p)) continue;
+    const float n[3] = {normals[i].x, normals[i].y, normals[i].z};
+    const auto u = unit(n);
+    out.insert(out.end(), u.begin(), u.end());
+  }
+  return out;
+}
+
+/// Voxel key as UnorganizedPointCloud::voxelDownsampled computes it (integer voxel
+/// coordinates from the min corner, 21 bits per axis).
+std::uint64_t voxelKey(const float* p, const float* minCorner, float size) {
+  std::uint64_t key = 0;
+  for (int a = 0; a < 3; ++a) {
+    const float f = std::max(std::floor((p[a] - minCorner[a]) / size), 0.0f);
+    key = (key << 21) | static_cast<std::uint64_t>(std::min(f, 2097150.0f));
+  }
+  return key;
+}
+
+/// The normals of the voxel points `out`: the normalized mean of the normals of the
+/// input points (`xyz`, `normals`: the cloud before voxelDownsampled) in the same voxel.
+/// A voxel's mean position lies in the voxel, so its key finds the voxel's sum.
+std::vector<float> voxelNormals(const std::vector<PointXYZ>& xyz, const std::vector<float>& normals,
+                                const HostPointCloud& out, float size) {
+  float minCorner[3] = {INFINITY, INFINITY, INFINITY};
+  for (const PointXYZ& p : xyz) {
+    minCorner[0] = std::min(minCorner[0], p.x);
+    minCorner[1] = std::min(minCorner[1], p.y);
+    minCorner[2] = std::min(minCorner[2], p.z);
+  }
+  std::unordered_map<std::uint64_t, std::array<double, 3>> sums;
+  sums.reserve(xyz.size() / 4 + 1);
+  for (std::size_t i = 0; i < xyz.size(); ++i) {
+    const float* n = &normals[3 * i];
+    const float p[3] = {xyz[i].x, xyz[i].y, xyz[i].z};
+    auto& s = sums[voxelKey(p, minCorner, size)];
+    if (!finite3(n)) continue;
+    for (int a = 0; a < 3; ++a) s[static_cast<std::size_t>(a)] += n[a];
+  }
+  std::vector<float> result(out.xyz.size(), kNaN);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto it = sums.find(voxelKey(&out.xyz[3 * i], minCorner, size));
+    if (it == sums.end()) continue;
+    const float mean[3] = {static_cast<float>(it->second[0]), static_cast<float>(it->second[1]),
+                           static_cast<float>(it->second[2])};
+    const auto u = unit(mean);
+    std::copy(u.begin(), u.end(), result.begin() + static_cast<std::ptrdiff_t>(3 * i));
+  }
+  return result;
+}
+
+/// Makes points with a non-finite coordinate (an overflowing transform gives inf)
+/// missing, as the device's unorganize and voxel stages already treat them: NaN in an
+/// organized cloud, left out of an unorganized one. Returns how many had an inf.
+std::size_t makeNonFinitePointsMissing(HostPointCloud& c) {
+  std::size_t overflowed = 0;
+  if (c.isOrganized()) {
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (c.isValid(i)) continue;
+      float* p = &c.xyz[3 * i];
+      overflowed += std::isinf(p[0]) || std::isinf(p[1]) || std::isinf(p[2]) ? 1 : 0;
+      std::fill(p, p + 3, kNaN);
+      if (c.hasNormals()) std::fill(&c.normals[3 * i], &c.normals[3 * i] + 3, kNaN);
+    }
+    return overflowed;
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c.isValid(i)) {
+      ++overflowed;
+      continue;
+    }
+    std::copy_n(&c.xyz[3 * i], 3, &c.xyz[3 * kept]);
+    if (c.hasColors()) std::copy_n(&c.rgba[4 * i], 4, &c.rgba[4 * kept]);
+    if (c.hasSNR()) c.snr[kept] = c.snr[i];
+    if (c.hasNormals()) std::copy_n(&c.normals[3 * i], 3, &c.normals[3 * kept]);
+    ++kept;
+  }
+  c.xyz.resize(3 * kept);
+  if (c.hasColors()) c.rgba.resize(4 * kept);
+  if (c.hasSNR()) c.snr.resize(kept);
+  if (c.hasNormals()) c.normals.resize(3 * kept);
+  return overflowed;
+}
+
+/// The downloaded normals of an organized result: unit length at valid points, NaN elsewhere.
+std::vector<float> organizedNormals(const HostPointCloud& out, const std::vector<NormalXYZ>& normals) {
+  std::vector<float> result(out.xyz.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const float v[3] = {normals[i].x, normals[i].y, normals[i].z};
+    const auto u = out.isValid(i) ? unit(v) : std::array<float, 3>{kNaN, kNaN, kNaN};
+    std::copy(u.begin(), u.end(), result.begin() + static_cast<std::ptrdiff_t>(3 * i));
+  }
+  return result;
+}
+
+void requireNormalCount(std::size_t points, std::size_t normalValues) {
+  if (normalValues != 3 * points)
+    throw Error(ErrorCode::InvalidState, "process: the unorganized cloud has " + std::to_string(points) +
+                                             " points but " + std::to_string(normalValues / 3) + " normals");
+}
+
+std::string downsampleLabel(Downsampling d) {
+  const std::string k = d == Downsampling::by2x2 ? "2" : d == Downsampling::by3x3 ? "3" : "4";
+  return "downsample " + k + "x" + k;
+}
+
+}  // namespace
+
+std::string pipelineCloudText(const HostPointCloud& cloud) {
+  return cloud.isOrganized() ? gridText(cloud.height, cloud.width) : pointsText(cloud.size());
+}
+
+PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& stages, const ComputeDevice& device,
+                           const PipelineRunOptions& options) {
+  stages.validate();
+  stages.checkInput(input, options.inputName);
+  const std::function<void()>& stageDone = options.stageDone;
+  PipelineResult result;
+  StageTable table(result.stages, stageDone);
+
+  const bool organized = input.isOrganized();
+  if (!organized && stages.unorganizes()) table.skipped();  // nothing to do: already unorganized
+
+  Stream stream(device);
+  PointCloud cloud;
+  UnorganizedPointCloud points;
+  UnorganizedPointCloud beforeVoxel;  // kept only to carry normals through the voxel stage
+  DeviceArray<NormalXYZ> normals;
+  bool isOrganizedNow = organized;
+
+  PipelineStageResult* row = &table.onHost("upload", [&] {
+    if (organized)
+      cloud = PointCloud::fromHost(input, device);
+    else
+      points = UnorganizedPointCloud::fromHost(input, device);
+  });
+  finishRow(*row, organized ? gridText(cloud.height(), cloud.width()) : pointsText(points.size()), stageDone);
+
+  if (stages.downsample) {
+    row = &table.onStream(downsampleLabel(*stages.downsample), stream,
+                          [&] { cloud.downsample(*stages.downsample, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.normals) {
+    row = &table.onStream("normals", stream, [&] { normals = cloud.deviceNormalsXYZ(stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()) + " normals", stageDone);
+  }
+  if (stages.transform) {
+    const Matrix4x4 normalTransform =
+        stages.normals ? pipeline_detail::normalMatrixOf(*stages.transform) : identityMatrix4x4();
+    row = &table.onStream("transform", stream, [&] {
+      if (organized)
+        cloud.transform(*stages.transform, stream);
+      else
+        points.transform(*stages.transform, stream);
+      if (stages.normals) {
+        // The normals array seen as points (same layout), rotated in place.
+        UnorganizedPointCloud asPoints(DeviceArray<PointXYZ>::fromGpuMatND(normals.toGpuMatND()));
+        asPoints.transform(normalTransform, stream);
+      }
+    });
+    finishRow(*row, organized ? gridText(cloud.height(), cloud.width()) : pointsText(points.size()), stageDone);
+  }
+  if (stages.roi) {
+    row = &table.onStream("roi", stream, [&] { cloud.maskByRegionOfInterest(*stages.roi, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (organized && stages.unorganizes()) {
+    row = &table.onStream("unorganize", stream, [&] { points = cloud.toUnorganizedPointCloud(stream); });
+    finishRow(*row, pointsText(points.size()), stageDone);
+    isOrganizedNow = false;
+    if (points.size() == 0)
+      throw Error(ErrorCode::InvalidArgument, "process: no valid point is left after " +
+                                                  std::string(stages.roi ? "--roi" : "the earlier stages") +
+                                                  "; nothing to write to " + options.outputName);
+  }
+  if (stages.voxelSize) {
+    char label[64];
+    std::snprintf(label, sizeof label, "voxel %g mm, min %d", static_cast<double>(*stages.voxelSize),
+                  stages.minPointsPerVoxel);
+    if (stages.normals) beforeVoxel = points;
+    row = &table.onStream(label, stream, [&] {
+      points = points.voxelDownsampled(*stages.voxelSize, stages.minPointsPerVoxel, stream);
+    });
+    finishRow(*row, pointsText(points.size()), stageDone);
+    if (points.size() == 0)
+      throw Error(ErrorCode::InvalidArgument, "process: no voxel has " + std::to_string(stages.minPointsPerVoxel) +
+                                                  " or more points (lower --min-points); nothing to write to " +
+                                                  options.outputName);
+  }
+
+  HostPointCloud& out = result.cloud;
+  row = &table.onHost("download", [&] {
+    out = isOrganizedNow ? cloud.toHost() : points.toHost();
+    if (!stages.normals) return;
+    const std::vector<NormalXYZ> n = normals.toHost();
+    if (isOrganizedNow) {
+      out.normals = organizedNormals(out, n);
+      return;
+    }
+    std::vector<float> compact = compactNormals(cloud.storedXYZ().toHost(), n);
+    if (stages.voxelSize) {
+      const std::vector<PointXYZ> xyz = beforeVoxel.storedXYZ().toHost();
+      requireNormalCount(xyz.size(), compact.size());
+      out.normals = voxelNormals(xyz, compact, out, *stages.voxelSize);
+    } else {
+      requireNormalCount(out.size(), compact.size());
+      out.normals = std::move(compact);
+    }
+  });
+  result.nonFinitePoints = makeNonFinitePointsMissing(out);
+  finishRow(*row, pipelineCloudText(out), stageDone);
+  // A cloud without a valid point would only make a file that `process` refuses.
+  if (out.validCount() == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                "process: no valid point is left after " +
+                    std::string(result.nonFinitePoints > 0 ? "--transform (its results do not fit a float)"
+                                : stages.roi               ? "--roi"
+                                                           : "the earlier stages") +
+                    "; nothing to write to " + options.outputName);
+  return result;
+}
+
+PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
+                              const PipelineStages& stages, const ComputeDevice& device, PlyFormat format,
+                              const PipelineRunOptions& options) {
+  stages.validate();
+  const std::filesystem::path parent = std::filesystem::path(outputPath).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    io_detail::invalid("processPlyFile: the directory '" + io_detail::printable(parent.string(), 200) + "' of '" +
+                       io_detail::printable(outputPath, 200) + "' does not exist");
+  PipelineRunOptions named = options;
+  const PipelineRunOptions defaults;
+  if (named.inputName == defaults.inputName) named.inputName = inputPath;
+  if (named.outputName == defaults.outputName) named.outputName = outputPath;
+
+  std::vector<PipelineStageResult> rows;
+  StageTable table(rows, options.stageDone);
+  HostPointCloud input;
+  PipelineStageResult& read = table.onHost("read PLY", [&] { input = readPly(inputPath); });
+  finishRow(read, pipelineCloudText(input), options.stageDone);
+
+  PipelineResult result = runPipeline(input, stages, device, named);
+  rows.insert(rows.end(), result.stages.begin(), result.stages.end());
+  PipelineStageResult& write = table.onHost("write PLY", [&] { writePly(outputPath, result.cloud, format); });
+  finishRow(write, result.cloud.isOrganized() ? "organized" : "unorganized", options.stageDone);
+  result.stages = std::move(rows);
+  return result;
+}
+
+}  // namespace devicearray

@@ -1,0 +1,20 @@
+// What the two halves of the frame pipeline share: the stage value's checks
+// (frame_pipeline_stages.cpp) and the run (frame_pipeline.cpp).
+#pragma once
+
+#include <string>
+
+#include "devicearray/point_cloud.hpp"
+
+namespace devicearray::pipeline_detail {
+
+/// A number as a person reads it: %g with up to 9 significant digits, so 1e-9 stays
+/// 1e-09 instead of 0.000000, and a float written so reads back bit-exactly.
+std::string numberText(double value);
+
+/// The matrix that carries normals along the affine map `m` (x -> A x + t): A^-T, with
+/// no translation; normals mapped by it are renormalized afterwards. Throws
+/// InvalidArgument when A is singular.
+Matrix4x4 normalMatrixOf(const Matrix4x4& m);
+
+}  // namespace devicearray::pipeline_detail

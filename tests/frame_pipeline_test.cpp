@@ -1,0 +1,361 @@
+// The frame pipeline (devicearray/frame_pipeline.hpp): PipelineStages::parse takes the
+// stage options of `devicearray process` and refuses every malformed one with a clear
+// message; runPipeline and processPlyFile give, on every device, the very bytes that
+// `devicearray process` writes for the same options.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "devicearray/frame_pipeline.hpp"
+#include "test_support.hpp"
+
+using devicearray::Downsampling;
+using devicearray::ErrorCode;
+using devicearray::HostPointCloud;
+using devicearray::PipelineResult;
+using devicearray::PipelineRunOptions;
+using devicearray::PipelineStages;
+
+namespace {
+
+constexpr const char* kRigid = "0.8660254,-0.5,0,10,0.5,0.8660254,0,-20,0,0,1,30,0,0,0,1";
+constexpr const char* kWideRoi = "-2000,-2000,0,2000,-2000,0,-2000,2000,0,0,5000";
+
+/// parse(args) must fail with InvalidArgument whose message contains `mentions`.
+void expectRefused(const std::vector<std::string>& args, const std::string& mentions) {
+  std::string joined;
+  for (const std::string& a : args) joined += a + " ";
+  try {
+    (void)PipelineStages::parse(args);
+    ADD_FAILURE() << "parse accepted: " << joined;
+  } catch (const devicearray::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << joined;
+    EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos)
+        << "expected '" << mentions << "' in: " << e.what() << " (args: " << joined << ")";
+  }
+}
+
+TEST(PipelineStagesParse, NoOptionsRunNoStage) {
+  const PipelineStages s = PipelineStages::parse({});
+  EXPECT_EQ(s, PipelineStages{});
+  EXPECT_EQ(s.stageCount(), 0);
+  EXPECT_FALSE(s.needsOrganizedInput());
+  EXPECT_FALSE(s.unorganizes());
+  EXPECT_TRUE(s.toArguments().empty());
+}
+
+TEST(PipelineStagesParse, EachOption) {
+  EXPECT_EQ(PipelineStages::parse({"--downsample", "2x2"}).downsample, Downsampling::by2x2);
+  EXPECT_EQ(PipelineStages::parse({"--downsample=3x3"}).downsample, Downsampling::by3x3);
+  EXPECT_EQ(PipelineStages::parse({"--downsample", "4x4"}).downsample, Downsampling::by4x4);
+  EXPECT_TRUE(PipelineStages::parse({"--normals"}).normals);
+  EXPECT_TRUE(PipelineStages::parse({"--unorganize"}).unorganize);
+
+  const PipelineStages t = PipelineStages::parse({"--transform", kRigid});
+  ASSERT_TRUE(t.transform.has_value());
+  EXPECT_EQ((*t.transform)[0], 0.8660254f);
+  EXPECT_EQ((*t.transform)[3], 10.0f);
+  EXPECT_EQ((*t.transform)[11], 30.0f);
+  // Whitespace separates as well as commas.
+  EXPECT_EQ(PipelineStages::parse({"--transform", "0.8660254 -0.5 0 10  0.5 0.8660254 0 -20\n0 0 1 30 0 0 0 1"}), t);
+
+  const PipelineStages r = PipelineStages::parse({std::string("--roi=") + kWideRoi});
+  ASSERT_TRUE(r.roi.has_value());
+  EXPECT_EQ(r.roi->origin.x, -2000.0f);
+  EXPECT_EQ(r.roi->pointA.x, 2000.0f);
+  EXPECT_EQ(r.roi->pointB.y, 2000.0f);
+  EXPECT_EQ(r.roi->minExtent, 0.0f);
+  EXPECT_EQ(r.roi->maxExtent, 5000.0f);
+  EXPECT_EQ(PipelineStages::parse({"--roi", kWideRoi}), r);
+  EXPECT_TRUE(r.needsOrganizedInput());
+
+  const PipelineStages v = PipelineStages::parse({"--voxel", "2.5", "--min-points", "3"});
+  EXPECT_EQ(v.voxelSize, 2.5f);
+  EXPECT_EQ(v.minPointsPerVoxel, 3);
+  EXPECT_FALSE(v.unorganize);  // as given; the voxel stage implies it
+  EXPECT_TRUE(v.unorganizes());
+  EXPECT_EQ(v.stageCount(), 2);
+
+  const PipelineStages all = PipelineStages::parse({"--downsample", "2x2", "--normals", "--transform", kRigid, "--roi",
+                                                    kWideRoi, "--unorganize", "--voxel", "10"});
+  EXPECT_EQ(all.stageCount(), 6);
+}
+
+TEST(PipelineStagesParse, TransformFromAFileWithComments) {
+  const fs::path file = tempDir() / "rigid.txt";
+  {
+    std::ofstream f(file);
+    f << "# rotation about z by 30 degrees, then a shift\n"
+         "0.8660254 -0.5 0 10\n0.5 0.8660254 0 -20  # second row\n0 0 1 30\n0 0 0 1\n";
+  }
+  EXPECT_EQ(PipelineStages::parse({"--transform", file.string()}), PipelineStages::parse({"--transform", kRigid}));
+}
+
+TEST(PipelineStagesParse, MalformedOptionsAreRefusedWithTheirName) {
+  expectRefused({"--fast"}, "'--fast' is not a stage option");
+  expectRefused({"2x2"}, "not a stage option");
+  expectRefused({"--normals", "--normals"}, "--normals is given twice");
+  expectRefused({"--voxel", "5", "--voxel=6"}, "--voxel is given twice");
+  expectRefused({"--voxel"}, "--voxel needs a value");
+  expectRefused({"--normals=yes"}, "--normals takes no value");
+  expectRefused({"--downsample", "5x5"}, "--downsample '5x5' is not one of 2x2, 3x3, 4x4");
+}
+
+TEST(PipelineStagesParse, BadTransformsAreRefusedAsTheCommandRefusesThem) {
+  expectRefused({"--transform", "1,0,0,0,0,1,0,0,0,0,1,0,0,0,0"}, "expected 16 numbers, got 15");
+  expectRefused({"--transform", "1,0,0,0,0,1,0,0,0,0,1,0,0,0,1,1"}, "0 0 0 1");
+  expectRefused({"--transform", "1,0,0,0,0,1,0,0,0,0,1,0,0,0,0,x1"}, "'x1'");
+  expectRefused({"--transform", "no_such_matrix.txt"}, "neither a readable file");
+  expectRefused({"--transform", ""}, "--transform is empty");
+  expectRefused({"--transform", "1e39,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1"}, "element 0 (1e+39) does not fit a float");
+  expectRefused({"--normals", "--transform", "1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,1"}, "singular");
+  // Without normals a singular (flattening) transform is fine.
+  EXPECT_TRUE(PipelineStages::parse({"--transform", "1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,1"}).transform.has_value());
+  const fs::path binary = tempDir() / "matrix.bin";
+  {
+    std::ofstream f(binary, std::ios::binary);
+    f.write("1,0\0\x01\x1b[2J", 9);
+  }
+  expectRefused({"--transform", binary.string()}, "is not a text file (byte 3 is \\x00)");
+}
+
+TEST(PipelineStagesParse, BadBoxesVoxelsAndCountsAreRefused) {
+  expectRefused({"--roi=0,0,0,1,0,0,2,0,0,0,10"}, "collinear");
+  expectRefused({"--roi=0,0,0,1,0,0,0,1,0,10,0"}, "greater than max");
+  expectRefused({"--roi=1,2,3"}, "expected 11 numbers, got 3");
+  expectRefused({"--roi=0,0,0,1e39,0,0,0,1,0,0,10"}, "does not fit a float");
+  expectRefused({"--voxel", "0"}, "--voxel 0 must be a finite size > 0");
+  expectRefused({"--voxel", "-3"}, "--voxel -3");
+  expectRefused({"--voxel", "1e-50"}, "--voxel 1e-50");
+  expectRefused({"--voxel", "abc"}, "--voxel 'abc' is not a number");
+  expectRefused({"--min-points", "3"}, "--min-points needs --voxel");
+  expectRefused({"--voxel", "5", "--min-points", "0"}, "--min-points '0' must be an integer in 1..");
+  expectRefused({"--voxel", "5", "--min-points", "-2"}, "--min-points '-2'");
+  expectRefused({"--voxel", "5", "--min-points", "99999999999"}, "--min-points '99999999999'");
+}
+
+TEST(PipelineStages, ValidateChecksValuesBuiltInCode) {
+  PipelineStages s;
+  s.minPointsPerVoxel = 2;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "min points without a voxel");
+  s.voxelSize = 4.0f;
+  s.validate();
+  s.minPointsPerVoxel = 0;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "min points 0");
+  s = PipelineStages{};
+  s.voxelSize = std::nanf("");
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "NaN voxel");
+  s = PipelineStages{};
+  s.transform = devicearray::identityMatrix4x4();
+  (*s.transform)[14] = 1.0f;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "projective transform");
+  s = PipelineStages{};
+  s.roi = devicearray::RegionOfInterestBox{};
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "degenerate box");
+  s = PipelineStages{};
+  s.downsample = static_cast<Downsampling>(7);
+  datest::expectError(ErrorCode::InvalidArgument, [&] { s.validate(); }, "downsample outside the enum");
+}
+
+TEST(PipelineStages, ToArgumentsReadsBackExactly) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--downsample", "3x3", "--normals"},
+      {"--transform", "0.1,0.2,0.3,1e-7,0.4,0.5,0.6,-123.456789,0.7,0.8,0.9001,3,0,0,0,1"},
+      {"--roi=-2000.125,-2000,0.1,2000,-2000,0,-2000,2000,0,0.3,5000", "--unorganize"},
+      {"--voxel", "0.1", "--min-points", "7"},
+      {"--downsample", "2x2", "--normals", "--transform", kRigid, "--roi", kWideRoi, "--voxel", "12.34"},
+  };
+  for (const auto& args : cases) {
+    const PipelineStages s = PipelineStages::parse(args);
+    EXPECT_EQ(PipelineStages::parse(s.toArguments()), s) << args[0];
+  }
+}
+
+TEST(PipelineStages, CheckInputNamesTheCloud) {
+  HostPointCloud grid;
+  grid.height = 2;
+  grid.width = 3;
+  grid.xyz.assign(18, 1.0f);
+  HostPointCloud flat;
+  flat.xyz = {1, 2, 3, 4, 5, 6};
+  HostPointCloud empty;
+  empty.xyz.assign(3, std::nanf(""));
+  const auto refused = [](const PipelineStages& s, const HostPointCloud& c, const std::string& mentions) {
+    try {
+      s.checkInput(c, "in.ply");
+      ADD_FAILURE() << "accepted; expected " << mentions;
+    } catch (const devicearray::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+    }
+  };
+  refused(PipelineStages{}, empty, "in.ply has no valid point");
+  refused(PipelineStages::parse({"--normals"}), flat, "in.ply is unorganized");
+  refused(PipelineStages::parse({"--downsample", "3x3"}), grid, "needs at least 3 rows and columns; in.ply is 2 x 3");
+  PipelineStages::parse({"--downsample", "2x2"}).checkInput(grid, "in.ply");
+  PipelineStages::parse({"--transform", kRigid, "--voxel", "1"}).checkInput(flat, "in.ply");
+}
+
+// ---------------------------------------------------------------- running ----
+
+/// A small synthetic scene (64 x 48, with holes, colours and SNR).
+devicearray::SynthOptions smallScene() {
+  devicearray::SynthOptions options;
+  options.camera = devicearray::PinholeCamera::withFieldOfView(64, 48, 60.0);
+  options.seed = 7;
+  return options;
+}
+
+class FramePipeline : public datest::DeviceTest {
+ protected:
+  static void SetUpTestSuite() {
+    scene_ = devicearray::synthesizeScene(smallScene());
+    devicearray::writePly(scenePath().string(), scene_);
+  }
+  static fs::path scenePath() { return tempDir() / "scene.ply"; }
+  /// `devicearray process` on this device: the bytes of the file it writes.
+  std::string processWithTheCommand(const std::string& options, const std::string& name) const {
+    const std::string spec = std::string(isCuda() ? "cuda:" : "opencl:") + std::to_string(device().ordinal());
+    const fs::path out = tempDir() / name;
+    const Result r = run("process " + q(scenePath()) + " " + options + " --device " + spec + " -o " + q(out));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return slurp(out);
+  }
+  static HostPointCloud scene_;
+};
+HostPointCloud FramePipeline::scene_;
+
+/// Splits a command line's options at spaces (none of the test options holds one).
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(' ', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+TEST_P(FramePipeline, WritesTheBytesOfTheProcessCommand) {
+  REQUIRE_CLI();
+  const std::vector<std::string> optionSets = {
+      "",
+      "--downsample 2x2 --normals",
+      std::string("--normals --transform ") + kRigid,
+      std::string("--roi=") + kWideRoi + " --unorganize --normals",
+      "--normals --voxel 20 --min-points 2",
+      std::string("--downsample 2x2 --normals --transform ") + kRigid + " --roi=" + kWideRoi + " --voxel 10",
+      "--transform 1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1",
+  };
+  int n = 0;
+  for (const std::string& options : optionSets) {
+    SCOPED_TRACE(options);
+    const std::string name = "case" + std::to_string(n++);
+    const std::string expected = processWithTheCommand(options, name + "_cli.ply");
+    ASSERT_FALSE(expected.empty());
+    const PipelineStages stages = PipelineStages::parse(words(options));
+    const fs::path out = tempDir() / (name + "_lib.ply");
+    const PipelineResult r = devicearray::processPlyFile(scenePath().string(), out.string(), stages, device());
+    EXPECT_EQ(slurp(out), expected);
+    EXPECT_EQ(r.stages.front().stage, "read PLY");
+    EXPECT_EQ(r.stages.back().stage, "write PLY");
+    EXPECT_EQ(r.stages.size(), static_cast<std::size_t>(4 + stages.stageCount()));
+    // runPipeline on the cloud in memory gives the same cloud.
+    const PipelineResult inMemory = devicearray::runPipeline(scene_, stages, device());
+    const fs::path again = tempDir() / (name + "_memory.ply");
+    devicearray::writePly(again.string(), inMemory.cloud);
+    EXPECT_EQ(slurp(again), expected);
+    EXPECT_EQ(inMemory.nonFinitePoints, r.nonFinitePoints);
+  }
+}
+
+TEST_P(FramePipeline, ReportsEveryStageInOrder) {
+  const PipelineStages stages = PipelineStages::parse(
+      {"--downsample", "2x2", "--normals", "--transform", kRigid, "--roi", kWideRoi, "--voxel", "10"});
+  int done = 0;
+  PipelineRunOptions options;
+  options.stageDone = [&] { ++done; };
+  const PipelineResult r = devicearray::runPipeline(scene_, stages, device(), options);
+  std::vector<std::string> names;
+  for (const auto& row : r.stages) names.push_back(row.stage);
+  EXPECT_EQ(names, (std::vector<std::string>{"upload", "downsample 2x2", "normals", "transform", "roi", "unorganize",
+                                             "voxel 10 mm, min 1", "download"}));
+  EXPECT_EQ(done, 2 + stages.stageCount());
+  EXPECT_EQ(r.stages[0].result, "48 x 64");
+  EXPECT_EQ(r.stages[1].result, "24 x 32");
+  EXPECT_EQ(r.stages[2].result, "24 x 32 normals");
+  EXPECT_TRUE(std::isnan(r.stages[0].deviceMs));  // host stages have no device time
+  EXPECT_GE(r.stages[1].deviceMs, 0.0);
+  EXPECT_EQ(r.stages.back().result, std::to_string(r.cloud.size()) + " points");
+  EXPECT_FALSE(r.cloud.isOrganized());
+  EXPECT_TRUE(r.cloud.hasNormals());
+  EXPECT_EQ(r.nonFinitePoints, 0u);
+}
+
+TEST_P(FramePipeline, WithoutStagesTheCloudComesBackUnchanged) {
+  const PipelineResult r = devicearray::runPipeline(scene_, PipelineStages{}, device());
+  ASSERT_EQ(r.cloud.height, scene_.height);
+  ASSERT_EQ(r.cloud.width, scene_.width);
+  EXPECT_FALSE(r.cloud.hasNormals());
+  for (std::size_t i = 0; i < scene_.xyz.size(); ++i) {
+    if (std::isnan(scene_.xyz[i]))
+      EXPECT_TRUE(std::isnan(r.cloud.xyz[i])) << i;
+    else
+      EXPECT_EQ(r.cloud.xyz[i], scene_.xyz[i]) << i;
+  }
+}
+
+TEST_P(FramePipeline, UnorganizedInputCountsItsUnorganizeStageOnce) {
+  HostPointCloud flat;
+  for (std::size_t i = 0; i < scene_.size(); ++i)
+    if (scene_.isValid(i)) flat.xyz.insert(flat.xyz.end(), &scene_.xyz[3 * i], &scene_.xyz[3 * i + 3]);
+  int done = 0;
+  PipelineRunOptions options;
+  options.stageDone = [&] { ++done; };
+  const PipelineStages stages = PipelineStages::parse({"--unorganize", "--voxel", "30"});
+  const PipelineResult r = devicearray::runPipeline(flat, stages, device(), options);
+  EXPECT_EQ(done, 2 + stages.stageCount());
+  EXPECT_EQ(r.stages.size(), 3u);  // upload, voxel, download: nothing to unorganize
+  EXPECT_LT(r.cloud.size(), flat.size());
+}
+
+TEST_P(FramePipeline, NothingLeftIsAClearError) {
+  PipelineRunOptions options;
+  options.outputName = "out.ply";
+  try {
+    (void)devicearray::runPipeline(scene_, PipelineStages::parse({"--roi=-10,-10,0,10,-10,0,-10,10,0,0,1", "--unorganize"}),
+                                   device(), options);
+    ADD_FAILURE() << "an empty box left points";
+  } catch (const devicearray::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no valid point is left after --roi; nothing to write to out.ply"),
+              std::string::npos)
+        << e.what();
+  }
+  const fs::path none = tempDir() / "all_overflow.ply";
+  datest::expectError(
+      ErrorCode::InvalidArgument,
+      [&] {
+        (void)devicearray::processPlyFile(scenePath().string(), none.string(),
+                                          PipelineStages::parse({"--transform", "1e37,0,0,0,0,1e37,0,0,0,0,1e37,0,0,0,0,1"}),
+                                          device());
+      },
+      "everything overflows");
+  EXPECT_FALSE(fs::exists(none));
+  datest::expectError(
+      ErrorCode::InvalidArgument,
+      [&] {
+        (void)devicearray::processPlyFile(scenePath().string(), (tempDir() / "no_dir" / "x.ply").string(),
+                                          PipelineStages{}, device());
+      },
+      "missing output directory");
+}
+
+DATEST_INSTANTIATE_OVER_DEVICES(FramePipeline);
+
+}  // namespace

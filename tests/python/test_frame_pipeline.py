@@ -1,0 +1,190 @@
+"""PipelineStages and process_ply_file: the stages of `devicearray process` from Python.
+The options read as the command reads them, and a file written by process_ply_file is
+byte for byte the file the command writes for the same input and options (compared
+with the built command where there is one)."""
+
+import math
+import os
+import pathlib
+import pickle
+import subprocess
+
+import numpy as np
+import pytest
+
+import devicearray as da
+
+RIGID = "0.8660254,-0.5,0,10,0.5,0.8660254,0,-20,0,0,1,30,0,0,0,1"
+WIDE_ROI = "-2000,-2000,0,2000,-2000,0,-2000,2000,0,0,5000"
+
+
+def command_path():
+    """The built `devicearray` command: $DEVICEARRAY_CLI, else <build>/tools/devicearray
+    next to the staged package (<build>/python/devicearray), else None."""
+    env = os.environ.get("DEVICEARRAY_CLI")
+    if env:
+        return pathlib.Path(env)
+    candidate = pathlib.Path(da.__file__).resolve().parents[2] / "tools" / "devicearray"
+    return candidate if candidate.is_file() else None
+
+
+def write_scene(path, height=40, width=56, seed=5):
+    """An organized binary PLY written here: a tilted, bumpy surface 1 m away with holes,
+    sRGB colours and SNR, so every stage has something to do."""
+    rng = np.random.default_rng(seed)
+    rows, cols = np.mgrid[0:height, 0:width].astype(np.float32)
+    z = 1000 + 3 * rows + 2 * cols + 5 * np.sin(cols / 3) + rng.normal(0, 0.5, (height, width))
+    x = (cols - width / 2) * z / 500
+    y = (rows - height / 2) * z / 500
+    xyz = np.stack([x, y, z], axis=-1).astype(np.float32)
+    xyz[rng.random((height, width)) < 0.05] = np.nan
+    vertex = np.empty(height * width, dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"),
+                                             ("blue", "u1"), ("alpha", "u1"), ("snr", "<f4")])
+    flat = xyz.reshape(-1, 3)
+    vertex["x"], vertex["y"], vertex["z"] = flat[:, 0], flat[:, 1], flat[:, 2]
+    colours = rng.integers(0, 256, (height * width, 3), dtype=np.uint8)
+    vertex["red"], vertex["green"], vertex["blue"] = colours[:, 0], colours[:, 1], colours[:, 2]
+    vertex["alpha"] = 255
+    vertex["snr"] = rng.uniform(1, 50, height * width).astype(np.float32)
+    header = (f"ply\nformat binary_little_endian 1.0\nobj_info height {height}\nobj_info width {width}\n"
+              f"element vertex {height * width}\nproperty float x\nproperty float y\nproperty float z\n"
+              "property uchar red\nproperty uchar green\nproperty uchar blue\nproperty uchar alpha\n"
+              "property float snr\nend_header\n")
+    pathlib.Path(path).write_bytes(header.encode() + vertex.tobytes())
+
+
+# --------------------------------------------------------------- the stages --
+
+def test_parse_reads_every_option():
+    s = da.PipelineStages.parse(["--downsample", "2x2", "--normals", "--transform", RIGID, f"--roi={WIDE_ROI}",
+                                 "--unorganize", "--voxel", "5", "--min-points", "2"])
+    assert s.downsample == da.Downsampling.by2x2
+    assert s.normals and s.unorganize
+    assert s.transform.shape == (4, 4) and s.transform.dtype == np.float32
+    assert s.transform[0, 3] == 10 and s.transform[1, 0] == np.float32(0.5)
+    assert list(s.roi.origin) == [-2000, -2000, 0] and s.roi.max_extent == 5000
+    assert s.voxel_size == 5 and s.min_points_per_voxel == 2
+    assert s.stage_count() == 6 and s.unorganizes() and s.needs_organized_input()
+    empty = da.PipelineStages.parse([])
+    assert empty == da.PipelineStages()
+    assert empty.downsample is None and empty.transform is None and empty.roi is None and empty.voxel_size is None
+    assert empty.stage_count() == 0 and empty.to_arguments() == []
+
+
+def test_keywords_build_the_same_stages_as_the_options():
+    transform = np.array([float(v) for v in RIGID.split(",")], dtype=np.float32).reshape(4, 4)
+    roi = da.RegionOfInterestBox((-2000, -2000, 0), (2000, -2000, 0), (-2000, 2000, 0), 0, 5000)
+    by_keyword = da.PipelineStages(downsample="2x2", normals=True, transform=transform, roi=roi, voxel_size=10.0,
+                                   min_points_per_voxel=3)
+    parsed = da.PipelineStages.parse(["--downsample", "2x2", "--normals", "--transform", RIGID, "--roi", WIDE_ROI,
+                                      "--voxel", "10", "--min-points", "3"])
+    assert by_keyword == parsed
+    assert da.PipelineStages(downsample=da.Downsampling.by3x3) == da.PipelineStages.parse(["--downsample=3x3"])
+    assert by_keyword != da.PipelineStages()
+    assert da.PipelineStages.parse(by_keyword.to_arguments()) == by_keyword
+
+
+def test_stages_pickle_and_print_as_their_options():
+    s = da.PipelineStages.parse(["--normals", "--transform", RIGID, "--voxel", "2.5"])
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert repr(s).startswith("PipelineStages.parse(['--normals', '--transform', ")
+    assert "'--voxel', '2.5'" in repr(s)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--downsample", "5x5"], "--downsample '5x5' is not one of 2x2, 3x3, 4x4"),
+    (["--transform", "1,0,0,0,0,1,0,0,0,0,1,0,0,0,0"], "expected 16 numbers, got 15"),
+    (["--transform", "1,0,0,0,0,1,0,0,0,0,1,0,0,0,1,1"], "0 0 0 1"),
+    (["--transform", "no_such_matrix.txt"], "neither a readable file"),
+    (["--normals", "--transform", "1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,1"], "singular"),
+    (["--roi=0,0,0,1,0,0,2,0,0,0,10"], "collinear"),
+    (["--roi=0,0,0,1,0,0,0,1,0,10,0"], "greater than max"),
+    (["--voxel", "0"], "--voxel 0 must be a finite size > 0"),
+    (["--min-points", "3"], "--min-points needs --voxel"),
+    (["--voxel", "5", "--min-points", "0"], "--min-points '0'"),
+    (["--voxel"], "--voxel needs a value"),
+    (["--normals", "--normals"], "given twice"),
+    (["--fast"], "not a stage option"),
+])
+def test_malformed_options_raise_value_error_with_the_commands_message(args, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        da.PipelineStages.parse(args)
+
+
+def test_keywords_are_checked_as_the_options_are():
+    with pytest.raises(ValueError, match="--min-points needs --voxel"):
+        da.PipelineStages(min_points_per_voxel=2)
+    with pytest.raises(ValueError, match="--voxel"):
+        da.PipelineStages(voxel_size=-1.0)
+    with pytest.raises(ValueError, match="0 0 0 1"):
+        da.PipelineStages(transform=np.ones((4, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="not one of"):
+        da.PipelineStages(downsample="2x3")
+    with pytest.raises(TypeError):
+        da.PipelineStages(downsample=2)
+
+
+# ------------------------------------------------------------------ running --
+
+OPTION_SETS = [
+    [],
+    ["--downsample", "2x2", "--normals"],
+    ["--normals", "--transform", RIGID],
+    [f"--roi={WIDE_ROI}", "--unorganize", "--normals"],
+    ["--normals", "--voxel", "20", "--min-points", "2"],
+    ["--downsample", "2x2", "--normals", "--transform", RIGID, f"--roi={WIDE_ROI}", "--voxel", "10"],
+    ["--transform", "1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1"],
+]
+
+
+def test_process_ply_file_reports_every_stage(device, tmp_path):
+    write_scene(tmp_path / "scene.ply")
+    stages = da.PipelineStages.parse(OPTION_SETS[5])
+    result = da.process_ply_file(tmp_path / "scene.ply", str(tmp_path / "out.ply"), stages, device=device)
+    names = [row.stage for row in result.stages]
+    assert names == ["read PLY", "upload", "downsample 2x2", "normals", "transform", "roi", "unorganize",
+                     "voxel 10 mm, min 1", "download", "write PLY"]
+    assert result.stages[0].result == "40 x 56"
+    assert result.stages[2].result == "20 x 28"
+    assert math.isnan(result.stages[0].device_ms) and result.stages[2].device_ms >= 0
+    assert not result.is_organized and result.height == 0
+    assert result.size == result.valid_count > 0
+    assert result.stages[-2].result == f"{result.size} points"
+    assert result.non_finite_points == 0
+    assert (tmp_path / "out.ply").read_bytes().startswith(b"ply\n")
+
+
+def test_process_ply_file_refuses_what_the_command_refuses(device, tmp_path):
+    write_scene(tmp_path / "scene.ply")
+    with pytest.raises(ValueError, match="no valid point is left after --roi"):
+        da.process_ply_file(tmp_path / "scene.ply", tmp_path / "none.ply",
+                            da.PipelineStages.parse(["--roi=-10,-10,0,10,-10,0,-10,10,0,0,1", "--unorganize"]),
+                            device=device)
+    with pytest.raises(ValueError, match="does not exist"):
+        da.process_ply_file(tmp_path / "scene.ply", tmp_path / "no_dir" / "x.ply", da.PipelineStages(), device=device)
+    with pytest.raises(ValueError, match="format 'text'"):
+        da.process_ply_file(tmp_path / "scene.ply", tmp_path / "x.ply", da.PipelineStages(), device=device,
+                            format="text")
+    assert not (tmp_path / "none.ply").exists() and not (tmp_path / "x.ply").exists()
+
+
+@pytest.mark.parametrize("fmt", ["binary", "ascii"])
+def test_process_ply_file_writes_the_bytes_of_the_command(device, tmp_path, fmt):
+    cli = command_path()
+    if cli is None:
+        pytest.skip("the devicearray command is not built next to this package (set DEVICEARRAY_CLI)")
+    write_scene(tmp_path / "scene.ply")
+    backend = "cuda" if device.backend() == da.ComputeBackend.cuda else "opencl"
+    for n, options in enumerate(OPTION_SETS):
+        expected = tmp_path / f"cli{n}.ply"
+        run = subprocess.run([str(cli), "process", str(tmp_path / "scene.ply"), *options, "--device",
+                              f"{backend}:{device.ordinal()}", "--format", fmt, "-o", str(expected)],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        got = tmp_path / f"python{n}.ply"
+        result = da.process_ply_file(tmp_path / "scene.ply", got, da.PipelineStages.parse(options), device=device,
+                                     format=fmt)
+        assert got.read_bytes() == expected.read_bytes(), options
+        # The stage table is the command's (the times aside).
+        printed = [line.split()[0] for line in run.stdout.splitlines()[2:2 + len(result.stages)]]
+        assert printed == [row.stage.split()[0] for row in result.stages], run.stdout
