@@ -287,6 +287,18 @@ TEST_F(ProcessCommand, VoxelGridMatchesTheHostReference) {
   EXPECT_NE(r.out.find("unorganize"), std::string::npos) << r.out;
 }
 
+TEST_F(ProcessCommand, FramesRunTheLoopAgainAndReportThroughput) {
+  REQUIRE_CLI_AND_DEVICE();
+  Result r;
+  const HostPointCloud looped = process("--voxel 25 --frames 3 --in-flight 2", "voxel_frames.ply", &r);
+  const HostPointCloud once = process("--voxel 25", "voxel_once.ply");
+  EXPECT_EQ(looped.xyz, once.xyz) << "the file is the first frame's, as without --frames";
+  EXPECT_NE(r.out.find("frames: 3 in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("frames/s (2 in flight"), std::string::npos) << r.out;
+  const Result lone = run("process " + q(scenePath()) + " --in-flight 2 -o " + q(tempDir() / "lone.ply"));
+  EXPECT_EQ(lone.status, 2) << "--in-flight needs --frames";
+}
+
 TEST_F(ProcessCommand, VoxelNormalsAreTheMeanNormalsOfTheirVoxels) {
   REQUIRE_CLI_AND_DEVICE();
   constexpr float kVoxel = 40.0f;

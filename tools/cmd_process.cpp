@@ -4,12 +4,17 @@
 // runPipeline); this file turns the command line into them, shows progress, prints the
 // stage table and writes the file.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -35,6 +40,8 @@ struct ProcessArgs {
   int minPoints = 1;
   std::string device;
   std::string format = "binary";
+  int frames = 1;
+  int inFlight = 2;
   std::vector<std::string> stageArgs;  // the stage options as given, for PipelineStages::parse
 };
 
@@ -70,6 +77,31 @@ void printTable(const std::vector<PipelineStageResult>& rows, const ComputeDevic
     std::printf(
         "(OpenCL: the first use of a kernel in a process includes building it; most drivers cache builds across "
         "runs)\n");
+}
+
+/// Runs the pipeline on `in` `frames` times, `inFlight` frames at a time (one host
+/// thread, hence one stream, each), and prints the throughput: what a frame loop that
+/// keeps several frames in flight sustains, upload and download included.
+void runFrameLoop(const HostPointCloud& in, const PipelineStages& stages, const ComputeDevice& device, int frames,
+                  int inFlight) {
+  std::atomic<int> next{0};
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < std::min(inFlight, frames); ++w)
+    workers.emplace_back([&] {
+      try {
+        while (!failed.load() && next.fetch_add(1) < frames) (void)runPipeline(in, stages, device);
+      } catch (...) {
+        if (!failed.exchange(true)) failure = std::current_exception();
+      }
+    });
+  for (std::thread& t : workers) t.join();
+  if (failure) std::rethrow_exception(failure);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("frames: %d in %.3f s, %.1f frames/s (%d in flight; upload, stages and download each)\n", frames,
+              seconds, frames / seconds, std::min(inFlight, frames));
 }
 
 PipelineStageResult hostRow(std::string stage, std::string result, const StageTime& t) {
@@ -124,6 +156,7 @@ void runProcess(const ProcessArgs& a) {
   if (result.nonFinitePoints > 0)
     std::printf("%zu points became missing: their transformed coordinates do not fit a float\n",
                 result.nonFinitePoints);
+  if (a.frames > 1) runFrameLoop(in, stages, device, a.frames, a.inFlight);
 }
 
 }  // namespace
@@ -157,6 +190,15 @@ void addProcessCommand(CLI::App& app) {
                                ->capture_default_str()
                                ->check(CLI::Range(1, std::numeric_limits<int>::max()))
                                ->needs(voxel);
+  CLI::Option* frames =
+      cmd->add_option("--frames", a->frames,
+                      "After writing the output, run the pipeline this many more times on the input and report "
+                      "frames/s")
+          ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--in-flight", a->inFlight, "Frames in flight during --frames (one host thread and stream each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64))
+      ->needs(frames);
   cmd->add_option("--device", a->device, kDeviceOptionHelp);
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
