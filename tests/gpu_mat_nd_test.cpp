@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/array_access.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -647,7 +648,7 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
   const int type = makeType(Depth::U8, 3);
   const HostMat h = datest::randomHostMat({5, 7}, type, 20);
   const GpuMatND g = uploaded(h);
-  const long useCount = g.allocation().use_count();
+  const long useCount = devicearray::detail::allocationOf(g).use_count();
   {
     const GpuMat header = g.createGpuMatHeader();
     EXPECT_EQ(header.rows, 5);
@@ -657,7 +658,8 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
     EXPECT_TRUE(header.isContinuous());
     EXPECT_TRUE(header.external()) << "createGpuMatHeader does not own the memory";
     EXPECT_EQ(header.device(), device());
-    EXPECT_EQ(g.allocation().use_count(), useCount) << "the header must not keep the memory alive";
+    EXPECT_EQ(devicearray::detail::allocationOf(g).use_count(), useCount)
+        << "the header must not keep the memory alive";
     if (isCuda()) {
       EXPECT_EQ(header.data, g.getDevicePtr());
     } else {
@@ -669,7 +671,7 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
     EXPECT_EQ(out.size, (Shape{5, 7}));
     EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), 3));
   }
-  EXPECT_EQ(g.allocation().use_count(), useCount);
+  EXPECT_EQ(devicearray::detail::allocationOf(g).use_count(), useCount);
 }
 
 TEST_P(GpuMatNDHeaders, WritesThroughHeaderLandInTheParent) {
