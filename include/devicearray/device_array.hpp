@@ -198,7 +198,7 @@ class DeviceArray {
     return UntypedDeviceArray::stridesOf(array_.organized_, width(), Format::channels);
   }
   /// strides() multiplied by sizeof(ValueType); empty for an empty array.
-  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), sizeof(ValueType)); }
+  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), static_cast<int>(sizeof(ValueType))); }
   /// Number of points / pixels (not channels).
   std::size_t size() const { return array_.size(); }
   /// size() * sizeof(Format): the whole buffer, which has no padding.
@@ -260,7 +260,6 @@ class DeviceArray {
   DeviceArrayView<Format> view() const { return DeviceArrayView<Format>(array_.view()); }
 
  private:
-  template <class> friend class DeviceArray;
   template <class To, class From>
   friend DeviceArray<To> convert(const DeviceArray<From>& src, StreamOrQueue sq);
   template <class To, class From>
@@ -299,7 +298,7 @@ class DeviceArrayView {
     return UntypedDeviceArray::stridesOf(view_.organized_, view_.width_, Format::channels);
   }
   /// strides() multiplied by sizeof(ValueType).
-  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), sizeof(ValueType)); }
+  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), static_cast<int>(sizeof(ValueType))); }
   /// Number of points / pixels (not channels).
   std::size_t size() const { return view_.size(); }
   /// size() * sizeof(Format).
