@@ -1,5 +1,6 @@
-// Non-template implementation of DeviceArray / DeviceArrayView and the format
-// conversions (include/devicearray/device_array.hpp), written against the
+// UntypedDeviceArray and UntypedDeviceArrayView, the non-template implementation of
+// DeviceArray / DeviceArrayView and the format conversions
+// (include/devicearray/device_array.hpp), written against the
 // backend-agnostic interface of src/backend/backend.hpp. The per-element math is in
 // src/kernels/convert_formats.h.
 #include "devicearray/device_array.hpp"
@@ -95,8 +96,6 @@ ArrayGeometry geometryOf(const ArraySpan& s) {
                      : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(s.width)};
 }
 
-std::size_t countOf(const ArraySpan& s) { return s.count(); }
-
 /// A GpuMatND header of size {H, W} or {N} over `storage` at `offset`.
 GpuMatND matFor(std::shared_ptr<Allocation> storage, std::size_t offset, FormatId id, const ArrayGeometry& g) {
   const FormatInfo& f = formatInfo(id);
@@ -126,7 +125,7 @@ int accessAlignment(const ArraySpan& s) {
 void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, const ArraySpan& src, QueueImpl& q) {
   const FormatInfo& to = formatInfo(toId);
   const FormatInfo& from = formatInfo(fromId);
-  const std::size_t n = countOf(src);
+  const std::size_t n = src.count();
   const std::shared_ptr<detail::DeviceImpl>& device = src.device.impl();
   detail::OrderedUse use(q, {src.buffer.allocation, dst.buffer.allocation});
 
