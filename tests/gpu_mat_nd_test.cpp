@@ -446,24 +446,27 @@ TEST_P(GpuMatNDViews, SqueezeDropsUnitAxesAndKeepsStepsMemoryAndSubmatrix) {
   const int type = makeType(Depth::U16, 2);
   const HostMat h = datest::randomHostMat({6, 7, 3}, type, 15);
   GpuMatND g = uploaded(h);
-  const GpuMatND v = g({Range(2, 3), Range(1, 5), Range(1, 2)});
-  const GpuMatND s = devicearray::squeeze(v, {2, 0});
-  EXPECT_EQ(s.size, (Shape{4}));
-  EXPECT_EQ(s.step, (Steps{v.step[1]}));
+  const GpuMatND v = g({Range(2, 3), Range(1, 5), Range::all()});
+  const GpuMatND s = devicearray::squeeze(v, {0});
+  EXPECT_EQ(s.size, (Shape{4, 3}));
+  EXPECT_EQ(s.step, (Steps{v.step[1], v.step[2]}));
   EXPECT_EQ(s.type(), type);
   EXPECT_TRUE(s.isSubmatrix());
   EXPECT_EQ(datest::addressOf(s), datest::addressOf(v));
   g.release();
-  EXPECT_TRUE(datest::bytesEqual(datest::subArrayBytes(datest::packedBytes(h), h.size, 4, {2, 1, 1}, {1, 4, 1}),
+  EXPECT_TRUE(datest::bytesEqual(datest::subArrayBytes(datest::packedBytes(h), h.size, 4, {2, 1, 0}, {1, 4, 3}),
                                  datest::downloadPacked(s), 4));
 
-  const GpuMatND point = devicearray::squeeze(v({Range::all(), Range(0, 1), Range::all()}), {0, 1, 2});
+  const GpuMatND point = devicearray::squeeze(v({Range::all(), Range(0, 1), Range(2, 3)}), {0, 1, 2});
   EXPECT_EQ(point.size, (Shape{1})) << "a GpuMatND keeps one axis";
   EXPECT_EQ(point.step, (Steps{v.elemSize()}));
 
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {1}); }, "axis of length 4");
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {3}); }, "axis out of range");
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {0, 0}); }, "axis twice");
+  const GpuMatND column = v({Range::all(), Range::all(), Range(1, 2)});
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(column, {0, 2}); },
+                      "a last axis whose step is not the element size");
   datest::expectError(ErrorCode::InvalidState, [&] { (void)devicearray::squeeze(GpuMatND(), {}); }, "empty");
 }
 

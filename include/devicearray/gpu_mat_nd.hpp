@@ -260,7 +260,8 @@ inline void swap(GpuMatND& a, GpuMatND& b) noexcept { a.swap(b); }
 /// keeps the memory alive and the SUBMATRIX flag like operator()(ranges). Removing every
 /// axis leaves one axis of length 1 (a GpuMatND has at least one). Throws InvalidState
 /// when `array` is empty and InvalidArgument for an axis out of range, listed twice or
-/// longer than 1.
+/// longer than 1, or when the axes left break GpuMatND's rule that the last step is the
+/// element size.
 GpuMatND squeeze(const GpuMatND& array, const std::vector<int>& axes);
 
 }  // namespace devicearray
