@@ -20,7 +20,7 @@ void allocate(benchmark::State& state, da::ComputeDevice device) {
   { da::GpuMatND warm({bytes}, kU8, device); }
   for (auto _ : state) {
     da::GpuMatND m({bytes}, kU8, device);
-    benchmark::DoNotOptimize(m.allocation().get());
+    benchmark::DoNotOptimize(m);
   }
   da::synchronizeStream(device.sdkStreamOrQueue());
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/array_access.hpp"
 #include "devicearray/dlpack.hpp"
 #include "test_support.hpp"
 
@@ -209,7 +210,9 @@ TEST_P(DLPack, ExportedDtypeOfEveryDepthIsTheDLPackOne) {
 TEST_P(DLPack, ExportOfViewCarriesTheViewOffset) {
   // 4 x 6 float32; view rows [1, 3) x cols [2, 5): first element at (1*6 + 2) * 4 = 32 bytes.
   const GpuMatND parent = iotaFloats(device());
-  GpuMatND grid = GpuMatND::fromAllocation(parent.allocation(), parent.offset(), {4, 6}, makeType(Depth::F32, 1), {});
+  namespace detail = devicearray::detail;
+  GpuMatND grid =
+      detail::makeGpuMatND(detail::allocationOf(parent), detail::offsetOf(parent), {4, 6}, makeType(Depth::F32, 1), {});
   const GpuMatND view = grid({Range(1, 3), Range(2, 5)});
   DLManagedTensorVersioned* t = devicearray::toDLPackVersioned(view);
   EXPECT_EQ(asVector(t->dl_tensor.shape, 2), (std::vector<std::int64_t>{2, 3}));

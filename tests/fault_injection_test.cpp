@@ -15,6 +15,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/fault_injection.hpp"
+#include "core/array_access.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 #include "test_support.hpp"
@@ -158,7 +159,8 @@ struct MatHeader {
 };
 
 MatHeader headerOf(const GpuMat& m) {
-  return {m.flags, m.rows, m.cols, m.step, m.allocation() ? m.allocation()->handle() : nullptr, m.offset()};
+  const auto& storage = detail::allocationOf(m);
+  return {m.flags, m.rows, m.cols, m.step, storage ? storage->handle() : nullptr, detail::offsetOf(m)};
 }
 
 std::vector<std::uint8_t> downloadPacked(const GpuMat& m) {

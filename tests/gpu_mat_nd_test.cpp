@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/array_access.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -441,6 +442,34 @@ TEST_P(GpuMatNDViews, LeadingAxisSliceIsAContinuousSubmatrix) {
   EXPECT_EQ(inner.flags, expectedFlags(type, false, true));
 }
 
+TEST_P(GpuMatNDViews, SqueezeDropsUnitAxesAndKeepsStepsMemoryAndSubmatrix) {
+  const int type = makeType(Depth::U16, 2);
+  const HostMat h = datest::randomHostMat({6, 7, 3}, type, 15);
+  GpuMatND g = uploaded(h);
+  const GpuMatND v = g({Range(2, 3), Range(1, 5), Range::all()});
+  const GpuMatND s = devicearray::squeeze(v, {0});
+  EXPECT_EQ(s.size, (Shape{4, 3}));
+  EXPECT_EQ(s.step, (Steps{v.step[1], v.step[2]}));
+  EXPECT_EQ(s.type(), type);
+  EXPECT_TRUE(s.isSubmatrix());
+  EXPECT_EQ(datest::addressOf(s), datest::addressOf(v));
+  g.release();
+  EXPECT_TRUE(datest::bytesEqual(datest::subArrayBytes(datest::packedBytes(h), h.size, 4, {2, 1, 0}, {1, 4, 3}),
+                                 datest::downloadPacked(s), 4));
+
+  const GpuMatND point = devicearray::squeeze(v({Range::all(), Range(0, 1), Range(2, 3)}), {0, 1, 2});
+  EXPECT_EQ(point.size, (Shape{1})) << "a GpuMatND keeps one axis";
+  EXPECT_EQ(point.step, (Steps{v.elemSize()}));
+
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {1}); }, "axis of length 4");
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {3}); }, "axis out of range");
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(v, {0, 0}); }, "axis twice");
+  const GpuMatND column = v({Range::all(), Range::all(), Range(1, 2)});
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)devicearray::squeeze(column, {0, 2}); },
+                      "a last axis whose step is not the element size");
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)devicearray::squeeze(GpuMatND(), {}); }, "empty");
+}
+
 TEST_P(GpuMatNDViews, ViewKeepsMemoryAliveAfterParentRelease) {
   const int type = makeType(Depth::U16, 2);
   const HostMat h = datest::randomHostMat({6, 7, 3}, type, 14);
@@ -647,7 +676,7 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
   const int type = makeType(Depth::U8, 3);
   const HostMat h = datest::randomHostMat({5, 7}, type, 20);
   const GpuMatND g = uploaded(h);
-  const long useCount = g.allocation().use_count();
+  const long useCount = devicearray::detail::allocationOf(g).use_count();
   {
     const GpuMat header = g.createGpuMatHeader();
     EXPECT_EQ(header.rows, 5);
@@ -657,7 +686,8 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
     EXPECT_TRUE(header.isContinuous());
     EXPECT_TRUE(header.external()) << "createGpuMatHeader does not own the memory";
     EXPECT_EQ(header.device(), device());
-    EXPECT_EQ(g.allocation().use_count(), useCount) << "the header must not keep the memory alive";
+    EXPECT_EQ(devicearray::detail::allocationOf(g).use_count(), useCount)
+        << "the header must not keep the memory alive";
     if (isCuda()) {
       EXPECT_EQ(header.data, g.getDevicePtr());
     } else {
@@ -669,7 +699,7 @@ TEST_P(GpuMatNDHeaders, HeaderOf2DArraySharesMemoryAndIsExternal) {
     EXPECT_EQ(out.size, (Shape{5, 7}));
     EXPECT_TRUE(datest::bytesEqual(datest::packedBytes(h), datest::packedBytes(out), 3));
   }
-  EXPECT_EQ(g.allocation().use_count(), useCount);
+  EXPECT_EQ(devicearray::detail::allocationOf(g).use_count(), useCount);
 }
 
 TEST_P(GpuMatNDHeaders, WritesThroughHeaderLandInTheParent) {

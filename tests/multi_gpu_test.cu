@@ -18,6 +18,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/backend_registry.hpp"
+#include "core/array_access.hpp"
 #include "devicearray/devicearray.hpp"
 #include "devicearray/dlpack.hpp"
 #include "cuda_gate.cuh"
@@ -708,8 +709,8 @@ TEST(MultiBackend, CopyBetweenCudaAndOpenCLStillStagesThroughTheHost) {
   // The CUDA backend declines sources of another backend.
   detail::CopyDesc desc;
   desc.elemSize = 16;
-  desc.dst = detail::MemRef::dev(back.allocation().get(), 0);
-  desc.src = detail::MemRef::dev(onOpenCL.allocation().get(), 0);
+  desc.dst = detail::MemRef::dev(detail::allocationOf(back).get(), 0);
+  desc.src = detail::MemRef::dev(detail::allocationOf(onOpenCL).get(), 0);
   EXPECT_FALSE(cuda.impl()->copyAcrossDevices(desc, *opencl.impl(), *cuda.impl()->libraryQueue()));
 }
 

@@ -69,6 +69,9 @@ void synchronizeStream(const StreamOrQueue& sq);
 template <class Format> class DeviceArrayView;
 class Stream;
 
+// The backend's object for one device: a type of the library's own, declared here
+// only so that ComputeDevice can hold it by shared_ptr (pimpl); nothing of it is
+// reachable through the public headers.
 namespace detail { class DeviceImpl; }
 
 /// A cheap, copyable handle to one device of one backend: a CUDA device (its

@@ -35,85 +35,120 @@ namespace devicearray {
 
 template <class Format> class DeviceArray;
 template <class Format> class DeviceArrayView;
+class UntypedDeviceArrayView;
 
-namespace detail {
+/// The format-independent part of DeviceArray<Format>, compiled once into the library:
+/// its memory (a GpuMatND of size {H, W} when organized, {N} otherwise) and the
+/// operations on it, each given the FormatId of the typed wrapper. It has no public
+/// members; use DeviceArray<Format>.
+class UntypedDeviceArray {
+  template <class> friend class DeviceArray;
+  template <class> friend class DeviceArrayView;
+  template <class To, class From>
+  friend DeviceArray<To> convert(const DeviceArray<From>& src, StreamOrQueue sq);
+  template <class To, class From>
+  friend void convertInto(const DeviceArrayView<To>& dst, const DeviceArray<From>& src, StreamOrQueue sq);
+  friend class UntypedDeviceArrayView;
+  friend struct ArrayAccess;
 
-/// Internal: the storage and geometry the non-template implementation works on.
-struct ArraySpan {
-  std::shared_ptr<Allocation> storage;
-  std::size_t offset = 0;  ///< bytes from the allocation's handle to element 0
-  ComputeDevice device;
-  int height = 0;          ///< 1 for unorganized arrays
-  int width = 0;           ///< N for unorganized arrays
-  bool organized = false;
-};
+  UntypedDeviceArray() = default;
+  UntypedDeviceArray(GpuMatND mat, bool organized) : mat_(std::move(mat)), organized_(organized) {}
 
-// Non-template implementation (src/core/device_array.cpp). `fn` names the public
-// function for error messages.
-[[noreturn]] void fail(ErrorCode code, const std::string& message);
+  static UntypedDeviceArray allocate(FormatId format, int height, int width, const ComputeDevice& device);
+  static UntypedDeviceArray allocate(FormatId format, std::size_t count, const ComputeDevice& device);
+  static UntypedDeviceArray fromHost(FormatId format, const void* data, int height, int width,
+                                     const ComputeDevice& device);
+  static UntypedDeviceArray fromHost(FormatId format, const void* data, std::size_t count,
+                                     const ComputeDevice& device);
+  /// Shares the memory of `mat` after checking that it fits `format` (an empty `mat` gives an empty array).
+  static UntypedDeviceArray fromGpuMatND(FormatId format, const GpuMatND& mat);
 
-/// Organized height x width (organized) or unorganized `count` elements; the unused
-/// geometry argument is ignored.
-struct ArrayGeometry {
-  bool organized = false;
-  int height = 0;
-  int width = 0;
-  std::size_t count = 0;
-};
-GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const ComputeDevice& device,
-                       const char* fn);
-GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geometry, const ComputeDevice& device,
-                     const char* fn);
-/// Checks a GpuMatND for wrapping as a DeviceArray of `format`; returns whether it is organized.
-bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn);
-ArraySpan spanOf(const GpuMatND& mat, bool organized);
-/// CUDA: device pointer of element 0. OpenCL: the cl_mem.
-void* devicePointerOf(const ArraySpan& span);
-/// CUDA base pointer / cl_mem of an allocation.
-void* handleOf(const Allocation& storage);
-/// `hostMayBlock`: the caller waits for the copy anyway (blocking API).
-void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size_t bytes, const StreamOrQueue& sq,
-                    const char* fn, bool hostMayBlock = false);
-void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char* fn);
-GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const StreamOrQueue& sq, const char* fn);
-void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const ArraySpan& src,
-                     const StreamOrQueue& sq, const char* fn);
-/// Wraps user memory for createDeviceArrayView: validates, adopts (never frees) and
-/// orders later library work after the work enqueued on `sq` so far.
-std::shared_ptr<Allocation> adoptUserMemory(const ComputeDevice& device, FormatId format, void* handle,
-                                            std::size_t offset, bool isOpenCL, int width, int height,
-                                            const StreamOrQueue& sq, const char* fn);
-[[noreturn]] void throwExpiredView(const char* fn);
+  bool isEmpty() const { return mat_.empty(); }
+  int height() const { return isEmpty() ? 0 : (organized_ ? mat_.size[0] : 1); }
+  int width() const { return isEmpty() ? 0 : (organized_ ? mat_.size[1] : mat_.size[0]); }
+  std::size_t size() const { return isEmpty() ? 0 : mat_.total(); }
+  /// The device; InvalidState naming `fn` when empty.
+  ComputeDevice device(const char* fn) const;
+  void* devicePointer() const;
+  std::size_t byteOffset() const;
+  OpenCLBufferPtr openCLBuffer() const;
 
-/// Layout getters shared by DeviceArray and DeviceArrayView.
-template <class Format>
-struct LayoutOf {
-  static std::vector<int> shape(bool empty, bool organized, int height, int width) {
-    if (empty) return {};
+  void copyToHost(FormatId format, void* dst, std::size_t bytes, const StreamOrQueue& sq) const;
+  void download(FormatId format, void* dst) const;
+  UntypedDeviceArray converted(FormatId to, FormatId from, const StreamOrQueue& sq) const;
+  static void convertInto(FormatId to, const UntypedDeviceArrayView& dst, FormatId from, const UntypedDeviceArray& src,
+                          const StreamOrQueue& sq);
+  UntypedDeviceArrayView view() const;
+
+  // The layout table of docs/data-layout.md, shared with the views.
+  static std::vector<int> shapeOf(bool organized, int height, int width, int channels) {
     std::vector<int> s;
     if (organized) s = {height, width};
     else s = {width};
-    if (Format::channels > 1) s.push_back(Format::channels);
+    if (channels > 1) s.push_back(channels);
     return s;
   }
-  static std::vector<int> strides(bool empty, bool organized, int width) {
-    if (empty) return {};
-    constexpr int c = Format::channels;
+  static std::vector<int> stridesOf(bool organized, int width, int channels) {
     std::vector<int> s;
-    if (organized) s.push_back(width * c);  // validated at construction to fit in int (in bytes)
-    if (c > 1) s.push_back(c);
+    if (organized) s.push_back(width * channels);  // validated at construction to fit in int (in bytes)
+    if (channels > 1) s.push_back(channels);
     s.push_back(1);
-    if (!organized && c == 1) s = {1};
+    if (!organized && channels == 1) s = {1};
     return s;
   }
-  static std::vector<int> stridesInBytes(bool empty, bool organized, int width) {
-    std::vector<int> s = strides(empty, organized, width);
-    for (int& v : s) v *= static_cast<int>(sizeof(typename Format::ValueType));
-    return s;
+  static std::vector<int> scaled(std::vector<int> strides, int valueBytes) {
+    for (int& v : strides) v *= valueBytes;
+    return strides;
   }
+
+  GpuMatND mat_;
+  bool organized_ = false;
 };
 
-}  // namespace detail
+/// The format-independent part of DeviceArrayView<Format>, compiled once into the
+/// library: where the memory is, its geometry and what keeps it alive. It has no
+/// public members; use DeviceArrayView<Format>.
+class UntypedDeviceArrayView {
+  template <class> friend class DeviceArrayView;
+  friend class UntypedDeviceArray;
+  friend class ComputeDevice;
+  friend struct ArrayAccess;
+
+  /// Validates and adopts (never frees) user memory for ComputeDevice::createDeviceArrayView
+  /// and orders later library work after what is enqueued on `sq` so far.
+  static UntypedDeviceArrayView adopt(const ComputeDevice& device, FormatId format, void* handle, std::size_t offset,
+                                      bool isOpenCL, int width, int height, const StreamOrQueue& sq);
+
+  bool isEmpty() const { return handle_ == nullptr; }
+  bool isValid() const { return !isEmpty() && (adopted_ != nullptr || !owner_.expired()); }
+  std::size_t size() const { return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_); }
+  ComputeDevice device() const {
+    if (isEmpty()) throwEmpty("DeviceArrayView::device");
+    return device_;
+  }
+  void* devicePointer() const {
+    if (isEmpty()) return nullptr;
+    if (device_.backend() == ComputeBackend::cuda) return static_cast<unsigned char*>(handle_) + offset_;
+    return handle_;
+  }
+  std::size_t byteOffset() const {
+    return device_.isValid() && device_.backend() == ComputeBackend::opencl ? offset_ : 0;
+  }
+
+  void copyToHost(FormatId format, void* dst, std::size_t bytes, const StreamOrQueue& sq) const;
+  void download(FormatId format, void* dst) const;
+  [[noreturn]] static void throwEmpty(const char* fn);
+
+  ComputeDevice device_;
+  void* handle_ = nullptr;  ///< CUDA base pointer / cl_mem
+  std::size_t offset_ = 0;  ///< bytes from handle_ to element 0
+  int height_ = 0;
+  int width_ = 0;
+  bool organized_ = false;
+  // The memory's reference-counted allocation: an opaque library type (see GpuMatND).
+  std::weak_ptr<detail::Allocation> owner_;     ///< views of a DeviceArray
+  std::shared_ptr<detail::Allocation> adopted_;  ///< views of user memory (external: never frees)
+};
 
 /// An owning, reference-counted, tightly packed device array of `Format` elements.
 /// Copies share the memory (like cv::cuda::GpuMat); memory is released in stream
@@ -133,72 +168,67 @@ class DeviceArray {
   /// is usable from any stream. Throws InvalidArgument (non-positive sizes, invalid
   /// device), OutOfRange (byte count overflows), OutOfMemory.
   static DeviceArray allocate(int height, int width, const ComputeDevice& device = ComputeDevice::defaultDevice()) {
-    return DeviceArray(detail::allocateArray(Format::id, {true, height, width, 0}, device, "DeviceArray::allocate"),
-                       true);
+    return DeviceArray(UntypedDeviceArray::allocate(Format::id, height, width, device));
   }
   /// Unorganized array of `count` elements (uninitialized). Blocking. Throws as above;
   /// OutOfRange also when count > INT_MAX.
   static DeviceArray allocate(std::size_t count, const ComputeDevice& device = ComputeDevice::defaultDevice()) {
-    return DeviceArray(detail::allocateArray(Format::id, {false, 0, 0, count}, device, "DeviceArray::allocate"),
-                       false);
+    return DeviceArray(UntypedDeviceArray::allocate(Format::id, count, device));
   }
   /// Organized array with a copy of height*width elements at `data`. Blocking.
   /// Throws InvalidArgument for a null `data` and the errors of allocate().
   static DeviceArray fromHost(const Format* data, int height, int width,
                               const ComputeDevice& device = ComputeDevice::defaultDevice()) {
-    return DeviceArray(
-        detail::uploadArray(Format::id, data, {true, height, width, 0}, device, "DeviceArray::fromHost"), true);
+    return DeviceArray(UntypedDeviceArray::fromHost(Format::id, data, height, width, device));
   }
   /// Unorganized array with a copy of `count` elements at `data`. Blocking.
   static DeviceArray fromHost(const Format* data, std::size_t count,
                               const ComputeDevice& device = ComputeDevice::defaultDevice()) {
-    return DeviceArray(
-        detail::uploadArray(Format::id, data, {false, 0, 0, count}, device, "DeviceArray::fromHost"), false);
+    return DeviceArray(UntypedDeviceArray::fromHost(Format::id, data, count, device));
   }
 
   /// [H,W,C] | [H,W] | [N,C] | [N]; empty for an empty array.
-  std::vector<int> shape() const { return detail::LayoutOf<Format>::shape(isEmpty(), organized_, height(), width()); }
-  /// Row-major strides in elements (channel values); empty for an empty array.
-  std::vector<int> strides() const { return detail::LayoutOf<Format>::strides(isEmpty(), organized_, width()); }
-  /// strides() multiplied by sizeof(ValueType); empty for an empty array.
-  std::vector<int> stridesInBytes() const {
-    return detail::LayoutOf<Format>::stridesInBytes(isEmpty(), organized_, width());
+  std::vector<int> shape() const {
+    if (isEmpty()) return {};
+    return UntypedDeviceArray::shapeOf(array_.organized_, height(), width(), Format::channels);
   }
+  /// Row-major strides in elements (channel values); empty for an empty array.
+  std::vector<int> strides() const {
+    if (isEmpty()) return {};
+    return UntypedDeviceArray::stridesOf(array_.organized_, width(), Format::channels);
+  }
+  /// strides() multiplied by sizeof(ValueType); empty for an empty array.
+  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), static_cast<int>(sizeof(ValueType))); }
   /// Number of points / pixels (not channels).
-  std::size_t size() const { return isEmpty() ? 0 : mat_.total(); }
+  std::size_t size() const { return array_.size(); }
   /// size() * sizeof(Format): the whole buffer, which has no padding.
   std::size_t sizeInBytes() const { return size() * sizeof(Format); }
   /// Throws InvalidState for an empty array.
-  ComputeBackend backend() const { return requireDevice("DeviceArray::backend").backend(); }
+  ComputeBackend backend() const { return array_.device("DeviceArray::backend").backend(); }
   /// CUDA: the device pointer of element 0. OpenCL: the cl_mem; element 0 is at
   /// byteOffset() in it, which is 0 for arrays made by allocate, fromHost and convert
   /// (only fromGpuMatND of a sub-array view can give a non-zero offset).
   /// nullptr for an empty array. Work you enqueue on it is yours to order
   /// (docs/stream-queue-context.md).
-  void* devicePointer() const { return isEmpty() ? nullptr : detail::devicePointerOf(span()); }
+  void* devicePointer() const { return array_.devicePointer(); }
   /// Byte offset of element 0 within the cl_mem on OpenCL (always 0 on CUDA, where
   /// devicePointer() already includes it).
-  std::size_t byteOffset() const {
-    return (isEmpty() || mat_.backend() == ComputeBackend::cuda) ? 0 : mat_.offset();
-  }
+  std::size_t byteOffset() const { return array_.byteOffset(); }
   /// The OpenCL buffer and byte offset of element 0. Throws Unsupported on CUDA, InvalidState when empty.
-  OpenCLBufferPtr openCLBuffer() const {
-    requireDevice("DeviceArray::openCLBuffer");
-    return mat_.getOpenCLBuffer();
-  }
+  OpenCLBufferPtr openCLBuffer() const { return array_.openCLBuffer(); }
 
   /// True when the array holds no memory.
-  bool isEmpty() const { return mat_.empty(); }
+  bool isEmpty() const { return array_.isEmpty(); }
   /// True when the array holds memory (the opposite of isEmpty()).
   bool isValid() const { return !isEmpty(); }
   /// True for an H x W array (shape [H, W(, C)]); false for a list or an empty array.
-  bool isOrganized() const { return !isEmpty() && organized_; }
+  bool isOrganized() const { return !isEmpty() && array_.organized_; }
   /// Rows of an organized array; 1 for an unorganized one; 0 when empty.
-  int height() const { return isEmpty() ? 0 : (organized_ ? mat_.size[0] : 1); }
+  int height() const { return array_.height(); }
   /// Columns of an organized array; N for an unorganized one; 0 when empty.
-  int width() const { return isEmpty() ? 0 : (organized_ ? mat_.size[1] : mat_.size[0]); }
+  int width() const { return array_.width(); }
   /// Throws InvalidState for an empty array.
-  ComputeDevice device() const { return requireDevice("DeviceArray::device"); }
+  ComputeDevice device() const { return array_.device("DeviceArray::device"); }
 
   /// Enqueues a copy of all elements into `dst` (capacity `bytes` >= sizeInBytes()) on
   /// `sq` and returns without waiting; `dst` must stay valid until `sq` has completed it
@@ -206,41 +236,39 @@ class DeviceArray {
   /// null `dst`, too small `bytes`, or `sq` of another backend than the array.
   void copyToHost(Format* dst, std::size_t bytes, StreamOrQueue sq) const {
     if (isEmpty()) return;
-    detail::copySpanToHost(Format::id, span(), dst, bytes, sq, "DeviceArray::copyToHost");
+    array_.copyToHost(Format::id, dst, bytes, sq);
   }
   /// All elements, copied to the host. Blocking (waits for earlier work on the array).
   std::vector<Format> toHost() const {
     std::vector<Format> out(size());
-    if (!out.empty()) detail::downloadSpan(Format::id, span(), out.data(), "DeviceArray::toHost");
+    if (!out.empty()) array_.download(Format::id, out.data());
     return out;
   }
 
   /// A GpuMatND sharing this memory: size {H, W} (organized) or {N}, type
   /// makeType(Format::depth, Format::channels). O(1), no device work.
-  GpuMatND toGpuMatND() const { return mat_; }
+  GpuMatND toGpuMatND() const { return array_.mat_; }
   /// Shares the memory of `mat`, which must be continuous, of type
   /// makeType(Format::depth, Format::channels), 2-D {H, W} (organized) or 1-D {N}
   /// (unorganized), with element 0 aligned to the channel size; else InvalidArgument.
   /// An empty `mat` gives an empty array. O(1), no device work.
   static DeviceArray fromGpuMatND(const GpuMatND& mat) {
-    if (mat.empty()) return DeviceArray();
-    const bool organized = detail::checkWrappable(Format::id, mat, "DeviceArray::fromGpuMatND");
-    return DeviceArray(mat, organized);
+    return DeviceArray(UntypedDeviceArray::fromGpuMatND(Format::id, mat));
   }
 
   /// A non-owning view of this array (see DeviceArrayView). Throws InvalidState when empty.
-  DeviceArrayView<Format> view() const;
-
-  /// Internal: the storage and geometry.
-  detail::ArraySpan span() const { return detail::spanOf(mat_, organized_); }
+  DeviceArrayView<Format> view() const { return DeviceArrayView<Format>(array_.view()); }
 
  private:
-  DeviceArray(GpuMatND mat, bool organized) : mat_(std::move(mat)), organized_(organized) {}
+  template <class To, class From>
+  friend DeviceArray<To> convert(const DeviceArray<From>& src, StreamOrQueue sq);
+  template <class To, class From>
+  friend void convertInto(const DeviceArrayView<To>& dst, const DeviceArray<From>& src, StreamOrQueue sq);
+  friend struct ArrayAccess;
 
-  ComputeDevice requireDevice(const char* fn) const;
+  explicit DeviceArray(UntypedDeviceArray array) : array_(std::move(array)) {}
 
-  GpuMatND mat_;
-  bool organized_ = false;
+  UntypedDeviceArray array_;
 };
 
 /// A non-owning view of device memory laid out as DeviceArray<Format>: from
@@ -260,131 +288,80 @@ class DeviceArrayView {
   DeviceArrayView() = default;
 
   /// As DeviceArray::shape(): [H,W,C] | [H,W] | [N,C] | [N]; empty for an empty view.
-  std::vector<int> shape() const { return detail::LayoutOf<Format>::shape(isEmpty(), organized_, height_, width_); }
-  /// As DeviceArray::strides(): row-major, in channel values.
-  std::vector<int> strides() const { return detail::LayoutOf<Format>::strides(isEmpty(), organized_, width_); }
-  /// strides() multiplied by sizeof(ValueType).
-  std::vector<int> stridesInBytes() const {
-    return detail::LayoutOf<Format>::stridesInBytes(isEmpty(), organized_, width_);
+  std::vector<int> shape() const {
+    if (isEmpty()) return {};
+    return UntypedDeviceArray::shapeOf(view_.organized_, view_.height_, view_.width_, Format::channels);
   }
+  /// As DeviceArray::strides(): row-major, in channel values.
+  std::vector<int> strides() const {
+    if (isEmpty()) return {};
+    return UntypedDeviceArray::stridesOf(view_.organized_, view_.width_, Format::channels);
+  }
+  /// strides() multiplied by sizeof(ValueType).
+  std::vector<int> stridesInBytes() const { return UntypedDeviceArray::scaled(strides(), static_cast<int>(sizeof(ValueType))); }
   /// Number of points / pixels (not channels).
-  std::size_t size() const { return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_); }
+  std::size_t size() const { return view_.size(); }
   /// size() * sizeof(Format).
   std::size_t sizeInBytes() const { return size() * sizeof(Format); }
   /// Throws InvalidState for an empty view.
   ComputeBackend backend() const { return device().backend(); }
   /// CUDA: the device pointer of element 0. OpenCL: the cl_mem (element 0 at byteOffset()).
-  void* devicePointer() const {
-    if (isEmpty()) return nullptr;
-    if (device_.backend() == ComputeBackend::cuda) return static_cast<unsigned char*>(handle_) + offset_;
-    return handle_;
-  }
+  void* devicePointer() const { return view_.devicePointer(); }
   /// Byte offset of element 0 in the cl_mem on OpenCL; 0 on CUDA.
-  std::size_t byteOffset() const { return device_.isValid() && device_.backend() == ComputeBackend::opencl ? offset_ : 0; }
+  std::size_t byteOffset() const { return view_.byteOffset(); }
   /// True for a default-constructed view.
-  bool isEmpty() const { return handle_ == nullptr; }
+  bool isEmpty() const { return view_.isEmpty(); }
   /// False when empty, or when the DeviceArray this view was made from is gone.
-  bool isValid() const { return !isEmpty() && (adopted_ != nullptr || !owner_.expired()); }
+  bool isValid() const { return view_.isValid(); }
   /// True for an H x W view (views of user memory always are).
-  bool isOrganized() const { return !isEmpty() && organized_; }
+  bool isOrganized() const { return !isEmpty() && view_.organized_; }
   /// Rows (1 for a view of an unorganized array; 0 when empty).
-  int height() const { return height_; }
+  int height() const { return view_.height_; }
   /// Columns (N for a view of an unorganized array; 0 when empty).
-  int width() const { return width_; }
+  int width() const { return view_.width_; }
   /// The device of the memory. Throws InvalidState for an empty view.
-  ComputeDevice device() const {
-    if (isEmpty()) detail::fail(ErrorCode::InvalidState, "DeviceArrayView::device: the view is empty");
-    return device_;
-  }
+  ComputeDevice device() const { return view_.device(); }
 
   /// As DeviceArray::copyToHost: enqueued on `sq`, no host sync. Throws InvalidState
   /// for an empty or expired view.
   void copyToHost(Format* dst, std::size_t bytes, StreamOrQueue sq) const {
-    detail::copySpanToHost(Format::id, span("DeviceArrayView::copyToHost"), dst, bytes, sq,
-                           "DeviceArrayView::copyToHost");
+    view_.copyToHost(Format::id, dst, bytes, sq);
   }
   /// All elements, copied to the host. Blocking.
   std::vector<Format> toHost() const {
-    const detail::ArraySpan s = span("DeviceArrayView::toHost");
     std::vector<Format> out(size());
-    detail::downloadSpan(Format::id, s, out.data(), "DeviceArrayView::toHost");
+    view_.download(Format::id, out.data());
     return out;
-  }
-
-  /// Internal: the storage (locked for the duration of one operation) and geometry.
-  detail::ArraySpan span(const char* fn) const {
-    if (isEmpty()) detail::fail(ErrorCode::InvalidState, std::string(fn) + ": the view is empty");
-    std::shared_ptr<detail::Allocation> storage = adopted_ ? adopted_ : owner_.lock();
-    if (!storage) detail::throwExpiredView(fn);
-    return detail::ArraySpan{std::move(storage), offset_, device_, height_, width_, organized_};
   }
 
  private:
   friend class DeviceArray<Format>;
   friend class ComputeDevice;
+  template <class To, class From>
+  friend void convertInto(const DeviceArrayView<To>& dst, const DeviceArray<From>& src, StreamOrQueue sq);
+  friend struct ArrayAccess;
 
-  ComputeDevice device_;
-  void* handle_ = nullptr;  ///< CUDA base pointer / cl_mem
-  std::size_t offset_ = 0;  ///< bytes from handle_ to element 0
-  int height_ = 0;
-  int width_ = 0;
-  bool organized_ = false;
-  std::weak_ptr<detail::Allocation> owner_;     ///< views of a DeviceArray
-  std::shared_ptr<detail::Allocation> adopted_;  ///< views of user memory (external: never frees)
+  explicit DeviceArrayView(UntypedDeviceArrayView view) : view_(std::move(view)) {}
+
+  UntypedDeviceArrayView view_;
 };
 
 // ------------------------------------------------------------ definitions --
 
 template <class Format>
-ComputeDevice DeviceArray<Format>::requireDevice(const char* fn) const {
-  if (isEmpty()) detail::fail(ErrorCode::InvalidState, std::string(fn) + ": the array is empty");
-  return mat_.device();
-}
-
-template <class Format>
-DeviceArrayView<Format> DeviceArray<Format>::view() const {
-  if (isEmpty()) detail::fail(ErrorCode::InvalidState, "DeviceArray::view: the array is empty");
-  DeviceArrayView<Format> v;
-  const detail::ArraySpan s = span();
-  v.device_ = s.device;
-  v.handle_ = detail::handleOf(*s.storage);
-  v.offset_ = s.offset;
-  v.height_ = s.height;
-  v.width_ = s.width;
-  v.organized_ = s.organized;
-  v.owner_ = s.storage;
-  return v;
-}
-
-template <class Format>
 DeviceArrayView<Format> ComputeDevice::createDeviceArrayView(CUDADevicePointer pointer, int width, int height,
                                                              StreamOrQueue sq) const {
   static_assert(isFormat<Format>, "createDeviceArrayView<Format>: Format must be one of the 14 formats");
-  DeviceArrayView<Format> v;
-  v.adopted_ = detail::adoptUserMemory(*this, Format::id, pointer.pointer, 0, false, width, height, sq,
-                                       "ComputeDevice::createDeviceArrayView");
-  v.device_ = *this;
-  v.handle_ = pointer.pointer;
-  v.height_ = height;
-  v.width_ = width;
-  v.organized_ = true;
-  return v;
+  return DeviceArrayView<Format>(
+      UntypedDeviceArrayView::adopt(*this, Format::id, pointer.pointer, 0, false, width, height, sq));
 }
 
 template <class Format>
 DeviceArrayView<Format> ComputeDevice::createDeviceArrayView(OpenCLBufferPtr buffer, int width, int height,
                                                              StreamOrQueue sq) const {
   static_assert(isFormat<Format>, "createDeviceArrayView<Format>: Format must be one of the 14 formats");
-  DeviceArrayView<Format> v;
-  v.adopted_ = detail::adoptUserMemory(*this, Format::id, buffer.buffer, buffer.offset, true, width, height, sq,
-                                       "ComputeDevice::createDeviceArrayView");
-  v.device_ = *this;
-  v.handle_ = buffer.buffer;
-  v.offset_ = buffer.offset;
-  v.height_ = height;
-  v.width_ = width;
-  v.organized_ = true;
-  return v;
+  return DeviceArrayView<Format>(
+      UntypedDeviceArrayView::adopt(*this, Format::id, buffer.buffer, buffer.offset, true, width, height, sq));
 }
 
 /// A new array holding `src` converted to `To`, allocated and computed on
@@ -405,7 +382,7 @@ DeviceArray<To> convert(const DeviceArray<From>& src, StreamOrQueue sq) {
                 "convert<To, From>: no meaningful conversion between these formats (supported: identity, "
                 "PointXYZ <-> PointXYZW, PointXYZ/PointXYZW -> PointZ, colour format -> colour format)");
   if (src.isEmpty()) return DeviceArray<To>();
-  return DeviceArray<To>::fromGpuMatND(detail::convertSpan(To::id, From::id, src.span(), sq, "convert"));
+  return DeviceArray<To>(src.array_.converted(To::id, From::id, sq));
 }
 
 /// Converts `src` into the memory of `dst` (same device, same number of elements and,
@@ -420,9 +397,7 @@ void convertInto(const DeviceArrayView<To>& dst, const DeviceArray<From>& src, S
   static_assert(isConvertible<To, From>,
                 "convertInto<To, From>: no meaningful conversion between these formats (supported: identity, "
                 "PointXYZ <-> PointXYZW, PointXYZ/PointXYZW -> PointZ, colour format -> colour format)");
-  if (src.isEmpty()) detail::fail(ErrorCode::InvalidArgument, "convertInto: the source array is empty");
-  if (dst.isEmpty()) detail::fail(ErrorCode::InvalidArgument, "convertInto: the destination view is empty");
-  detail::convertSpanInto(To::id, dst.span("convertInto"), From::id, src.span(), sq, "convertInto");
+  UntypedDeviceArray::convertInto(To::id, dst.view_, From::id, src.array_, sq);
 }
 
 }  // namespace devicearray

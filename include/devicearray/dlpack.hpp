@@ -338,16 +338,14 @@ GpuMatND readyOnConsumerStream(const GpuMatND& array, std::optional<StreamOrQueu
 /// enqueued so far. Non-blocking. Throws as readyOnConsumerStream.
 void orderAfterProducerStream(const GpuMatND& array, StreamOrQueue producer);
 
-namespace detail {
-
-/// Checks that an imported one-channel GpuMatND fits a format of `channels` values of
-/// `depth` ([H,W,C] / [N,C] when channels > 1, [H,W] / [N] otherwise, pixels packed)
-/// and returns it with the channel axis folded into the type. Throws InvalidArgument
-/// naming `function` and the mismatch; `imported` (and with it the producer's tensor)
-/// is released on failure.
-GpuMatND foldChannelAxisForFormat(GpuMatND imported, Depth depth, int channels, const char* function);
-
-}  // namespace detail
+/// The one-channel array `imported` (as fromDLPack(tensor) gives it) as an array of
+/// elements of `channels` values of `depth` over the same memory, the layout
+/// DeviceArray<Format>::fromGpuMatND takes: [H, W, C] / [N, C] become [H, W] / [N] with
+/// the C = `channels` > 1 values folded into the type; [H, W] / [N] stay as they are
+/// when `channels` is 1. O(1), no device work. Throws InvalidArgument naming `function`
+/// when the value type, the shape or the packing does not fit; `imported` (and with it
+/// the producer's tensor) is released then.
+GpuMatND foldChannelAxis(GpuMatND imported, Depth depth, int channels, const char* function = "foldChannelAxis");
 
 // ------------------------------------------------------------ DeviceArray ----
 
@@ -371,12 +369,12 @@ DLManagedTensor* toDLPack(const DeviceArray<Format>& array) {
 template <class Format>
 DeviceArray<Format> fromDLPack(DLManagedTensorVersioned* tensor) {
   return DeviceArray<Format>::fromGpuMatND(
-      detail::foldChannelAxisForFormat(fromDLPack(tensor), Format::depth, Format::channels, "fromDLPack<Format>"));
+      foldChannelAxis(fromDLPack(tensor), Format::depth, Format::channels, "fromDLPack<Format>"));
 }
 template <class Format>
 DeviceArray<Format> fromDLPack(DLManagedTensor* tensor) {
   return DeviceArray<Format>::fromGpuMatND(
-      detail::foldChannelAxisForFormat(fromDLPack(tensor), Format::depth, Format::channels, "fromDLPack<Format>"));
+      foldChannelAxis(fromDLPack(tensor), Format::depth, Format::channels, "fromDLPack<Format>"));
 }
 
 }  // namespace devicearray

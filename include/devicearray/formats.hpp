@@ -263,39 +263,38 @@ struct FormatInfo {
   ///@{
   int red, green, blue, alpha;
   ///@}
-};
 
-namespace detail {
-template <class F>
-constexpr FormatInfo makeFormatInfo(std::string_view name) {
-  FormatInfo info{F::id, name, F::channels, F::depth, sizeof(F), isColorFormat<F>, false, -1, -1, -1, -1};
-  if constexpr (isColorFormat<F>) {
-    info.isSRGB = name.ends_with("_SRGB");
-    info.red = static_cast<int>(offsetof(F, r) / sizeof(typename F::ValueType));
-    info.green = static_cast<int>(offsetof(F, g) / sizeof(typename F::ValueType));
-    info.blue = static_cast<int>(offsetof(F, b) / sizeof(typename F::ValueType));
-    if constexpr (F::channels == 4) info.alpha = static_cast<int>(offsetof(F, a) / sizeof(typename F::ValueType));
+  /// The description of format `F`, whose C++ type name is `name`.
+  template <class F>
+  static constexpr FormatInfo of(std::string_view name) {
+    FormatInfo info{F::id, name, F::channels, F::depth, sizeof(F), isColorFormat<F>, false, -1, -1, -1, -1};
+    if constexpr (isColorFormat<F>) {
+      info.isSRGB = name.ends_with("_SRGB");
+      info.red = static_cast<int>(offsetof(F, r) / sizeof(typename F::ValueType));
+      info.green = static_cast<int>(offsetof(F, g) / sizeof(typename F::ValueType));
+      info.blue = static_cast<int>(offsetof(F, b) / sizeof(typename F::ValueType));
+      if constexpr (F::channels == 4) info.alpha = static_cast<int>(offsetof(F, a) / sizeof(typename F::ValueType));
+    }
+    return info;
   }
-  return info;
-}
-}  // namespace detail
+};
 
 /// The runtime table, indexed by FormatId.
 inline constexpr FormatInfo kFormatInfos[kFormatCount] = {
-    detail::makeFormatInfo<PointXYZ>("PointXYZ"),
-    detail::makeFormatInfo<PointXYZW>("PointXYZW"),
-    detail::makeFormatInfo<PointZ>("PointZ"),
-    detail::makeFormatInfo<SNR>("SNR"),
-    detail::makeFormatInfo<NormalXYZ>("NormalXYZ"),
-    detail::makeFormatInfo<ColorRGBA>("ColorRGBA"),
-    detail::makeFormatInfo<ColorBGRA>("ColorBGRA"),
-    detail::makeFormatInfo<ColorRGBA_SRGB>("ColorRGBA_SRGB"),
-    detail::makeFormatInfo<ColorBGRA_SRGB>("ColorBGRA_SRGB"),
-    detail::makeFormatInfo<ColorRGBAf>("ColorRGBAf"),
-    detail::makeFormatInfo<ColorRGB>("ColorRGB"),
-    detail::makeFormatInfo<ColorBGR>("ColorBGR"),
-    detail::makeFormatInfo<ColorRGB_SRGB>("ColorRGB_SRGB"),
-    detail::makeFormatInfo<ColorBGR_SRGB>("ColorBGR_SRGB"),
+    FormatInfo::of<PointXYZ>("PointXYZ"),
+    FormatInfo::of<PointXYZW>("PointXYZW"),
+    FormatInfo::of<PointZ>("PointZ"),
+    FormatInfo::of<SNR>("SNR"),
+    FormatInfo::of<NormalXYZ>("NormalXYZ"),
+    FormatInfo::of<ColorRGBA>("ColorRGBA"),
+    FormatInfo::of<ColorBGRA>("ColorBGRA"),
+    FormatInfo::of<ColorRGBA_SRGB>("ColorRGBA_SRGB"),
+    FormatInfo::of<ColorBGRA_SRGB>("ColorBGRA_SRGB"),
+    FormatInfo::of<ColorRGBAf>("ColorRGBAf"),
+    FormatInfo::of<ColorRGB>("ColorRGB"),
+    FormatInfo::of<ColorBGR>("ColorBGR"),
+    FormatInfo::of<ColorRGB_SRGB>("ColorRGB_SRGB"),
+    FormatInfo::of<ColorBGR_SRGB>("ColorBGR_SRGB"),
 };
 
 /// Every format's description, in FormatId order.

@@ -17,6 +17,9 @@
 namespace devicearray {
 
 class GpuMat;
+// The reference-counted device allocation behind every array: a type of the library's
+// own, declared here only so that GpuMatND, GpuMat and DeviceArrayView can hold it by
+// shared_ptr; nothing of it is reachable through the public headers.
 namespace detail { class Allocation; }
 
 /// An N-dimensional array in device memory: cv::cuda::GpuMatND's interface, on CUDA
@@ -137,19 +140,13 @@ class GpuMatND {
   SizeArray size;  ///< length of each axis
   StepArray step;  ///< bytes between neighbours along each axis; step.back() == elemSize()
 
-  /// Internal: shared storage and byte offset of the first element.
-  ///@{
-  const std::shared_ptr<detail::Allocation>& allocation() const { return data_; }
-  std::size_t offset() const { return offset_; }
-  ///@}
-  /// Internal: a header over existing storage (used by DeviceArray, DLPack, GpuMat).
-  static GpuMatND fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset,
-                                 SizeArray size, int type, StepArray step);
 
  private:
+  friend struct ArrayAccess;  // the library's own access to the storage (src/core/array_access.hpp)
+
   void updateFlags();
-  std::shared_ptr<detail::Allocation> data_;
-  std::size_t offset_ = 0;
+  std::shared_ptr<detail::Allocation> data_;  ///< shared storage
+  std::size_t offset_ = 0;                    ///< bytes from the storage's start to the first element
 };
 
 /// 2-D device matrix with cv::cuda::GpuMat's names, on CUDA and OpenCL.
@@ -215,7 +212,7 @@ class GpuMat {
   GpuMat operator()(Range rowRange, Range colRange) const;
 
   /// OpenCV type code (depth and channels).
-  int type() const { return flags & detail::kTypeMask; }
+  int type() const { return flags & kTypeMask; }
   /// Depth code of one channel value (a Depth as int).
   int depth() const { return static_cast<int>(depthOf(type())); }
   /// Channels per element.
@@ -248,19 +245,23 @@ class GpuMat {
   /// CUDA device pointer of element (0,0); nullptr on OpenCL.
   uchar* data = nullptr;
 
-  /// Internal: storage, byte offset of element (0,0), and a header over existing storage.
-  ///@{
-  const std::shared_ptr<detail::Allocation>& allocation() const { return storage_; }
-  std::size_t offset() const { return offset_; }
-  static GpuMat fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows,
-                               int cols, int type, std::size_t step);
-  ///@}
 
  private:
-  std::shared_ptr<detail::Allocation> storage_;
-  std::size_t offset_ = 0;
+  friend struct ArrayAccess;  // the library's own access to the storage (src/core/array_access.hpp)
+
+  std::shared_ptr<detail::Allocation> storage_;  ///< shared storage
+  std::size_t offset_ = 0;                       ///< bytes from the storage's start to element (0,0)
 };
 
 inline void swap(GpuMatND& a, GpuMatND& b) noexcept { a.swap(b); }
+
+/// NumPy's squeeze: an O(1) view of the memory of `array` without the axes listed in
+/// `axes`, each of length 1; the other axes keep their lengths and steps, and the view
+/// keeps the memory alive and the SUBMATRIX flag like operator()(ranges). Removing every
+/// axis leaves one axis of length 1 (a GpuMatND has at least one). Throws InvalidState
+/// when `array` is empty and InvalidArgument for an axis out of range, listed twice or
+/// longer than 1, or when the axes left break GpuMatND's rule that the last step is the
+/// element size.
+GpuMatND squeeze(const GpuMatND& array, const std::vector<int>& axes);
 
 }  // namespace devicearray

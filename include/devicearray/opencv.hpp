@@ -50,22 +50,17 @@ static_assert(CV_8U == static_cast<int>(Depth::U8) && CV_8S == static_cast<int>(
                   CV_32S == static_cast<int>(Depth::S32) && CV_32F == static_cast<int>(Depth::F32) &&
                   CV_64F == static_cast<int>(Depth::F64) && CV_16F == static_cast<int>(Depth::F16),
               "OpenCV's depth codes must equal devicearray::Depth");
-static_assert(CV_CN_MAX == detail::kMaxChannels, "OpenCV's channel limit must equal devicearray's");
+static_assert(CV_CN_MAX == kMaxChannels, "OpenCV's channel limit must equal devicearray's");
 
-namespace detail {
-
-[[noreturn]] inline void opencvFail(ErrorCode code, const char* fn, const std::string& what) {
-  throw Error(code, std::string(fn) + ": " + what);
+/// Throws Unsupported naming `function` when the depth of OpenCV type code `cvType` has
+/// no Depth here (OpenCV 5 adds bool, bfloat16, 64-bit integers, ...); the functions of
+/// this header check every OpenCV object they are given with it.
+inline void requireKnownDepth(int cvType, const char* function) {
+  if (CV_MAT_DEPTH(cvType) > CV_16F)
+    throw Error(ErrorCode::Unsupported, std::string(function) + ": OpenCV depth " +
+                                            std::to_string(CV_MAT_DEPTH(cvType)) +
+                                            " has no devicearray::Depth (supported: CV_8U..CV_16F)");
 }
-
-/// OpenCV 5 adds depths (bool, bfloat16, 64-bit ints, ...) this library has no Depth for.
-inline void requireKnownDepth(int type, const char* fn) {
-  if (CV_MAT_DEPTH(type) > CV_16F)
-    opencvFail(ErrorCode::Unsupported, fn,
-               "OpenCV depth " + std::to_string(CV_MAT_DEPTH(type)) + " has no devicearray::Depth (supported: CV_8U..CV_16F)");
-}
-
-}  // namespace detail
 
 // ----------------------------------------------------------- cv::Mat / HostMat --
 
@@ -77,7 +72,7 @@ inline void requireKnownDepth(int type, const char* fn) {
 inline HostMat hostMatView(const cv::Mat& mat) {
   constexpr const char* fn = "hostMatView";
   if (mat.empty()) return HostMat();
-  detail::requireKnownDepth(mat.type(), fn);
+  requireKnownDepth(mat.type(), fn);
   HostMat::SizeArray size(mat.size.p, mat.size.p + mat.dims);
   HostMat::StepArray step(mat.step.p, mat.step.p + mat.dims);
   return HostMat(std::move(size), mat.type(), mat.data, std::move(step));
@@ -93,10 +88,10 @@ inline cv::Mat cvMatView(const HostMat& host) {
   if (host.empty()) return cv::Mat();
   for (std::size_t i = 0; i < host.step.size(); ++i)
     if (host.step[i] % host.elemSize1() != 0)
-      detail::opencvFail(ErrorCode::InvalidArgument, fn,
-                         "step " + std::to_string(host.step[i]) + " of axis " + std::to_string(i) +
-                             " is not a multiple of the " + std::to_string(host.elemSize1()) +
-                             "-byte channel size; cv::Mat cannot express it");
+      throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": step " + std::to_string(host.step[i]) +
+                                                  " of axis " + std::to_string(i) + " is not a multiple of the " +
+                                                  std::to_string(host.elemSize1()) +
+                                                  "-byte channel size; cv::Mat cannot express it");
   if (host.dims == 1) return cv::Mat(1, host.size[0], host.type(), host.data(), host.step[0] * static_cast<std::size_t>(host.size[0]));
   // cv::Mat takes dims-1 steps; the last one is the element size, which HostMat guarantees.
   return cv::Mat(host.dims, host.size.data(), host.type(), host.data(), host.step.data());
@@ -113,18 +108,17 @@ inline cv::Mat cvMatView(const HostMat& host) {
 /// for an empty matrix and Unsupported for an OpenCL matrix (it has no device pointer).
 inline cv::cuda::GpuMat cudaGpuMatHeader(const GpuMat& mat) {
   constexpr const char* fn = "cudaGpuMatHeader";
-  if (mat.empty()) detail::opencvFail(ErrorCode::InvalidState, fn, "the GpuMat is empty");
+  if (mat.empty()) throw Error(ErrorCode::InvalidState, std::string(fn) + ": the GpuMat is empty");
   if (mat.backend() != ComputeBackend::cuda)
-    detail::opencvFail(ErrorCode::Unsupported, fn,
-                       "the GpuMat lives on " + mat.device().toString() +
-                           "; cv::cuda::GpuMat needs CUDA memory (use toUMat for OpenCL)");
+    throw Error(ErrorCode::Unsupported, std::string(fn) + ": the GpuMat lives on " + mat.device().toString() +
+                                            "; cv::cuda::GpuMat needs CUDA memory (use toUMat for OpenCL)");
   return cv::cuda::GpuMat(mat.rows, mat.cols, mat.type(), mat.data, mat.step);
 }
 
 /// A cv::cuda::GpuMat header over an effectively 2-D GpuMatND (see
 /// GpuMatND::createGpuMatHeader). Throws as createGpuMatHeader() and cudaGpuMatHeader(GpuMat).
 inline cv::cuda::GpuMat cudaGpuMatHeader(const GpuMatND& mat) {
-  if (mat.empty()) detail::opencvFail(ErrorCode::InvalidState, "cudaGpuMatHeader", "the GpuMatND is empty");
+  if (mat.empty()) throw Error(ErrorCode::InvalidState, "cudaGpuMatHeader: the GpuMatND is empty");
   return cudaGpuMatHeader(mat.createGpuMatHeader());
 }
 
@@ -133,7 +127,7 @@ inline cv::cuda::GpuMat cudaGpuMatHeader(const GpuMatND& mat) {
 /// GpuMatND::createGpuMatHeader(idx, rowRange, colRange) and cudaGpuMatHeader(GpuMat).
 inline cv::cuda::GpuMat cudaGpuMatHeader(const GpuMatND& mat, const GpuMatND::IndexArray& idx,
                                          Range rowRange = Range::all(), Range colRange = Range::all()) {
-  if (mat.empty()) detail::opencvFail(ErrorCode::InvalidState, "cudaGpuMatHeader", "the GpuMatND is empty");
+  if (mat.empty()) throw Error(ErrorCode::InvalidState, "cudaGpuMatHeader: the GpuMatND is empty");
   return cudaGpuMatHeader(mat.createGpuMatHeader(idx, rowRange, colRange));
 }
 
@@ -143,8 +137,9 @@ inline cv::cuda::GpuMat cudaGpuMatHeader(const GpuMatND& mat, const GpuMatND::In
 /// unknown depth.
 inline GpuMat gpuMatHeader(const cv::cuda::GpuMat& mat) {
   constexpr const char* fn = "gpuMatHeader";
-  if (mat.empty() || mat.data == nullptr) detail::opencvFail(ErrorCode::InvalidArgument, fn, "the cv::cuda::GpuMat is empty");
-  detail::requireKnownDepth(mat.type(), fn);
+  if (mat.empty() || mat.data == nullptr)
+    throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": the cv::cuda::GpuMat is empty");
+  requireKnownDepth(mat.type(), fn);
   return GpuMat(mat.rows, mat.cols, mat.type(), mat.data, mat.step);
 }
 
@@ -152,8 +147,9 @@ inline GpuMat gpuMatHeader(const cv::cuda::GpuMat& mat) {
 /// kept alive), with its row step. Throws as gpuMatHeader().
 inline GpuMatND gpuMatNDHeader(const cv::cuda::GpuMat& mat) {
   constexpr const char* fn = "gpuMatNDHeader";
-  if (mat.empty() || mat.data == nullptr) detail::opencvFail(ErrorCode::InvalidArgument, fn, "the cv::cuda::GpuMat is empty");
-  detail::requireKnownDepth(mat.type(), fn);
+  if (mat.empty() || mat.data == nullptr)
+    throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": the cv::cuda::GpuMat is empty");
+  requireKnownDepth(mat.type(), fn);
   return GpuMatND({mat.rows, mat.cols}, mat.type(), mat.data, {mat.step});
 }
 
@@ -169,10 +165,11 @@ inline GpuMatND gpuMatNDHeader(const cv::cuda::GpuMat& mat) {
 inline ComputeDevice deviceFromOpenCV() {
   constexpr const char* fn = "deviceFromOpenCV";
   if (!cv::ocl::haveOpenCL() || !cv::ocl::useOpenCL())
-    detail::opencvFail(ErrorCode::Unsupported, fn,
-                       "OpenCV's OpenCL is unavailable or disabled (cv::ocl::haveOpenCL() / cv::ocl::useOpenCL())");
+    throw Error(ErrorCode::Unsupported, std::string(fn) + ": OpenCV's OpenCL is unavailable or disabled "
+                                                          "(cv::ocl::haveOpenCL() / cv::ocl::useOpenCL())");
   cv::ocl::OpenCLExecutionContext& current = cv::ocl::OpenCLExecutionContext::getCurrent();
-  if (current.empty()) detail::opencvFail(ErrorCode::Unsupported, fn, "OpenCV has no OpenCL execution context");
+  if (current.empty())
+    throw Error(ErrorCode::Unsupported, std::string(fn) + ": OpenCV has no OpenCL execution context");
   return ComputeDevice::fromOpenCL(current.getContext().ptr(), current.getDevice().ptr(), current.getQueue().ptr());
 }
 
@@ -183,9 +180,10 @@ inline ComputeDevice deviceFromOpenCV() {
 /// context or device.
 inline Stream openCVStream(const ComputeDevice& device) {
   if (!cv::ocl::haveOpenCL())
-    detail::opencvFail(ErrorCode::Unsupported, "openCVStream", "OpenCV has no OpenCL runtime");
+    throw Error(ErrorCode::Unsupported, "openCVStream: OpenCV has no OpenCL runtime");
   void* queue = cv::ocl::Queue::getDefault().ptr();
-  if (queue == nullptr) detail::opencvFail(ErrorCode::Unsupported, "openCVStream", "OpenCV has no OpenCL queue on this thread");
+  if (queue == nullptr)
+    throw Error(ErrorCode::Unsupported, "openCVStream: OpenCV has no OpenCL queue on this thread");
   return Stream::wrap(device, OpenCLCommandQueuePtr{queue});
 }
 

@@ -7,6 +7,9 @@
 
 namespace devicearray {
 
+// The backend's queue and event objects: types of the library's own, declared here
+// only so that Stream and Event can hold them by shared_ptr (pimpl); nothing of them
+// is reachable through the public headers.
 namespace detail { class QueueImpl; class EventImpl; }
 
 class Event;

@@ -11,20 +11,22 @@ using uchar = unsigned char;
 /// Channel depth codes; the values are OpenCV's CV_8U ... CV_16F.
 enum class Depth : int { U8 = 0, S8 = 1, U16 = 2, S16 = 3, S32 = 4, F32 = 5, F64 = 6, F16 = 7 };
 
-namespace detail {
+/// Bits of a type code that hold the depth (OpenCV's CV_CN_SHIFT); channels - 1 sits above them.
 inline constexpr int kDepthBits = 3;
+/// The depth bits of a type code (OpenCV's CV_MAT_DEPTH_MASK).
 inline constexpr int kDepthMask = (1 << kDepthBits) - 1;
-inline constexpr int kMaxChannels = 512;  // OpenCV's CV_CN_MAX
-inline constexpr int kTypeMask = (kMaxChannels << kDepthBits) - 1;  // CV_MAT_TYPE_MASK
-}  // namespace detail
+/// Most channels a type code can hold (OpenCV's CV_CN_MAX).
+inline constexpr int kMaxChannels = 512;
+/// The bits a valid type code may use (OpenCV's CV_MAT_TYPE_MASK).
+inline constexpr int kTypeMask = (kMaxChannels << kDepthBits) - 1;
 
 /// CV_MAKETYPE(depth, channels). Channels must be in 1..512; constant-evaluated misuse
 /// fails to compile, run-time misuse is checked by every function that takes a type code.
 constexpr int makeType(Depth depth, int channels) {
-  return (static_cast<int>(depth) & detail::kDepthMask) + ((channels - 1) << detail::kDepthBits);
+  return (static_cast<int>(depth) & kDepthMask) + ((channels - 1) << kDepthBits);
 }
-constexpr Depth depthOf(int type) { return static_cast<Depth>(type & detail::kDepthMask); }
-constexpr int channelsOf(int type) { return ((type & detail::kTypeMask) >> detail::kDepthBits) + 1; }
+constexpr Depth depthOf(int type) { return static_cast<Depth>(type & kDepthMask); }
+constexpr int channelsOf(int type) { return ((type & kTypeMask) >> kDepthBits) + 1; }
 
 /// Bytes of one channel value of the given depth.
 constexpr std::size_t depthSize(Depth depth) {
@@ -38,7 +40,7 @@ constexpr std::size_t depthSize(Depth depth) {
 }
 
 /// True when `type` is a valid type code (any depth, 1..512 channels, no stray bits).
-constexpr bool isValidType(int type) { return type >= 0 && type <= detail::kTypeMask; }
+constexpr bool isValidType(int type) { return type >= 0 && type <= kTypeMask; }
 
 /// Half-open interval [start, end) along one axis, with OpenCV's meaning.
 struct Range {

@@ -227,22 +227,11 @@ GpuMatND indexView(const GpuMatND& m, nb::handle key) {
     }
   }
   GpuMatND view = m(ranges);
-  std::vector<int> size;
-  std::vector<std::size_t> steps;
-  for (int i = 0; i < dims; ++i) {
-    if (drop[static_cast<std::size_t>(i)]) continue;
-    size.push_back(view.size[i]);
-    steps.push_back(view.step[i]);
-  }
-  if (size.size() == static_cast<std::size_t>(dims)) return view;
-  if (size.empty()) {  // GpuMatND has at least one axis: keep the last one (length 1)
-    size.push_back(1);
-    steps.push_back(view.step[dims - 1]);
-  }
-  const bool sub = view.isSubmatrix();
-  GpuMatND out = GpuMatND::fromAllocation(view.allocation(), view.offset(), size, view.type(), steps);
-  if (sub) out.flags |= GpuMatND::SUBMATRIX_FLAG;
-  return out;
+  std::vector<int> dropped;
+  for (int i = 0; i < dims; ++i)
+    if (drop[static_cast<std::size_t>(i)]) dropped.push_back(i);
+  if (dropped.empty()) return view;
+  return squeeze(view, dropped);
 }
 
 // --------------------------------------------------------- DeviceArray ----

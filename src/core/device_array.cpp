@@ -1,5 +1,6 @@
-// Non-template implementation of DeviceArray / DeviceArrayView and the format
-// conversions (include/devicearray/device_array.hpp), written against the
+// UntypedDeviceArray and UntypedDeviceArrayView, the non-template implementation of
+// DeviceArray / DeviceArrayView and the format conversions
+// (include/devicearray/device_array.hpp), written against the
 // backend-agnostic interface of src/backend/backend.hpp. The per-element math is in
 // src/kernels/convert_formats.h.
 #include "devicearray/device_array.hpp"
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "core/array_access.hpp"
 #include "core/layout.hpp"
 #include "backend/conversion_geometry.h"
 #include "backend/conversion_signatures.h"
@@ -24,7 +26,6 @@ namespace devicearray {
 namespace {
 
 using detail::Allocation;
-using detail::ArrayGeometry;
 using detail::ArraySpan;
 using detail::BufferRef;
 using detail::fail;
@@ -35,6 +36,14 @@ namespace kernels = detail::kernels;
 std::string prefix(const char* fn) { return std::string(fn) + ": "; }
 
 std::string formatName(FormatId id) { return std::string(formatInfo(id).name); }
+
+/// Organized height x width, or unorganized `count` elements; the unused part is ignored.
+struct ArrayGeometry {
+  bool organized = false;
+  int height = 0;
+  int width = 0;
+  std::size_t count = 0;
+};
 
 void requireDevice(const ComputeDevice& device, const char* fn) {
   if (!device.isValid())
@@ -87,18 +96,14 @@ ArrayGeometry geometryOf(const ArraySpan& s) {
                      : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(s.width)};
 }
 
-std::size_t countOf(const ArraySpan& s) {
-  return static_cast<std::size_t>(s.height) * static_cast<std::size_t>(s.width);
-}
-
 /// A GpuMatND header of size {H, W} or {N} over `storage` at `offset`.
 GpuMatND matFor(std::shared_ptr<Allocation> storage, std::size_t offset, FormatId id, const ArrayGeometry& g) {
   const FormatInfo& f = formatInfo(id);
   const int type = makeType(f.depth, f.channels);
   if (g.organized)
-    return GpuMatND::fromAllocation(std::move(storage), offset, {g.height, g.width}, type,
-                                    {static_cast<std::size_t>(g.width) * f.bytes, f.bytes});
-  return GpuMatND::fromAllocation(std::move(storage), offset, {static_cast<int>(g.count)}, type, {f.bytes});
+    return detail::makeGpuMatND(std::move(storage), offset, {g.height, g.width}, type,
+                                {static_cast<std::size_t>(g.width) * f.bytes, f.bytes});
+  return detail::makeGpuMatND(std::move(storage), offset, {static_cast<int>(g.count)}, type, {f.bytes});
 }
 
 /// Address of element 0 for alignment checks: the CUDA address, or the byte offset in
@@ -110,11 +115,9 @@ std::uintptr_t alignmentAddress(ComputeBackend backend, void* handle, std::size_
 
 // --------------------------------------------------------------- conversion --
 
-BufferRef bufferOf(const ArraySpan& s) { return BufferRef{s.storage.get(), s.offset}; }
-
 /// The alignment the conversion kernels may assume of a buffer: 16, 4 or 1 bytes.
 int accessAlignment(const ArraySpan& s) {
-  const std::uintptr_t address = alignmentAddress(s.device.backend(), detail::handleOf(*s.storage), s.offset);
+  const std::uintptr_t address = alignmentAddress(s.device.backend(), s.buffer.allocation->handle(), s.buffer.offset);
   return address % 16 == 0 ? 16 : (address % 4 == 0 ? 4 : 1);
 }
 
@@ -122,16 +125,16 @@ int accessAlignment(const ArraySpan& s) {
 void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, const ArraySpan& src, QueueImpl& q) {
   const FormatInfo& to = formatInfo(toId);
   const FormatInfo& from = formatInfo(fromId);
-  const std::size_t n = countOf(src);
+  const std::size_t n = src.count();
   const std::shared_ptr<detail::DeviceImpl>& device = src.device.impl();
-  detail::OrderedUse use(q, {src.storage.get(), dst.storage.get()});
+  detail::OrderedUse use(q, {src.buffer.allocation, dst.buffer.allocation});
 
   if (toId == fromId) {
-    if (dst.storage->handle() != src.storage->handle() || dst.offset != src.offset) {
+    if (dst.buffer.allocation->handle() != src.buffer.allocation->handle() || dst.buffer.offset != src.buffer.offset) {
       detail::CopyDesc copy;
       copy.elemSize = n * to.bytes;
-      copy.dst = detail::MemRef::dev(dst.storage.get(), dst.offset);
-      copy.src = detail::MemRef::dev(src.storage.get(), src.offset);
+      copy.dst = detail::MemRef{nullptr, dst.buffer};
+      copy.src = detail::MemRef{nullptr, src.buffer};
       device->copy(copy, q);
     }
     use.commit();
@@ -141,8 +144,8 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   if (toId == FormatId::PointZ) {  // element-wise, no tile (convert_formats.h)
     const std::size_t workItems = (n + DA_CVT_Z_ITEMS - 1) / DA_CVT_Z_ITEMS;
     detail::launch<kernels::da_convert_points_z>(q, LaunchGeometry::items(workItems), static_cast<std::int64_t>(n),
-                                                 static_cast<std::int64_t>(workItems), bufferOf(src), from.channels,
-                                                 bufferOf(dst));
+                                                 static_cast<std::int64_t>(workItems), src.buffer, from.channels,
+                                                 dst.buffer);
     use.commit();
     return;
   }
@@ -159,8 +162,8 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
 
   if (!to.isColor) {
     // PointXYZ <-> PointXYZW: x, y, z are channels 0..2.
-    detail::launch<kernels::da_convert_points>(q, tiles, count, tile, bufferOf(src), from.channels, srcAlign,
-                                               bufferOf(dst), to.channels, dstAlign, 0, 1, 2, -1);
+    detail::launch<kernels::da_convert_points>(q, tiles, count, tile, src.buffer, from.channels, srcAlign,
+                                               dst.buffer, to.channels, dstAlign, 0, 1, 2, -1);
     use.commit();
     return;
   }
@@ -171,18 +174,18 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   auto table = [&](std::size_t offset) { return BufferRef{tables.get(), offset}; };
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
     detail::launch<kernels::da_convert_color_u8_u8>(
-        q, tiles, count, tile, bufferOf(src), from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
-        bufferOf(dst), to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
+        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
         table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     detail::launch<kernels::da_convert_color_u8_f32>(
-        q, tiles, count, tile, bufferOf(src), from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
-        bufferOf(dst), to.red, to.green, to.blue, to.alpha, dstAlign,
+        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        dst.buffer, to.red, to.green, to.blue, to.alpha, dstAlign,
         table(from.isSRGB ? offsetof(detail::ColorTables, srgbToFloat) : offsetof(detail::ColorTables, linearToFloat)),
         table(offsetof(detail::ColorTables, linearToFloat)));
   } else {  // ColorRGBAf -> u8
     detail::launch<kernels::da_convert_color_f32_u8>(
-        q, tiles, count, tile, bufferOf(src), from.red, from.green, from.blue, from.alpha, srcAlign, bufferOf(dst),
+        q, tiles, count, tile, src.buffer, from.red, from.green, from.blue, from.alpha, srcAlign, dst.buffer,
         to.channels, to.red, to.green, to.blue, to.alpha, dstAlign,
         table(to.isSRGB ? offsetof(detail::ColorTables, srgbBuckets) : offsetof(detail::ColorTables, linearBuckets)),
         table(offsetof(detail::ColorTables, linearBuckets)));
@@ -202,50 +205,51 @@ ArrayLayout unorganizedLayout(FormatId format, std::size_t count) {
   return layoutFor(format, ArrayGeometry{false, 0, 0, count}, "unorganizedLayout");
 }
 
-namespace detail {
+// ------------------------------------------------------ UntypedDeviceArray --
 
-void* handleOf(const Allocation& storage) { return storage.handle(); }
-
-void* devicePointerOf(const ArraySpan& span) {
-  void* handle = span.storage->handle();
-  if (span.device.backend() == ComputeBackend::cuda) return static_cast<unsigned char*>(handle) + span.offset;
-  return handle;
+detail::ArraySpan ArrayAccess::span(const UntypedDeviceArray& a) {
+  const std::shared_ptr<Allocation>& storage = allocation(a.mat_);
+  return ArraySpan{storage, BufferRef{storage.get(), offset(a.mat_)}, a.mat_.device(), a.height(), a.width(),
+                   a.organized_};
 }
 
-ArraySpan spanOf(const GpuMatND& mat, bool organized) {
-  if (mat.empty()) return ArraySpan{};
-  if (organized) return ArraySpan{mat.allocation(), mat.offset(), mat.device(), mat.size[0], mat.size[1], true};
-  return ArraySpan{mat.allocation(), mat.offset(), mat.device(), 1, mat.size[0], false};
+detail::ArraySpan ArrayAccess::span(const UntypedDeviceArrayView& v, const char* fn) {
+  if (v.isEmpty()) fail(ErrorCode::InvalidState, prefix(fn) + "the view is empty");
+  std::shared_ptr<Allocation> storage = v.adopted_ ? v.adopted_ : v.owner_.lock();
+  if (!storage)
+    fail(ErrorCode::InvalidState, prefix(fn) + "the DeviceArray this view was made from has been destroyed, so the "
+                                               "view no longer refers to valid memory");
+  const BufferRef buffer{storage.get(), v.offset_};
+  return ArraySpan{std::move(storage), buffer, v.device_, v.height_, v.width_, v.organized_};
 }
 
-[[noreturn]] void throwExpiredView(const char* fn) {
-  fail(ErrorCode::InvalidState, prefix(fn) + "the DeviceArray this view was made from has been destroyed, so the "
-                                             "view no longer refers to valid memory");
-}
+namespace {
 
-GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const ComputeDevice& device, const char* fn) {
-  const ArrayLayout layout = layoutFor(format, geometry, fn);
-  requireDevice(device, fn);
-  const std::shared_ptr<DeviceImpl>& impl = device.impl();
-  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, *impl->libraryQueue());
+constexpr const char* kAllocate = "DeviceArray::allocate";
+constexpr const char* kFromHost = "DeviceArray::fromHost";
+
+GpuMatND allocateArray(FormatId format, const ArrayGeometry& geometry, const ComputeDevice& device) {
+  const ArrayLayout layout = layoutFor(format, geometry, kAllocate);
+  requireDevice(device, kAllocate);
+  const std::shared_ptr<detail::DeviceImpl>& impl = device.impl();
+  std::shared_ptr<Allocation> storage = detail::allocateFor(kAllocate, *impl, layout.sizeInBytes, *impl->libraryQueue());
   // Blocking by contract: once this returns, any stream may use the memory.
   storage->waitIdle();
   return matFor(std::move(storage), 0, format, geometry);
 }
 
-GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geometry, const ComputeDevice& device,
-                     const char* fn) {
-  const ArrayLayout layout = layoutFor(format, geometry, fn);
-  if (data == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the host data pointer is null");
-  requireDevice(device, fn);
-  const std::shared_ptr<DeviceImpl>& impl = device.impl();
+GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geometry, const ComputeDevice& device) {
+  const ArrayLayout layout = layoutFor(format, geometry, kFromHost);
+  if (data == nullptr) fail(ErrorCode::InvalidArgument, prefix(kFromHost) + "the host data pointer is null");
+  requireDevice(device, kFromHost);
+  const std::shared_ptr<detail::DeviceImpl>& impl = device.impl();
   QueueImpl& q = *impl->libraryQueue();
-  std::shared_ptr<Allocation> storage = allocateFor(fn, *impl, layout.sizeInBytes, q);
-  OrderedUse use(q, {storage.get()});
-  CopyDesc copy;
+  std::shared_ptr<Allocation> storage = detail::allocateFor(kFromHost, *impl, layout.sizeInBytes, q);
+  detail::OrderedUse use(q, {storage.get()});
+  detail::CopyDesc copy;
   copy.elemSize = layout.sizeInBytes;
-  copy.dst = MemRef::dev(storage.get(), 0);
-  copy.src = MemRef::hostPtr(const_cast<void*>(data));
+  copy.dst = detail::MemRef::dev(storage.get(), 0);
+  copy.src = detail::MemRef::hostPtr(const_cast<void*>(data));
   copy.hostMayBlock = true;  // blocking upload: waits below
   impl->copy(copy, q);
   use.commit();
@@ -253,6 +257,7 @@ GpuMatND uploadArray(FormatId format, const void* data, const ArrayGeometry& geo
   return matFor(std::move(storage), 0, format, geometry);
 }
 
+/// Checks a GpuMatND for wrapping as a DeviceArray of `format`; returns whether it is organized.
 bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
   const FormatInfo& f = formatInfo(format);
   const int expected = makeType(f.depth, f.channels);
@@ -271,63 +276,128 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
   const ArrayGeometry g = organized ? ArrayGeometry{true, mat.size[0], mat.size[1], 0}
                                     : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(mat.size[0])};
   (void)layoutFor(format, g, fn);
-  const std::uintptr_t address = alignmentAddress(mat.backend(), mat.allocation()->handle(), mat.offset());
+  const std::size_t offset = detail::offsetOf(mat);
+  const std::uintptr_t address = alignmentAddress(mat.backend(), detail::allocationOf(mat)->handle(), offset);
   if (address % depthSize(f.depth) != 0)
-    fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is at byte offset " + std::to_string(mat.offset()) +
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is at byte offset " + std::to_string(offset) +
                                          ", not aligned to the " + std::to_string(depthSize(f.depth)) +
                                          "-byte channel values of " + formatName(format));
   return organized;
 }
 
+/// `hostMayBlock`: the caller waits for the copy anyway (blocking API).
 void copySpanToHost(FormatId format, const ArraySpan& span, void* dst, std::size_t bytes, const StreamOrQueue& sq,
                     const char* fn, bool hostMayBlock) {
-  const std::size_t needed = countOf(span) * formatInfo(format).bytes;
+  const std::size_t needed = span.count() * formatInfo(format).bytes;
   if (dst == nullptr) fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination pointer is null");
   if (bytes < needed)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "destination capacity " + std::to_string(bytes) +
                                          " bytes is smaller than sizeInBytes() = " + std::to_string(needed));
   std::shared_ptr<QueueImpl> q = span.device.impl()->queueFor(sq, fn);
-  OrderedUse use(*q, {span.storage.get()});
-  CopyDesc copy;
+  detail::OrderedUse use(*q, {span.buffer.allocation});
+  detail::CopyDesc copy;
   copy.elemSize = needed;
-  copy.dst = MemRef::hostPtr(dst);
-  copy.src = MemRef::dev(span.storage.get(), span.offset);
+  copy.dst = detail::MemRef::hostPtr(dst);
+  copy.src = detail::MemRef{nullptr, span.buffer};
   copy.hostMayBlock = hostMayBlock;
   span.device.impl()->copy(copy, *q);
   use.commit();
 }
 
 void downloadSpan(FormatId format, const ArraySpan& span, void* dst, const char* fn) {
-  const std::size_t bytes = countOf(span) * formatInfo(format).bytes;
+  const std::size_t bytes = span.count() * formatInfo(format).bytes;
   copySpanToHost(format, span, dst, bytes, span.device.sdkStreamOrQueue(), fn, true);
-  span.storage->waitIdle();
+  span.buffer.allocation->waitIdle();
 }
 
-GpuMatND convertSpan(FormatId to, FormatId from, const ArraySpan& src, const StreamOrQueue& sq, const char* fn) {
+}  // namespace
+
+UntypedDeviceArray UntypedDeviceArray::allocate(FormatId format, int height, int width, const ComputeDevice& device) {
+  return UntypedDeviceArray(allocateArray(format, ArrayGeometry{true, height, width, 0}, device), true);
+}
+
+UntypedDeviceArray UntypedDeviceArray::allocate(FormatId format, std::size_t count, const ComputeDevice& device) {
+  return UntypedDeviceArray(allocateArray(format, ArrayGeometry{false, 0, 0, count}, device), false);
+}
+
+UntypedDeviceArray UntypedDeviceArray::fromHost(FormatId format, const void* data, int height, int width,
+                                                const ComputeDevice& device) {
+  return UntypedDeviceArray(uploadArray(format, data, ArrayGeometry{true, height, width, 0}, device), true);
+}
+
+UntypedDeviceArray UntypedDeviceArray::fromHost(FormatId format, const void* data, std::size_t count,
+                                                const ComputeDevice& device) {
+  return UntypedDeviceArray(uploadArray(format, data, ArrayGeometry{false, 0, 0, count}, device), false);
+}
+
+UntypedDeviceArray UntypedDeviceArray::fromGpuMatND(FormatId format, const GpuMatND& mat) {
+  if (mat.empty()) return UntypedDeviceArray();
+  const bool organized = checkWrappable(format, mat, "DeviceArray::fromGpuMatND");
+  return UntypedDeviceArray(mat, organized);
+}
+
+ComputeDevice UntypedDeviceArray::device(const char* fn) const {
+  if (isEmpty()) fail(ErrorCode::InvalidState, prefix(fn) + "the array is empty");
+  return mat_.device();
+}
+
+void* UntypedDeviceArray::devicePointer() const {
+  if (isEmpty()) return nullptr;
+  void* handle = detail::allocationOf(mat_)->handle();
+  if (mat_.backend() == ComputeBackend::cuda) return static_cast<unsigned char*>(handle) + detail::offsetOf(mat_);
+  return handle;
+}
+
+std::size_t UntypedDeviceArray::byteOffset() const {
+  return (isEmpty() || mat_.backend() == ComputeBackend::cuda) ? 0 : detail::offsetOf(mat_);
+}
+
+OpenCLBufferPtr UntypedDeviceArray::openCLBuffer() const {
+  device("DeviceArray::openCLBuffer");
+  return mat_.getOpenCLBuffer();
+}
+
+void UntypedDeviceArray::copyToHost(FormatId format, void* dst, std::size_t bytes, const StreamOrQueue& sq) const {
+  copySpanToHost(format, ArrayAccess::span(*this), dst, bytes, sq, "DeviceArray::copyToHost", false);
+}
+
+void UntypedDeviceArray::download(FormatId format, void* dst) const {
+  downloadSpan(format, ArrayAccess::span(*this), dst, "DeviceArray::toHost");
+}
+
+UntypedDeviceArray UntypedDeviceArray::converted(FormatId to, FormatId from, const StreamOrQueue& sq) const {
+  constexpr const char* fn = "convert";
+  const ArraySpan src = ArrayAccess::span(*this);
   std::shared_ptr<QueueImpl> q = src.device.impl()->queueFor(sq, fn);
   const ArrayGeometry g = geometryOf(src);
   const ArrayLayout layout = layoutFor(to, g, fn);
-  std::shared_ptr<Allocation> storage = allocateFor(fn, *src.device.impl(), layout.sizeInBytes, *q);
-  const ArraySpan dst{storage, 0, src.device, src.height, src.width, src.organized};
+  std::shared_ptr<Allocation> storage = detail::allocateFor(fn, *src.device.impl(), layout.sizeInBytes, *q);
+  const ArraySpan dst{storage, BufferRef{storage.get(), 0}, src.device, src.height, src.width, src.organized};
   enqueueConversion(to, dst, from, src, *q);
-  return matFor(std::move(storage), 0, to, g);
+  return fromGpuMatND(to, matFor(std::move(storage), 0, to, g));
 }
 
-void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const ArraySpan& src, const StreamOrQueue& sq,
-                     const char* fn) {
+void UntypedDeviceArray::convertInto(FormatId to, const UntypedDeviceArrayView& dstView, FormatId from,
+                                     const UntypedDeviceArray& srcArray, const StreamOrQueue& sq) {
+  constexpr const char* fn = "convertInto";
+  if (srcArray.isEmpty()) fail(ErrorCode::InvalidArgument, prefix(fn) + "the source array is empty");
+  if (dstView.isEmpty()) fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination view is empty");
+  const ArraySpan dst = ArrayAccess::span(dstView, fn);
+  const ArraySpan src = ArrayAccess::span(srcArray);
   if (dst.device != src.device)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "the destination lives on " + dst.device.toString() +
                                          " but the source on " + src.device.toString());
-  if (countOf(dst) != countOf(src) ||
+  if (dst.count() != src.count() ||
       (dst.organized && src.organized && (dst.height != src.height || dst.width != src.width)))
     fail(ErrorCode::InvalidArgument, prefix(fn) + "destination " + std::to_string(dst.height) + " x " +
                                          std::to_string(dst.width) + " does not match source " +
                                          std::to_string(src.height) + " x " + std::to_string(src.width));
-  const std::size_t dstBytes = countOf(dst) * formatInfo(to).bytes;
-  const std::size_t srcBytes = countOf(src) * formatInfo(from).bytes;
-  if (dst.storage->handle() == src.storage->handle()) {
-    const bool overlap = dst.offset < src.offset + srcBytes && src.offset < dst.offset + dstBytes;
-    const bool exactlyInPlace = dst.offset == src.offset && dstBytes == srcBytes;
+  const std::size_t dstBytes = dst.count() * formatInfo(to).bytes;
+  const std::size_t srcBytes = src.count() * formatInfo(from).bytes;
+  if (dst.buffer.allocation->handle() == src.buffer.allocation->handle()) {
+    const std::size_t dstAt = dst.buffer.offset, srcAt = src.buffer.offset;
+    const bool overlap = dstAt < srcAt + srcBytes && srcAt < dstAt + dstBytes;
+    const bool exactlyInPlace = dstAt == srcAt && dstBytes == srcBytes;
     if (overlap && !exactlyInPlace)
       fail(ErrorCode::InvalidArgument, prefix(fn) + "destination and source memory overlap partially (" +
                                            formatName(from) + " -> " + formatName(to) +
@@ -337,9 +407,26 @@ void convertSpanInto(FormatId to, const ArraySpan& dst, FormatId from, const Arr
   enqueueConversion(to, dst, from, src, *q);
 }
 
-std::shared_ptr<Allocation> adoptUserMemory(const ComputeDevice& device, FormatId format, void* handle,
-                                            std::size_t offset, bool isOpenCL, int width, int height,
-                                            const StreamOrQueue& sq, const char* fn) {
+UntypedDeviceArrayView UntypedDeviceArray::view() const {
+  if (isEmpty()) fail(ErrorCode::InvalidState, "DeviceArray::view: the array is empty");
+  const ArraySpan s = ArrayAccess::span(*this);
+  UntypedDeviceArrayView v;
+  v.device_ = s.device;
+  v.handle_ = s.buffer.allocation->handle();
+  v.offset_ = s.buffer.offset;
+  v.height_ = s.height;
+  v.width_ = s.width;
+  v.organized_ = s.organized;
+  v.owner_ = s.owner;
+  return v;
+}
+
+// -------------------------------------------------- UntypedDeviceArrayView --
+
+UntypedDeviceArrayView UntypedDeviceArrayView::adopt(const ComputeDevice& device, FormatId format, void* handle,
+                                                     std::size_t offset, bool isOpenCL, int width, int height,
+                                                     const StreamOrQueue& sq) {
+  constexpr const char* fn = "ComputeDevice::createDeviceArrayView";
   requireDevice(device, fn);
   const ComputeBackend wanted = isOpenCL ? ComputeBackend::opencl : ComputeBackend::cuda;
   if (device.backend() != wanted)
@@ -357,10 +444,31 @@ std::shared_ptr<Allocation> adoptUserMemory(const ComputeDevice& device, FormatI
   std::shared_ptr<QueueImpl> q = device.impl()->queueFor(sq, fn);
   std::shared_ptr<Allocation> storage = device.impl()->adopt(handle, offset + layout.sizeInBytes);
   // Later library work on other queues waits for what the caller enqueued on sq so far.
-  OrderedUse use(*q, {storage.get()});
+  detail::OrderedUse use(*q, {storage.get()});
   use.commit();
-  return storage;
+  UntypedDeviceArrayView v;
+  v.adopted_ = std::move(storage);
+  v.device_ = device;
+  v.handle_ = handle;
+  v.offset_ = offset;
+  v.height_ = height;
+  v.width_ = width;
+  v.organized_ = true;
+  return v;
 }
 
-}  // namespace detail
+void UntypedDeviceArrayView::copyToHost(FormatId format, void* dst, std::size_t bytes, const StreamOrQueue& sq) const {
+  constexpr const char* fn = "DeviceArrayView::copyToHost";
+  copySpanToHost(format, ArrayAccess::span(*this, fn), dst, bytes, sq, fn, false);
+}
+
+void UntypedDeviceArrayView::download(FormatId format, void* dst) const {
+  constexpr const char* fn = "DeviceArrayView::toHost";
+  downloadSpan(format, ArrayAccess::span(*this, fn), dst, fn);
+}
+
+void UntypedDeviceArrayView::throwEmpty(const char* fn) {
+  fail(ErrorCode::InvalidState, prefix(fn) + "the view is empty");
+}
+
 }  // namespace devicearray

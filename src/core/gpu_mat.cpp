@@ -1,5 +1,6 @@
 #include <utility>
 
+#include "core/array_access.hpp"
 #include "core/array_ops.hpp"
 #include "core/layout.hpp"
 #include "core/saturate.hpp"
@@ -22,14 +23,14 @@ void validateRowsCols(const char* fn, int rows, int cols) {
 }
 
 detail::Region regionOf(const GpuMat& m) {
-  return detail::Region::device(m.allocation(), m.offset(), {m.step, m.elemSize()});
+  return detail::Region::device(detail::allocationOf(m), detail::offsetOf(m), {m.step, m.elemSize()});
 }
 
 std::shared_ptr<detail::EventImpl> copyInto(const char* fn, detail::QueueImpl& q, const GpuMat& src, GpuMat& dst) {
   return detail::enqueueCopy(fn, q, {src.rows, src.cols}, src.elemSize(), regionOf(dst), regionOf(src));
 }
 
-detail::QueueImpl& libraryQueueOf(const GpuMat& m) { return *m.allocation()->device()->libraryQueue(); }
+detail::QueueImpl& libraryQueueOf(const GpuMat& m) { return *detail::allocationOf(m)->device()->libraryQueue(); }
 
 }  // namespace
 
@@ -42,25 +43,25 @@ GpuMat::GpuMat(int rows_, int cols_, int type, const ComputeDevice& device) {
   if (!device.isValid()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": invalid ComputeDevice");
   validateRowsCols(fn, rows_, cols_);
   GpuMatND nd({rows_, cols_}, type, device);
-  *this = fromAllocation(nd.allocation(), 0, rows_, cols_, type, nd.step[0]);
+  *this = detail::makeGpuMat(detail::allocationOf(nd), 0, rows_, cols_, type, nd.step[0]);
 }
 
 GpuMat::GpuMat(int rows_, int cols_, int type, void* data_, std::size_t step_) {
   validateRowsCols("GpuMat::GpuMat(external CUDA memory)", rows_, cols_);
   GpuMatND nd({rows_, cols_}, type, data_, step_ == 0 ? GpuMatND::StepArray() : GpuMatND::StepArray{step_});
-  *this = fromAllocation(nd.allocation(), nd.offset(), rows_, cols_, type, nd.step[0]);
+  *this = detail::makeGpuMat(detail::allocationOf(nd), detail::offsetOf(nd), rows_, cols_, type, nd.step[0]);
 }
 
 GpuMat::GpuMat(int rows_, int cols_, int type, OpenCLBufferPtr buffer, const ComputeDevice& device, std::size_t step_) {
   validateRowsCols("GpuMat::GpuMat(external OpenCL buffer)", rows_, cols_);
   GpuMatND nd({rows_, cols_}, type, buffer, device, step_ == 0 ? GpuMatND::StepArray() : GpuMatND::StepArray{step_});
-  *this = fromAllocation(nd.allocation(), nd.offset(), rows_, cols_, type, nd.step[0]);
+  *this = detail::makeGpuMat(detail::allocationOf(nd), detail::offsetOf(nd), rows_, cols_, type, nd.step[0]);
 }
 
-GpuMat GpuMat::fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows_, int cols_,
-                              int type, std::size_t step_) {
+GpuMat ArrayAccess::makeGpuMat(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows_, int cols_,
+                               int type, std::size_t step_) {
   // Validation (type, sizes, steps, bounds) is GpuMatND's.
-  GpuMatND nd = GpuMatND::fromAllocation(storage, offset, {rows_, cols_}, type, {step_});
+  GpuMatND nd = detail::makeGpuMatND(storage, offset, {rows_, cols_}, type, {step_});
   GpuMat m;
   m.storage_ = std::move(storage);
   m.offset_ = offset;
@@ -87,7 +88,7 @@ void GpuMat::release() { *this = GpuMat(); }
 
 GpuMatND GpuMat::asGpuMatND() const {
   if (empty()) return GpuMatND();
-  GpuMatND nd = GpuMatND::fromAllocation(storage_, offset_, {rows, cols}, type(), {step});
+  GpuMatND nd = detail::makeGpuMatND(storage_, offset_, {rows, cols}, type(), {step});
   if (isSubmatrix()) nd.flags |= GpuMatND::SUBMATRIX_FLAG;
   return nd;
 }
@@ -147,7 +148,7 @@ GpuMat GpuMat::clone(Stream& stream) const {
   requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, storage_->device());
   GpuMatND nd({rows, cols}, type(), device());
-  GpuMat out = fromAllocation(nd.allocation(), 0, rows, cols, type(), nd.step[0]);
+  GpuMat out = detail::makeGpuMat(detail::allocationOf(nd), 0, rows, cols, type(), nd.step[0]);
   copyInto(fn, q, *this, out);
   return out;
 }
@@ -228,8 +229,8 @@ std::shared_ptr<detail::EventImpl> convertOn(const char* fn, detail::QueueImpl& 
   const int dstType = makeType(rtype < 0 ? depthOf(src.type()) : depthOf(rtype), src.channels());
   // Writing into the source's own memory with another element size would read
   // values already overwritten: convert into fresh memory then.
-  const bool aliases = !dst.empty() && dst.allocation() && src.allocation() &&
-                       dst.allocation()->handle() == src.allocation()->handle();
+  const bool aliases = !dst.empty() && detail::allocationOf(dst) && detail::allocationOf(src) &&
+                       detail::allocationOf(dst)->handle() == detail::allocationOf(src)->handle();
   GpuMat target = dst;
   if (target.empty() || target.rows != src.rows || target.cols != src.cols || target.type() != dstType || aliases)
     target = GpuMat(src.rows, src.cols, dstType, fresh);
@@ -242,11 +243,11 @@ std::shared_ptr<detail::EventImpl> convertOn(const char* fn, detail::QueueImpl& 
   c.dstStep = static_cast<std::int64_t>(target.step);
   c.alpha = alpha;
   c.beta = beta;
-  c.src = detail::MemRef::dev(src.allocation().get(), src.offset());
-  c.dst = detail::MemRef::dev(target.allocation().get(), target.offset());
-  if (target.allocation()->device() != src.allocation()->device())
+  c.src = detail::MemRef{nullptr, detail::bufferOf(src)};
+  c.dst = detail::MemRef{nullptr, detail::bufferOf(target)};
+  if (detail::allocationOf(target)->device() != detail::allocationOf(src)->device())
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": source and destination live on different devices");
-  detail::OrderedUse use(q, {src.allocation().get(), target.allocation().get()});
+  detail::OrderedUse use(q, {detail::allocationOf(src).get(), detail::allocationOf(target).get()});
   q.device()->convert(c, q);
   auto ev = use.commit();
   if (aliases && !dst.empty() && dst.rows == src.rows && dst.cols == src.cols && dst.type() == dstType) {
@@ -279,7 +280,7 @@ GpuMat GpuMat::operator()(Range rowRange, Range colRange) const {
   requireNonEmpty(*this, fn);
   const Range rr = detail::resolveRange(fn, 0, rows, rowRange);
   const Range cr = detail::resolveRange(fn, 1, cols, colRange);
-  GpuMat v = fromAllocation(storage_, offset_ + static_cast<std::size_t>(rr.start) * step +
+  GpuMat v = detail::makeGpuMat(storage_, offset_ + static_cast<std::size_t>(rr.start) * step +
                                           static_cast<std::size_t>(cr.start) * elemSize(),
                             rr.size(), cr.size(), type(), step);
   if (isSubmatrix() || rr.size() != rows || cr.size() != cols) v.flags |= GpuMatND::SUBMATRIX_FLAG;

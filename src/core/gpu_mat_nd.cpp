@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "backend/backend_registry.hpp"
+#include "core/array_access.hpp"
 #include "core/array_ops.hpp"
 #include "core/layout.hpp"
 
@@ -21,7 +22,7 @@ void requireNonEmpty(const GpuMatND& m, const char* fn) {
   if (m.empty()) fail(ErrorCode::InvalidState, std::string(fn) + ": the array is empty");
 }
 
-detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(m.allocation(), m.offset(), m.step); }
+detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(detail::allocationOf(m), detail::offsetOf(m), m.step); }
 
 detail::Region regionOf(const HostMat& m) { return detail::Region::host(m.data(), m.step); }
 
@@ -102,9 +103,9 @@ GpuMatND::GpuMatND(SizeArray sz, int type, OpenCLBufferPtr data, const ComputeDe
   updateFlags();
 }
 
-GpuMatND GpuMatND::fromAllocation(std::shared_ptr<detail::Allocation> storage, std::size_t offset, SizeArray sz,
-                                  int type, StepArray st) {
-  constexpr const char* fn = "GpuMatND::fromAllocation";
+GpuMatND ArrayAccess::makeGpuMatND(std::shared_ptr<detail::Allocation> storage, std::size_t offset,
+                                   GpuMatND::SizeArray sz, int type, GpuMatND::StepArray st) {
+  constexpr const char* fn = "GpuMatND header";
   if (!storage) fail(ErrorCode::InvalidArgument, std::string(fn) + ": null storage");
   detail::validateType(fn, type);
   const std::size_t es = detail::elemSizeOf(type);
@@ -119,9 +120,41 @@ GpuMatND GpuMatND::fromAllocation(std::shared_ptr<detail::Allocation> storage, s
   m.offset_ = offset;
   m.size = std::move(sz);
   m.dims = static_cast<int>(m.size.size());
-  m.flags = MAGIC_VAL | type;
+  m.flags = GpuMatND::MAGIC_VAL | type;
   m.updateFlags();
   return m;
+}
+
+GpuMatND squeeze(const GpuMatND& array, const std::vector<int>& axes) {
+  constexpr const char* fn = "squeeze";
+  requireNonEmpty(array, fn);
+  std::vector<bool> removed(static_cast<std::size_t>(array.dims), false);
+  for (int axis : axes) {
+    if (axis < 0 || axis >= array.dims)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": axis " + std::to_string(axis) + " is outside the " +
+                                           std::to_string(array.dims) + " axes");
+    if (removed[static_cast<std::size_t>(axis)])
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": axis " + std::to_string(axis) + " is listed twice");
+    if (array.size[axis] != 1)
+      fail(ErrorCode::InvalidArgument, std::string(fn) + ": axis " + std::to_string(axis) + " has length " +
+                                           std::to_string(array.size[axis]) + ", not 1");
+    removed[static_cast<std::size_t>(axis)] = true;
+  }
+  GpuMatND::SizeArray size;
+  GpuMatND::StepArray step;
+  for (int i = 0; i < array.dims; ++i) {
+    if (removed[static_cast<std::size_t>(i)]) continue;
+    size.push_back(array.size[i]);
+    step.push_back(array.step[i]);
+  }
+  if (size.empty()) {
+    size.push_back(1);
+    step.push_back(array.elemSize());
+  }
+  GpuMatND out = detail::makeGpuMatND(detail::allocationOf(array), detail::offsetOf(array), std::move(size),
+                                      array.type(), std::move(step));
+  if (array.isSubmatrix()) out.flags |= GpuMatND::SUBMATRIX_FLAG;
+  return out;
 }
 
 void GpuMatND::updateFlags() {
@@ -179,7 +212,7 @@ GpuMat GpuMatND::createGpuMatHeader() const {
   // A non-owning alias: the header neither frees nor keeps the memory alive.
   auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
   alias->shareOrderingWith(data_);
-  return GpuMat::fromAllocation(std::move(alias), offset_, rows, cols, type(), rowStep);
+  return detail::makeGpuMat(std::move(alias), offset_, rows, cols, type(), rowStep);
 }
 
 GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRange) const {
@@ -203,7 +236,7 @@ GpuMat GpuMatND::createGpuMatHeader(IndexArray idx, Range rowRange, Range colRan
   off += static_cast<std::size_t>(rr.start) * step[dims - 2] + static_cast<std::size_t>(cr.start) * step[dims - 1];
   auto alias = std::make_shared<detail::Allocation>(data_->device(), data_->handle(), data_->bytes(), false);
   alias->shareOrderingWith(data_);
-  return GpuMat::fromAllocation(std::move(alias), off, rr.size(), cr.size(), type(), step[dims - 2]);
+  return detail::makeGpuMat(std::move(alias), off, rr.size(), cr.size(), type(), step[dims - 2]);
 }
 
 // upload / download write into the existing destination when it already has the
@@ -337,7 +370,7 @@ std::size_t GpuMatND::total() const {
 }
 
 std::size_t GpuMatND::totalMemSize() const { return empty() ? 0 : static_cast<std::size_t>(size[0]) * step[0]; }
-int GpuMatND::type() const { return flags & detail::kTypeMask; }
+int GpuMatND::type() const { return flags & kTypeMask; }
 int GpuMatND::depth() const { return static_cast<int>(depthOf(type())); }
 int GpuMatND::channels() const { return channelsOf(type()); }
 ComputeDevice GpuMatND::device() const { return empty() ? ComputeDevice() : ComputeDevice(data_->device()); }

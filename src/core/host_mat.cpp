@@ -147,7 +147,7 @@ HostMat HostMat::operator()(const std::vector<Range>& ranges) const {
 
 void HostMat::release() { *this = HostMat(); }
 
-int HostMat::type() const { return flags & detail::kTypeMask; }
+int HostMat::type() const { return flags & kTypeMask; }
 int HostMat::depth() const { return static_cast<int>(depthOf(type())); }
 int HostMat::channels() const { return channelsOf(type()); }
 std::size_t HostMat::elemSize() const { return detail::elemSizeOf(type()); }

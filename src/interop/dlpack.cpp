@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/array_access.hpp"
 #include "backend/backend_registry.hpp"
 #include "devicearray/error.hpp"
 #include "devicearray/host_mat.hpp"
@@ -174,7 +175,7 @@ DLTensor tensorOf(ExportContext& ctx, int depth) {
 }
 
 std::unique_ptr<ExportContext> exportDevice(const GpuMatND& array, const char* fn) {
-  if (array.empty() || !array.allocation())
+  if (array.empty() || !detail::allocationOf(array))
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty; there is nothing to export");
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto ctx = std::make_unique<ExportContext>();
@@ -194,14 +195,14 @@ std::unique_ptr<ExportContext> exportDevice(const GpuMatND& array, const char* f
     t.byte_offset = buffer.offset;
   }
   // Consumers know nothing of the library's queues: finish its work on the memory.
-  array.allocation()->waitIdle();
+  detail::allocationOf(array)->waitIdle();
   ctx->versioned.dl_tensor = t;
   ctx->legacy.dl_tensor = t;
   return ctx;
 }
 
 std::unique_ptr<ExportContext> exportHostCopy(const GpuMatND& array, const char* fn) {
-  if (array.empty() || !array.allocation())
+  if (array.empty() || !detail::allocationOf(array))
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty; there is nothing to export");
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto ctx = std::make_unique<ExportContext>();
@@ -549,7 +550,7 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
   }
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto storage = std::make_shared<DLPackAllocation>(std::move(adopted), std::move(producer));
-  return GpuMatND::fromAllocation(std::move(storage), memory.offset, layout.size, makeType(layout.depth, 1),
+  return detail::makeGpuMatND(std::move(storage), memory.offset, layout.size, makeType(layout.depth, 1),
                                   layout.step);
 }
 
@@ -626,9 +627,7 @@ GpuMatND fromDLPack(DLManagedTensor* tensor, const ComputeDevice& device) {
   return importLegacy(tensor, device);
 }
 
-namespace detail {
-
-GpuMatND foldChannelAxisForFormat(GpuMatND imported, Depth depth, int channels, const char* function) {
+GpuMatND foldChannelAxis(GpuMatND imported, Depth depth, int channels, const char* function) {
   const std::string f(function);
   if (imported.empty()) raise(ErrorCode::InvalidArgument, f + ": the imported array is empty");
   if (imported.depth() != static_cast<int>(depth) || imported.channels() != 1)
@@ -660,9 +659,11 @@ GpuMatND foldChannelAxisForFormat(GpuMatND imported, Depth depth, int channels, 
                                           std::to_string(pixel) + " bytes); DeviceArray is always tightly packed");
   GpuMatND::SizeArray size(imported.size.begin(), imported.size.begin() + (dims - 1));
   GpuMatND::StepArray step(imported.step.begin(), imported.step.begin() + (dims - 1));
-  return GpuMatND::fromAllocation(imported.allocation(), imported.offset(), std::move(size),
-                                  makeType(depth, channels), std::move(step));
+  return detail::makeGpuMatND(detail::allocationOf(imported), detail::offsetOf(imported), std::move(size),
+                              makeType(depth, channels), std::move(step));
 }
+
+namespace detail {
 
 // Offsets, sizes and enumerator values of this library's DLPack declarations, keyed
 // "Struct.field" / "sizeof(T)" / "alignof(T)" / enumerator name, for the ABI test.

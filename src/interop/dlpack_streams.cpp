@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "backend/backend.hpp"
+#include "core/array_access.hpp"
 #include "devicearray/error.hpp"
 
 namespace devicearray {
@@ -27,27 +28,27 @@ class UnorderedAlias final : public detail::Allocation {
 };
 
 std::shared_ptr<detail::QueueImpl> queueOf(const GpuMatND& array, const StreamOrQueue& sq, const char* fn) {
-  if (array.empty() || !array.allocation())
+  if (array.empty() || !detail::allocationOf(array))
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty");
-  return array.allocation()->device()->queueFor(sq, fn);
+  return detail::allocationOf(array)->device()->queueFor(sq, fn);
 }
 
 }  // namespace
 
 GpuMatND readyOnConsumerStream(const GpuMatND& array, std::optional<StreamOrQueue> consumer) {
   constexpr const char* fn = "readyOnConsumerStream";
-  if (array.empty() || !array.allocation())
+  if (array.empty() || !detail::allocationOf(array))
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty");
-  if (consumer) array.allocation()->beforeUse(*queueOf(array, *consumer, fn));
-  GpuMatND out = GpuMatND::fromAllocation(std::make_shared<UnorderedAlias>(array.allocation()), array.offset(),
-                                          array.size, array.type(), array.step);
+  if (consumer) detail::allocationOf(array)->beforeUse(*queueOf(array, *consumer, fn));
+  GpuMatND out = detail::makeGpuMatND(std::make_shared<UnorderedAlias>(detail::allocationOf(array)),
+                                      detail::offsetOf(array), array.size, array.type(), array.step);
   out.flags = array.flags;
   return out;
 }
 
 void orderAfterProducerStream(const GpuMatND& array, StreamOrQueue producer) {
   const std::shared_ptr<detail::QueueImpl> queue = queueOf(array, producer, "orderAfterProducerStream");
-  array.allocation()->afterUse(*queue, queue->recordEvent());
+  detail::allocationOf(array)->afterUse(*queue, queue->recordEvent());
 }
 
 }  // namespace devicearray

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "backend/backend.hpp"
+#include "core/array_access.hpp"
 
 #if defined(DEVICEARRAY_HAS_OPENCL)
 #include <CL/cl.h>
@@ -25,7 +26,9 @@
 namespace devicearray {
 namespace {
 
-using detail::opencvFail;
+[[noreturn]] void opencvFail(ErrorCode code, const char* fn, const std::string& what) {
+  throw Error(code, std::string(fn) + ": " + what);
+}
 
 /// Keeps a UMat (and thus its pooled buffer) alive for as long as library handles use it.
 class UMatAllocation final : public detail::Allocation {
@@ -126,7 +129,7 @@ GpuMatND fromUMat(const cv::UMat& umat, const ComputeDevice& device, cv::AccessF
     opencvFail(ErrorCode::InvalidArgument, fn,
                "access flags " + std::to_string(static_cast<int>(access)) +
                    " are not ACCESS_READ, ACCESS_WRITE or ACCESS_RW");
-  detail::requireKnownDepth(umat.type(), fn);
+  requireKnownDepth(umat.type(), fn);
   requireOpenCVOpenCL(fn);
   requireOpenCVContextOf(device, fn);
 
@@ -144,7 +147,7 @@ GpuMatND fromUMat(const cv::UMat& umat, const ComputeDevice& device, cv::AccessF
   // The external constructor validates the layout against the cl_mem's size and the
   // context (through adopt); its allocation is then wrapped to also hold the UMat.
   const GpuMatND wrapped(size, umat.type(), OpenCLBufferPtr{mem, umat.offset}, device, step);
-  auto keep = std::make_shared<UMatAllocation>(wrapped.allocation(), umat);
+  auto keep = std::make_shared<UMatAllocation>(detail::allocationOf(wrapped), umat);
 
   // OpenCV produced the UMat on its queue: later library work on any queue waits for it.
   {
@@ -152,7 +155,8 @@ GpuMatND fromUMat(const cv::UMat& umat, const ComputeDevice& device, cv::AccessF
     detail::OrderedUse use(*q, {keep.get()});
     use.commit();
   }
-  return GpuMatND::fromAllocation(std::move(keep), wrapped.offset(), std::move(size), umat.type(), std::move(step));
+  return detail::makeGpuMatND(std::move(keep), detail::offsetOf(wrapped), std::move(size), umat.type(),
+                              std::move(step));
 }
 
 cv::UMat toUMat(const GpuMatND& mat) {
@@ -162,7 +166,7 @@ cv::UMat toUMat(const GpuMatND& mat) {
     opencvFail(ErrorCode::Unsupported, fn,
                "the array lives on " + mat.device().toString() +
                    "; cv::UMat shares OpenCL buffers only (use cudaGpuMatHeader for CUDA)");
-  detail::requireKnownDepth(mat.type(), fn);
+  requireKnownDepth(mat.type(), fn);
   requireOpenCVOpenCL(fn);
   const ComputeDevice device = mat.device();
   requireOpenCVContextOf(device, fn);
@@ -224,7 +228,7 @@ cv::UMat toUMat(const GpuMatND& mat) {
   // OpenCV's queue waits (device-side) for the library's work on this memory.
   {
     auto q = openCVQueue(device, fn);
-    detail::OrderedUse use(*q, {mat.allocation().get()});
+    detail::OrderedUse use(*q, {detail::allocationOf(mat).get()});
     use.commit();
   }
 

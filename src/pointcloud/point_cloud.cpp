@@ -61,7 +61,7 @@ DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* 
               "the mask lives on " + mask.device().toString() + " but the cloud on " + cloud.device().toString());
   if (mask.step.back() != 1)
     pc::raise(ErrorCode::InvalidArgument, fn, "mask pixels must be contiguous within a row (step[1] == 1)");
-  return DeviceMask{mask.allocation().get(), mask.offset(), mask.step[0]};
+  return DeviceMask{detail::allocationOf(mask).get(), detail::offsetOf(mask), mask.step[0]};
 }
 
 GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn) {

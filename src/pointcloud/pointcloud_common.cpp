@@ -98,7 +98,7 @@ CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, b
 namespace {
 template <class F>
 void copyPrefix(QueueImpl& q, const DeviceArray<F>& dst, const DeviceArray<F>& src, std::size_t count) {
-  copyBytes(q, storageOf(dst), dst.span().offset, storageOf(src), src.span().offset, count * sizeof(F));
+  copyBytes(q, storageOf(dst), bufferOf(dst).offset, storageOf(src), bufferOf(src).offset, count * sizeof(F));
 }
 }  // namespace
 

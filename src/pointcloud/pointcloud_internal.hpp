@@ -12,6 +12,7 @@
 #include "backend/kernel_signature.hpp"
 #include "backend/parallel_primitives.hpp"
 #include "backend/pointcloud_signatures.h"
+#include "core/array_access.hpp"
 #include "devicearray/point_cloud.hpp"
 
 namespace devicearray::detail::pc {
@@ -33,10 +34,9 @@ DeviceArray<F> wrapStorage(std::shared_ptr<Allocation> storage, std::size_t offs
                            int width) {
   const int type = makeType(F::depth, F::channels);
   if (organized)
-    return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(
-        std::move(storage), offset, {height, width}, type, {static_cast<std::size_t>(width) * sizeof(F), sizeof(F)}));
-  return DeviceArray<F>::fromGpuMatND(
-      GpuMatND::fromAllocation(std::move(storage), offset, {width}, type, {sizeof(F)}));
+    return DeviceArray<F>::fromGpuMatND(makeGpuMatND(std::move(storage), offset, {height, width}, type,
+                                                     {static_cast<std::size_t>(width) * sizeof(F), sizeof(F)}));
+  return DeviceArray<F>::fromGpuMatND(makeGpuMatND(std::move(storage), offset, {width}, type, {sizeof(F)}));
 }
 
 template <class F>
@@ -53,12 +53,12 @@ DeviceArray<F> allocateUnorganized(QueueImpl& q, std::size_t count, const char* 
                         static_cast<int>(count));
 }
 
-/// The first `count` elements of an unorganized array (shares its storage).
+/// The first `count` elements of `a` as an unorganized array sharing its storage.
 template <class F>
 DeviceArray<F> prefixOf(const DeviceArray<F>& a, std::size_t count) {
-  const ArraySpan s = a.span();
-  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(s.storage, s.offset, {static_cast<int>(count)},
-                                                               makeType(F::depth, F::channels), {sizeof(F)}));
+  const ArraySpan s = spanOf(a);
+  return DeviceArray<F>::fromGpuMatND(
+      makeGpuMatND(s.owner, s.buffer.offset, {static_cast<int>(count)}, makeType(F::depth, F::channels), {sizeof(F)}));
 }
 
 /// Raw stream-ordered scratch memory.
@@ -67,17 +67,15 @@ std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t
 /// The memory of `a` as a kernel buffer of its value type (float for XYZ, u8 for colours).
 template <class F>
 Buffer<typename F::ValueType> arg(const DeviceArray<F>& a) {
-  const ArraySpan s = a.span();
-  return BufferRef{s.storage.get(), s.offset};
+  return spanOf(a).buffer;
 }
 template <class F>
 Allocation* storageOf(const DeviceArray<F>& a) {
-  return a.isEmpty() ? nullptr : a.span().storage.get();
+  return a.isEmpty() ? nullptr : spanOf(a).buffer.allocation;
 }
 template <class F>
 BufferRef bufferOf(const DeviceArray<F>& a) {
-  const ArraySpan s = a.span();
-  return BufferRef{s.storage.get(), s.offset};
+  return spanOf(a).buffer;
 }
 /// `a` when present, else the memory of `fallback`: kernels take absent attributes as
 /// another valid buffer with a has-flag of 0, so every buffer argument stays bindable.

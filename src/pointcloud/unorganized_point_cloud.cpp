@@ -18,9 +18,7 @@ namespace {
 template <class F>
 DeviceArray<F> flattened(const DeviceArray<F>& a) {
   if (a.isEmpty() || !a.isOrganized()) return a;
-  const detail::ArraySpan s = a.span();
-  return DeviceArray<F>::fromGpuMatND(GpuMatND::fromAllocation(s.storage, s.offset, {static_cast<int>(a.size())},
-                                                               makeType(F::depth, F::channels), {sizeof(F)}));
+  return pc::prefixOf(a, a.size());
 }
 
 template <class F>
@@ -271,8 +269,8 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
                       pc::storageOf(out.colors_), pc::storageOf(out.snrs_)});
   auto append = [&](const auto& dst, const auto& first, const auto& second, std::size_t elem) {
     if (dst.isEmpty()) return;
-    pc::copyBytes(*q, pc::storageOf(dst), 0, pc::storageOf(first), first.span().offset, a * elem);
-    pc::copyBytes(*q, pc::storageOf(dst), a * elem, pc::storageOf(second), second.span().offset, b * elem);
+    pc::copyBytes(*q, pc::storageOf(dst), 0, pc::storageOf(first), pc::bufferOf(first).offset, a * elem);
+    pc::copyBytes(*q, pc::storageOf(dst), a * elem, pc::storageOf(second), pc::bufferOf(second).offset, b * elem);
   };
   append(out.xyz_, xyz_, other.xyz_, sizeof(PointXYZ));
   append(out.colors_, colors_, other.colors_, sizeof(ColorRGBA));
@@ -300,7 +298,7 @@ void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq)
   f.size[0] = static_cast<std::int64_t>(size());
   f.step[0] = sizeof(ColorRGBA);
   f.elemSize = sizeof(ColorRGBA);
-  f.dst = detail::MemRef::dev(pc::storageOf(painted), painted.span().offset);
+  f.dst = detail::MemRef{nullptr, pc::bufferOf(painted)};
   std::memcpy(f.pattern.data(), &color, sizeof(ColorRGBA));
   q->device()->fill(f, *q);
   use.commit();
