@@ -145,8 +145,8 @@ class OpenCLPrimitives final : public ParallelPrimitives {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
   }
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
-    reduceLevels(q, "da_alg_min", xyz, count, out, 3 * sizeof(float));
-    reduceLevels(q, "da_alg_max", xyz, count, {out.allocation, out.offset + 3 * sizeof(float)}, 3 * sizeof(float));
+    reduceLevels(q, "da_alg_lower", xyz, count, out, 3 * sizeof(float));
+    reduceLevels(q, "da_alg_upper", xyz, count, {out.allocation, out.offset + 3 * sizeof(float)}, 3 * sizeof(float));
   }
 };
 

@@ -262,20 +262,15 @@ DA_ALG_REDUCTION(sum, 4, da_pair, float)
 #endif /* DA_HAS_FP64 */
 
 /* boundsValidXYZ: the component-wise minimum (+inf when no point is valid) and
- * maximum (-inf). */
-inline float da_alg_min_identity(void) { return INFINITY; }
-inline float da_alg_min_fold(float acc, float x) { return fmin(acc, x); }
-inline float da_alg_min_merge(float acc, DA_GLOBAL const float* in, long i) { return fmin(acc, in[i]); }
-inline void da_alg_min_store(DA_GLOBAL float* out, long i, float v, int last) {
-  (void)last;
-  out[i] = v;
-}
-DA_ALG_REDUCTION(min, 3, float, float)
-inline float da_alg_max_identity(void) { return -INFINITY; }
-inline float da_alg_max_fold(float acc, float x) { return fmax(acc, x); }
-inline float da_alg_max_merge(float acc, DA_GLOBAL const float* in, long i) { return fmax(acc, in[i]); }
-inline void da_alg_max_store(DA_GLOBAL float* out, long i, float v, int last) {
-  (void)last;
-  out[i] = v;
-}
-DA_ALG_REDUCTION(max, 3, float, float)
+ * maximum (-inf), each a reduction folding with one function from its identity. */
+#define DA_ALG_EXTREME(NAME, FOLD, IDENTITY)                                                                  \
+  inline float da_alg_##NAME##_identity(void) { return IDENTITY; }                                            \
+  inline float da_alg_##NAME##_fold(float acc, float x) { return FOLD(acc, x); }                              \
+  inline float da_alg_##NAME##_merge(float acc, DA_GLOBAL const float* in, long i) { return FOLD(acc, in[i]); } \
+  inline void da_alg_##NAME##_store(DA_GLOBAL float* out, long i, float v, int last) {                        \
+    (void)last;                                                                                               \
+    out[i] = v;                                                                                               \
+  }                                                                                                           \
+  DA_ALG_REDUCTION(NAME, 3, float, float)
+DA_ALG_EXTREME(lower, fmin, INFINITY) /* not "min"/"max": OpenCL headers may define those as macros */
+DA_ALG_EXTREME(upper, fmax, -INFINITY)
