@@ -128,7 +128,7 @@ void checkGpuMat(const GpuMat& m, const GpuMatND& parent) {
   DAFUZZ_CHECK(m.rows > 0 && m.cols > 0);
   DAFUZZ_CHECK(m.step >= static_cast<std::size_t>(m.cols) * m.elemSize() || m.rows == 1);
   const std::uint64_t span = static_cast<std::uint64_t>(m.step) * (m.rows - 1) + static_cast<std::uint64_t>(m.cols) * m.elemSize();
-  DAFUZZ_CHECK(m.offset() + span <= clMemSize(parent.getOpenCLBuffer().buffer));
+  DAFUZZ_CHECK(m.getOpenCLBuffer().offset + span <= clMemSize(parent.getOpenCLBuffer().buffer));
 }
 
 }  // namespace
