@@ -80,8 +80,7 @@ void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointX
 }
 
 CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn) {
-  if (count > static_cast<std::size_t>(INT32_MAX))
-    raise(ErrorCode::OutOfRange, fn, std::to_string(count) + " points exceed the INT_MAX limit of a DeviceArray");
+  checkPointCount(count, fn);
   ScratchLayout layout;
   const std::size_t xyzAt = layout.add(count, sizeof(PointXYZ), fn);
   const std::size_t colorsAt = colors ? layout.add(count, sizeof(ColorRGBA), fn) : 0;

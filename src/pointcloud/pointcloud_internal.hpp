@@ -45,10 +45,16 @@ DeviceArray<F> allocateOrganized(QueueImpl& q, int height, int width, const char
   return wrapStorage<F>(q.device()->allocate(checkedBytes(n, sizeof(F), fn), q), 0, true, height, width);
 }
 
-template <class F>
-DeviceArray<F> allocateUnorganized(QueueImpl& q, std::size_t count, const char* fn) {
+/// Throws OutOfRange naming `fn` when `count` points exceed what an unorganized
+/// DeviceArray can hold (INT_MAX elements).
+inline void checkPointCount(std::size_t count, const char* fn) {
   if (count > static_cast<std::size_t>(INT32_MAX))
     raise(ErrorCode::OutOfRange, fn, std::to_string(count) + " points exceed the INT_MAX limit of a DeviceArray");
+}
+
+template <class F>
+DeviceArray<F> allocateUnorganized(QueueImpl& q, std::size_t count, const char* fn) {
+  checkPointCount(count, fn);
   return wrapStorage<F>(q.device()->allocate(checkedBytes(count, sizeof(F), fn), q), 0, false, 1,
                         static_cast<int>(count));
 }

@@ -258,8 +258,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
                   (other.hasColors() ? "yes" : "no") + ", SNR: " + (hasSNRs() ? "yes" : "no") + "/" +
                   (other.hasSNRs() ? "yes" : "no") + ")");
   const std::size_t a = size(), b = other.size();
-  if (a + b > static_cast<std::size_t>(INT32_MAX))
-    pc::raise(ErrorCode::OutOfRange, fn, std::to_string(a + b) + " points exceed the INT_MAX limit of a DeviceArray");
+  pc::checkPointCount(a + b, fn);
   UnorganizedPointCloud out = *this;
   out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, a + b, fn);
   if (hasColors()) out.colors_ = pc::allocateUnorganized<ColorRGBA>(*q, a + b, fn);
