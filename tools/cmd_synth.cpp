@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "devicearray/io.hpp"
+#include "poses.hpp"
 #include "progress.hpp"
 #include "text.hpp"
 
@@ -32,6 +33,8 @@ struct SynthArgs {
   bool noColor = false;
   bool noSNR = false;
   bool normals = false;
+  std::string rotate;
+  std::string translate;
 };
 
 void runSynth(const SynthArgs& a) {
@@ -43,6 +46,10 @@ void runSynth(const SynthArgs& a) {
   options.withColors = !a.noColor;
   options.withSNR = !a.noSNR;
   options.withNormals = a.normals;
+  const std::array<double, 3> degrees = a.rotate.empty() ? std::array<double, 3>{} : parseTriple(a.rotate, "--rotate");
+  const std::array<double, 3> shift =
+      a.translate.empty() ? std::array<double, 3>{} : parseTriple(a.translate, "--translate");
+  options.cameraPose = poseFromRotationTranslation(degrees, shift);
   ProgressBar bar("synthesizing " + std::to_string(a.height) + " x " + std::to_string(a.width));
   options.progress = [&bar](double f) { bar.update(f); };
   const HostPointCloud cloud = synthesizeScene(options);
@@ -63,6 +70,7 @@ void runSynth(const SynthArgs& a) {
   std::printf("wrote %s: organized %d x %d, %zu valid points (%.1f %%), z %.0f..%.0f mm\n", a.output.c_str(),
               cloud.height, cloud.width, valid, 100.0 * static_cast<double>(valid) / static_cast<double>(cloud.size()),
               valid ? zMin : 0.0f, valid ? zMax : 0.0f);
+  if (!a.rotate.empty() || !a.translate.empty()) std::printf("camera pose: %s\n", poseJson(options.cameraPose).c_str());
 }
 
 }  // namespace
@@ -93,6 +101,9 @@ void addSynthCommand(CLI::App& app) {
   cmd->add_flag("--no-color", a->noColor, "Leave out the colours");
   cmd->add_flag("--no-snr", a->noSNR, "Leave out the SNR values");
   cmd->add_flag("--normals", a->normals, "Add the exact surface normals (nx, ny, nz)");
+  cmd->add_option("--rotate", a->rotate,
+                  "Camera pose: turn the camera by RX,RY,RZ degrees about its x, y and z axes (in that order)");
+  cmd->add_option("--translate", a->translate, "Camera pose: move the camera by X,Y,Z mm along its axes");
   cmd->callback([a] { runSynth(*a); });
 }
 

@@ -122,6 +122,19 @@ class PointCloud {
   /// where the accumulated transformationMatrix() moved the sensor origin, so normals
   /// of a transformed cloud are the rotated normals of the original.
   DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
+  /// Unit normals of the plane that best fits (least squares: the covariance's
+  /// eigenvector of the smallest eigenvalue) the valid points of the windowSize x
+  /// windowSize window around each point, oriented towards the camera as above. Points of
+  /// the window that lie beyond a depth edge (farther than three grid steps per window
+  /// ring, a step being the distance to the nearest valid 4-neighbour) are left out
+  /// unless fewer than 3 points remain. Every valid point whose window holds at least 3
+  /// valid points that do not all lie on a line gets a normal; NaN elsewhere. Far less
+  /// sensitive to depth noise than the central differences, at the cost of a larger
+  /// footprint: kDefaultNormalWindowSize suits the depth noise of a structured-light
+  /// camera at full resolution. Throws InvalidArgument unless windowSize is odd and in
+  /// [3, 15].
+  DeviceArray<NormalXYZ> deviceNormalsXYZ(int windowSize, StreamOrQueue sq) const;
+  static constexpr int kDefaultNormalWindowSize = 11;
   /// The colour image in any of the nine colour formats. Throws InvalidState when the
   /// cloud has no colours.
   template <class Color>
@@ -202,24 +215,26 @@ class PointCloud {
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 
-/// N valid points with optional colour (linear ColorRGBA) and SNR, on one device.
-/// Copies share device memory, as for PointCloud. A cloud of 0 points is allowed (its
-/// arrays are empty); it still knows its device when it came from a device operation.
+/// N valid points with optional colour (linear ColorRGBA), SNR and unit normals, on one
+/// device. Copies share device memory, as for PointCloud. A cloud of 0 points is allowed
+/// (its arrays are empty); it still knows its device when it came from a device
+/// operation.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
   /// Zero-copy. `xyz` must be non-empty (organized arrays are taken as their H*W
-  /// points); `colors`/`snrs` optional with the same size and device. The points
-  /// should be valid: missing (NaN) points are ignored by voxelDownsampled() and
+  /// points); `colors`/`snrs`/`normals` optional with the same size and device. The
+  /// points should be valid: missing (NaN) points are ignored by voxelDownsampled() and
   /// centroid(). Throws InvalidArgument.
   explicit UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors = {},
-                                 DeviceArray<SNR> snrs = {});
+                                 DeviceArray<SNR> snrs = {}, DeviceArray<NormalXYZ> normals = {});
   /// Uploads the valid points of a host cloud (organized or not; sRGB colours are
-  /// decoded to linear on the device). Blocking. Throws InvalidArgument when the cloud
-  /// fails validate().
+  /// decoded to linear on the device; normals are kept when the host cloud has them).
+  /// Blocking. Throws InvalidArgument when the cloud fails validate().
   static UnorganizedPointCloud fromHost(const HostPointCloud& cloud,
                                        const ComputeDevice& device = ComputeDevice::defaultDevice());
-  /// Downloads an unorganized HostPointCloud (sRGB colours). Blocking.
+  /// Downloads an unorganized HostPointCloud (sRGB colours, normals when the cloud has
+  /// them). Blocking.
   HostPointCloud toHost() const;
 
   /// Number of points.
@@ -230,6 +245,7 @@ class UnorganizedPointCloud {
   ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
   bool hasSNRs() const noexcept { return snrs_.isValid(); }
+  bool hasNormals() const noexcept { return normals_.isValid(); }
   ///@}
   /// Throws InvalidState when the cloud has never been on a device.
   ComputeDevice device() const;
@@ -241,6 +257,8 @@ class UnorganizedPointCloud {
   ///@}
   /// Throws InvalidState when the cloud (with points) has no SNR.
   DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
+  /// Throws InvalidState when the cloud (with points) has no normals.
+  DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
   /// Throws InvalidState when the cloud (with points) has no colours.
   template <class Color>
   DeviceArray<Color> deviceColors(StreamOrQueue sq) const {
@@ -249,9 +267,24 @@ class UnorganizedPointCloud {
     return convert<Color>(requireColors("UnorganizedPointCloud::deviceColors"), sq);
   }
 
+  /// Gives the cloud normals (replacing any it has; a new array, so copies keep theirs):
+  /// the normal of the plane that best fits each point's `neighbours` nearest points
+  /// (itself included; least squares through the covariance), found through a
+  /// voxel-hash grid on the device whose cells follow the cloud's point spacing. Oriented
+  /// towards the viewpoint, where transformationMatrix() moved the sensor origin (the
+  /// origin for a cloud straight from a camera). NaN where fewer than 3 points are near
+  /// or they lie on a line. Throws InvalidArgument unless neighbours is in [3, 32].
+  /// Blocking / on `sq` (the stream overload blocks twice for the point spacing).
+  ///@{
+  static constexpr int kDefaultNormalNeighbours = 30;
+  void estimateNormals(int neighbours = kDefaultNormalNeighbours);
+  void estimateNormals(int neighbours, StreamOrQueue sq);
+  ///@}
+
   /// One point per occupied voxel of edge `voxelSize` (grid anchored at the cloud's
   /// min corner): SNR^2-weighted mean position (plain mean without SNR or when all
-  /// weights are 0), mean colour, SNR = sqrt(sum SNR^2); voxels with fewer than
+  /// weights are 0), mean colour, SNR = sqrt(sum SNR^2), normal = the normalized sum of
+  /// the voxel's normals (NaN when they cancel); voxels with fewer than
   /// `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
   /// (x-major, then y, then z voxel index), so it is deterministic. Throws
   /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
@@ -262,7 +295,8 @@ class UnorganizedPointCloud {
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
   ///@}
 
-  /// As PointCloud::transform (affine, accumulated into transformationMatrix()).
+  /// As PointCloud::transform (affine, accumulated into transformationMatrix()); normals
+  /// are turned by the matrix's rotation part (the upper-left 3x3, taken as a rotation).
   ///@{
   void transform(const Matrix4x4& m);
   void transform(const Matrix4x4& m, StreamOrQueue sq);
@@ -274,7 +308,7 @@ class UnorganizedPointCloud {
 
   /// Appends `other`'s points (new arrays; this cloud's transformationMatrix() is
   /// kept). Both must be on the same device (else InvalidArgument) and have the same
-  /// attributes (colours, SNR) unless one has no points. Blocking / on `sq`.
+  /// attributes (colours, SNR, normals) unless one has no points. Blocking / on `sq`.
   ///@{
   void extend(const UnorganizedPointCloud& other);
   void extend(const UnorganizedPointCloud& other, StreamOrQueue sq);
@@ -304,10 +338,12 @@ class UnorganizedPointCloud {
   /// Internal: assembles a cloud from its parts, and the stored arrays (shared, not copied).
   ///@{
   static UnorganizedPointCloud fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
-                                         DeviceArray<SNR> snrs, const Matrix4x4& transform);
+                                         DeviceArray<SNR> snrs, const Matrix4x4& transform,
+                                         DeviceArray<NormalXYZ> normals = {});
   const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
   const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
   const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
+  const DeviceArray<NormalXYZ>& storedNormals() const noexcept { return normals_; }
   ///@}
 
  private:
@@ -317,6 +353,7 @@ class UnorganizedPointCloud {
   DeviceArray<PointXYZ> xyz_;
   DeviceArray<ColorRGBA> colors_;
   DeviceArray<SNR> snrs_;
+  DeviceArray<NormalXYZ> normals_;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 

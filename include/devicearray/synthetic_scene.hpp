@@ -5,6 +5,7 @@
 // Every failure throws devicearray::Error.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 
@@ -26,12 +27,19 @@ struct SynthOptions {
   bool withColors = true;  ///< give the cloud colours
   bool withSNR = true;     ///< give the cloud SNR values
   bool withNormals = false;  ///< the exact surface normals (a camera computes them later)
+  /// Where the camera (with its projector) stands, relative to the default camera 1.1 m
+  /// above the floor: a rigid transform, row-major like Matrix4x4, that maps points of
+  /// this camera's frame into the default camera's frame (identity: the default view).
+  /// Two views of one scene taken from poses Pa and Pb are registered by Pa^-1 Pb
+  /// (points of view b into view a's frame).
+  std::array<float, 16> cameraPose = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
   /// Called with the fraction done (0..1) from the calling thread, a few hundred times
   /// at most; may be empty.
   std::function<void(double)> progress;
 
   /// Throws InvalidArgument naming the bad field (camera, non-finite or negative
-  /// baseline/noise, probability outside [0, 1], negative minSNR).
+  /// baseline/noise, probability outside [0, 1], negative minSNR, a camera pose that is
+  /// not a finite rigid transform).
   void validate() const;
 };
 

@@ -1,7 +1,8 @@
 /* Parameters of the point-cloud kernels (src/kernels/pointcloud.h), declared once for
  * the kernels and for the host code that launches them (kernel_params.h).
  *
- * XYZ buffers hold 3 floats per point, colours 4 u8 per point, SNRs 1 float per point.
+ * XYZ and normal buffers hold 3 floats per point, colours 4 u8 per point, SNRs 1 float
+ * per point.
  * An attribute a cloud does not have is passed as any valid buffer with its has* flag 0. */
 #ifndef DEVICEARRAY_BACKEND_POINTCLOUD_SIGNATURES_H
 #define DEVICEARRAY_BACKEND_POINTCLOUD_SIGNATURES_H
@@ -59,11 +60,13 @@
   S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
-/* One output point per kept segment: weighted mean position, mean colour, combined SNR. */
+/* One output point per kept segment: weighted mean position, mean colour, combined SNR,
+ * normalized sum of the normals. */
 #define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                           \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, segmentOf) B(const da_u32, starts)                  \
-  B(const da_u32, keepOffsets) B(const da_u32, order) B(const float, xyzIn) B(const da_u8, rgbaIn)                  \
-  B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
+  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) S(int, hasNormals) B(const da_u32, segmentOf)                       \
+  B(const da_u32, starts) B(const da_u32, keepOffsets) B(const da_u32, order) B(const float, xyzIn)                 \
+  B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
+  B(float, snrOut) B(float, normalsOut)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"

@@ -1,8 +1,11 @@
-// Registers the shared point-cloud kernels (src/kernels/pointcloud.h) for the CUDA
+// Registers the shared point-cloud kernels (src/kernels/pointcloud*.h) for the CUDA
 // backend's DeviceImpl::launch (src/pointcloud/ launches them with launch<>). The OpenCL
 // backend compiles the same bodies from the embedded program source.
 #include "kernels/prelude.h"
 #include "kernels/pointcloud.h"
+#include "kernels/pointcloud_neighbours.h"
+#include "kernels/pointcloud_normals.h"
+#include "kernels/pointcloud_registration.h"
 #include "cuda/kernel_registry.hpp"
 
 DA_CUDA_REGISTER(da_pc_downsample);
@@ -17,3 +20,14 @@ DA_CUDA_REGISTER(da_vx_heads);
 DA_CUDA_REGISTER(da_vx_starts);
 DA_CUDA_REGISTER(da_vx_keep);
 DA_CUDA_REGISTER(da_vx_reduce);
+DA_CUDA_REGISTER(da_ng_setup);
+DA_CUDA_REGISTER(da_ng_keys);
+DA_CUDA_REGISTER(da_ng_gather);
+DA_CUDA_REGISTER(da_ng_insert);
+DA_CUDA_REGISTER(da_ng_ends);
+DA_CUDA_REGISTER(da_ng_knn);
+DA_CUDA_REGISTER(da_nrm_window);
+DA_CUDA_REGISTER(da_nrm_knn);
+DA_CUDA_REGISTER(da_nrm_rotate);
+DA_CUDA_REGISTER(da_icp_terms);
+DA_CUDA_REGISTER(da_icp_sum);

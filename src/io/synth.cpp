@@ -56,6 +56,24 @@ void SynthOptions::validate() const {
   if (!(dropoutProbability >= 0 && dropoutProbability <= 1))
     invalid(fn + "dropoutProbability " + std::to_string(dropoutProbability) + " must be in [0, 1]");
   if (!(std::isfinite(minSNR) && minSNR >= 0)) invalid(fn + "minSNR " + std::to_string(minSNR) + " must be finite and >= 0");
+  for (float v : cameraPose)
+    if (!std::isfinite(v)) invalid(fn + "cameraPose must be finite");
+  if (cameraPose[12] != 0 || cameraPose[13] != 0 || cameraPose[14] != 0 || cameraPose[15] != 1)
+    invalid(fn + "cameraPose must be affine (last row 0 0 0 1)");
+  // Rigid: the rotation part's columns are orthonormal and keep handedness.
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) {
+      double d = 0;
+      for (int r = 0; r < 3; ++r)
+        d += double(cameraPose[static_cast<std::size_t>(4 * r + a)]) * cameraPose[static_cast<std::size_t>(4 * r + b)];
+      if (std::fabs(d - (a == b ? 1.0 : 0.0)) > 1e-4)
+        invalid(fn + "cameraPose must be a rigid transform (its upper-left 3x3 a rotation)");
+    }
+  const auto& m = cameraPose;
+  const double det = double(m[0]) * (double(m[5]) * m[10] - double(m[6]) * m[9]) -
+                     double(m[1]) * (double(m[4]) * m[10] - double(m[6]) * m[8]) +
+                     double(m[2]) * (double(m[4]) * m[9] - double(m[5]) * m[8]);
+  if (det < 0) invalid(fn + "cameraPose must be a rotation, not a reflection");
 }
 
 namespace {
@@ -259,12 +277,19 @@ HostPointCloud synthesizeSceneImpl(const SynthOptions& options) {
   const std::size_t n = cloud.size();
   const Scene scene = buildScene(options.seed);
 
-  // Camera 1.1 m above the floor looking at a point 1.3 m ahead; x right, y down, z forward.
+  // The default camera is 1.1 m above the floor looking at a point 1.3 m ahead; x right,
+  // y down, z forward. The pose moves the camera within that camera's frame.
   const Vec3 up{0, 1, 0};
-  const Vec3 eye{0, 1100, 0};
-  const Vec3 zc = normalized(Vec3{0, 0, 1300} - eye);
-  const Vec3 xc = normalized(cross(zc, up));
-  const Vec3 yc = cross(zc, xc);
+  const Vec3 eye0{0, 1100, 0};
+  const Vec3 zc0 = normalized(Vec3{0, 0, 1300} - eye0);
+  const Vec3 xc0 = normalized(cross(zc0, up));
+  const Vec3 yc0 = cross(zc0, xc0);
+  const auto& pose = options.cameraPose;
+  auto fromDefaultCamera = [&](double x, double y, double z) { return xc0 * x + yc0 * y + zc0 * z; };
+  const Vec3 eye = eye0 + fromDefaultCamera(pose[3], pose[7], pose[11]);
+  const Vec3 xc = fromDefaultCamera(pose[0], pose[4], pose[8]);
+  const Vec3 yc = fromDefaultCamera(pose[1], pose[5], pose[9]);
+  const Vec3 zc = fromDefaultCamera(pose[2], pose[6], pose[10]);
   const Vec3 projector = eye + xc * options.projectorBaselineMm;
 
   // Pass 1: trace. depth = camera z of the exact hit (NaN for none); `lit` says whether

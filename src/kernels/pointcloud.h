@@ -334,7 +334,9 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
 
 /* One work item per kept segment reduces its points in sorted (stable, hence original)
  * order, so results are deterministic: SNR^2-weighted mean position (plain mean when the
- * weights are all 0 or there is no SNR), mean colour rounded half up, sqrt(sum SNR^2). */
+ * weights are all 0 or there is no SNR), mean colour rounded half up, sqrt(sum SNR^2),
+ * the sum of the valid normals scaled to unit length (NaN when there is none or they
+ * cancel). */
 DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
   const long s = DA_ID(0);
@@ -344,10 +346,16 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   const da_u32 begin = starts[s], end = starts[s + 1];
   da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */
+  float nx = 0.0f, ny = 0.0f, nz = 0.0f;
   for (da_u32 j = begin; j < end; ++j) {
     const long i = (long)order[j];
     const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
     da_pc_mean_add(&mean, x, y, z, hasSnr ? da_pc_weight(snrIn[i]) : 1.0f);
+    if (hasNormals && da_pc_valid(normalsIn[3 * i], normalsIn[3 * i + 1], normalsIn[3 * i + 2])) {
+      nx += normalsIn[3 * i];
+      ny += normalsIn[3 * i + 1];
+      nz += normalsIn[3 * i + 2];
+    }
     if (hasColor) {
       cr += rgbaIn[4 * i];
       cg += rgbaIn[4 * i + 1];
@@ -359,6 +367,13 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   const da_u64 roundUp = count / 2; /* not "half": a type name in OpenCL C */
   da_pc_mean_store(&mean, (float)count, xyzOut, o);
   if (hasSnr) snrOut[o] = da_sqrtf(mean.wsum);
+  if (hasNormals) {
+    const float len = da_sqrtf(nx * nx + ny * ny + nz * nz);
+    if (len > 0.0f)
+      da_pc_store(normalsOut, o, nx / len, ny / len, nz / len);
+    else
+      da_pc_store(normalsOut, o, DA_NAN, DA_NAN, DA_NAN);
+  }
   if (hasColor) {
     rgbaOut[4 * o] = (da_u8)((cr + roundUp) / count);
     rgbaOut[4 * o + 1] = (da_u8)((cg + roundUp) / count);

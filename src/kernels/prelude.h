@@ -63,6 +63,8 @@ typedef ulong da_u64;
 #define da_fabsf(x) fabs(x)
 #define da_powf(x, y) pow((float)(x), (float)(y))
 #define da_floorf(x) floor(x)
+#define da_acosf(x) acos(x)
+#define da_cosf(x) cos(x)
 #define da_fminf(x, y) fmin((float)(x), (float)(y))
 #define da_fmaxf(x, y) fmax((float)(x), (float)(y))
 #define da_float_bits(x) as_uint(x)
@@ -112,6 +114,8 @@ typedef std::uint64_t da_u64;
 #define da_fabsf(x) fabsf(x)
 #define da_powf(x, y) powf((x), (y))
 #define da_floorf(x) floorf(x)
+#define da_acosf(x) acosf(x)
+#define da_cosf(x) cosf(x)
 #define da_fminf(x, y) fminf((x), (y))
 #define da_fmaxf(x, y) fmaxf((x), (y))
 /* The bit pattern of a float. */

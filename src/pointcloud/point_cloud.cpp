@@ -405,7 +405,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const std::size_t offsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const auto scratch = layout.allocate(*q);
-  const pc::CompactResult cap = pc::allocateAttributes(*q, n, hasColors(), hasSNRs(), fn);
+  const pc::CompactResult cap = pc::allocateAttributes(*q, n, hasColors(), hasSNRs(), false, fn);
   std::uint32_t count = 0;
   {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scratch.get(),

@@ -79,18 +79,30 @@ void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointX
   use.commit();
 }
 
-CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn) {
+void enqueueRotateNormals(QueueImpl& q, const Matrix4x4& m, const DeviceArray<NormalXYZ>& in,
+                          const DeviceArray<NormalXYZ>& out) {
+  OrderedUse use(q, {storageOf(in), storageOf(out)});
+  const std::size_t n = in.size();
+  launch<kernels::da_nrm_rotate>(q, LaunchGeometry::items(n), i64(n), m[0], m[1], m[2], m[4], m[5], m[6], m[8], m[9],
+                                 m[10], arg(in), arg(out));
+  use.commit();
+}
+
+CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, bool normals,
+                                 const char* fn) {
   checkPointCount(count, fn);
   ScratchLayout layout;
   const std::size_t xyzAt = layout.add(count, sizeof(PointXYZ), fn);
   const std::size_t colorsAt = colors ? layout.add(count, sizeof(ColorRGBA), fn) : 0;
   const std::size_t snrsAt = snrs ? layout.add(count, sizeof(SNR), fn) : 0;
+  const std::size_t normalsAt = normals ? layout.add(count, sizeof(NormalXYZ), fn) : 0;
   const std::shared_ptr<Allocation> block = layout.allocate(q);
   const int n = static_cast<int>(count);
   CompactResult r;
   r.xyz = wrapStorage<PointXYZ>(block, xyzAt, false, 1, n);
   if (colors) r.colors = wrapStorage<ColorRGBA>(block, colorsAt, false, 1, n);
   if (snrs) r.snrs = wrapStorage<SNR>(block, snrsAt, false, 1, n);
+  if (normals) r.normals = wrapStorage<NormalXYZ>(block, normalsAt, false, 1, n);
   return r;
 }
 
@@ -110,14 +122,16 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
     r.xyz = prefixOf(cap.xyz, count);
     if (cap.colors.isValid()) r.colors = prefixOf(cap.colors, count);
     if (cap.snrs.isValid()) r.snrs = prefixOf(cap.snrs, count);
+    if (cap.normals.isValid()) r.normals = prefixOf(cap.normals, count);
     return r;
   }
-  r = allocateAttributes(q, count, cap.colors.isValid(), cap.snrs.isValid(), fn);
-  OrderedUse use(q, {storageOf(r.xyz), storageOf(r.colors), storageOf(r.snrs), storageOf(cap.xyz),
-                     storageOf(cap.colors), storageOf(cap.snrs)});
+  r = allocateAttributes(q, count, cap.colors.isValid(), cap.snrs.isValid(), cap.normals.isValid(), fn);
+  OrderedUse use(q, {storageOf(r.xyz), storageOf(r.colors), storageOf(r.snrs), storageOf(r.normals),
+                     storageOf(cap.xyz), storageOf(cap.colors), storageOf(cap.snrs), storageOf(cap.normals)});
   copyPrefix(q, r.xyz, cap.xyz, count);
   if (r.colors.isValid()) copyPrefix(q, r.colors, cap.colors, count);
   if (r.snrs.isValid()) copyPrefix(q, r.snrs, cap.snrs, count);
+  if (r.normals.isValid()) copyPrefix(q, r.normals, cap.normals, count);
   use.commit();
   return r;
 }

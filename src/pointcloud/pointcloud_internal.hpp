@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "backend/kernel_signature.hpp"
 #include "backend/parallel_primitives.hpp"
+#include "backend/normal_signatures.h"
 #include "backend/pointcloud_signatures.h"
 #include "core/array_access.hpp"
 #include "devicearray/point_cloud.hpp"
@@ -110,16 +111,23 @@ Matrix4x4 multiply(const Matrix4x4& a, const Matrix4x4& b);
 void enqueueTransform(QueueImpl& q, const Matrix4x4& m, const DeviceArray<PointXYZ>& in,
                       const DeviceArray<PointXYZ>& out);
 
+/// Enqueues n' = R n on `in` into `out` (may be the same array), R the upper-left 3x3
+/// of `m`, ordered after earlier users of both.
+void enqueueRotateNormals(QueueImpl& q, const Matrix4x4& m, const DeviceArray<NormalXYZ>& in,
+                          const DeviceArray<NormalXYZ>& out);
+
 /// Compacted (or voxel) output arrays with capacity >= count, trimmed to `count`.
 /// Small results are copied into exact-size arrays so a large capacity is not held.
 struct CompactResult {
   DeviceArray<PointXYZ> xyz;
   DeviceArray<ColorRGBA> colors;
   DeviceArray<SNR> snrs;
+  DeviceArray<NormalXYZ> normals;
 };
-/// Unorganized arrays of `count` points each, with colours and SNRs only where asked for,
-/// as slices of one allocation (one driver call to allocate and one to free).
-CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, const char* fn);
+/// Unorganized arrays of `count` points each, with colours, SNRs and normals only where
+/// asked for, as slices of one allocation (one driver call to allocate and one to free).
+CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, bool normals,
+                                 const char* fn);
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);
 

@@ -34,25 +34,28 @@ void checkCompanion(const DeviceArray<F>& a, const DeviceArray<PointXYZ>& xyz, c
 }  // namespace
 
 UnorganizedPointCloud::UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
-                                             DeviceArray<SNR> snrs) {
+                                             DeviceArray<SNR> snrs, DeviceArray<NormalXYZ> normals) {
   constexpr const char* fn = "UnorganizedPointCloud::UnorganizedPointCloud";
   if (xyz.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the XYZ array is empty");
   checkCompanion(colors, xyz, "the colour", fn);
   checkCompanion(snrs, xyz, "the SNR", fn);
+  checkCompanion(normals, xyz, "the normal", fn);
   device_ = xyz.device();
   xyz_ = flattened(xyz);
   colors_ = flattened(colors);
   snrs_ = flattened(snrs);
+  normals_ = flattened(normals);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz,
                                                        DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
-                                                       const Matrix4x4& transform) {
+                                                       const Matrix4x4& transform, DeviceArray<NormalXYZ> normals) {
   UnorganizedPointCloud c;
   c.device_ = std::move(device);
   c.xyz_ = std::move(xyz);
   c.colors_ = std::move(colors);
   c.snrs_ = std::move(snrs);
+  c.normals_ = std::move(normals);
   c.transform_ = transform;
   return c;
 }
@@ -64,8 +67,11 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
   std::vector<PointXYZ> xyz;
   std::vector<ColorRGBA_SRGB> colors;
   std::vector<SNR> snrs;
+  std::vector<NormalXYZ> normals;
   for (std::size_t i = 0; i < cloud.size(); ++i) {
     if (!cloud.isValid(i)) continue;
+    if (cloud.hasNormals())
+      normals.push_back(NormalXYZ{cloud.normals[3 * i], cloud.normals[3 * i + 1], cloud.normals[3 * i + 2]});
     xyz.push_back(PointXYZ{cloud.xyz[3 * i], cloud.xyz[3 * i + 1], cloud.xyz[3 * i + 2]});
     if (cloud.hasColors())
       colors.push_back(ColorRGBA_SRGB{cloud.rgba[4 * i], cloud.rgba[4 * i + 1], cloud.rgba[4 * i + 2],
@@ -79,13 +85,21 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
     dcolors = pc::linearColors(DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device), device);
   DeviceArray<SNR> dsnr;
   if (!snrs.empty()) dsnr = DeviceArray<SNR>::fromHost(snrs.data(), snrs.size(), device);
-  return UnorganizedPointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
+  DeviceArray<NormalXYZ> dnormals;
+  if (!normals.empty()) dnormals = DeviceArray<NormalXYZ>::fromHost(normals.data(), normals.size(), device);
+  return UnorganizedPointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr), std::move(dnormals));
 }
 
 HostPointCloud UnorganizedPointCloud::toHost() const {
   HostPointCloud out;
   if (isEmpty()) return out;
   pc::downloadAttributes(device_, xyz_, colors_, snrs_, out);
+  if (hasNormals()) {
+    static_assert(sizeof(NormalXYZ) == 3 * sizeof(float));
+    const std::vector<NormalXYZ> normals = normals_.toHost();
+    out.normals.resize(3 * normals.size());
+    std::memcpy(out.normals.data(), normals.data(), out.normals.size() * sizeof(float));
+  }
   return out;
 }
 
@@ -115,6 +129,13 @@ DeviceArray<SNR> UnorganizedPointCloud::deviceSNRs(StreamOrQueue sq) const {
   if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
   return convert<SNR>(snrs_, sq);
 }
+DeviceArray<NormalXYZ> UnorganizedPointCloud::deviceNormalsXYZ(StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::deviceNormalsXYZ";
+  (void)pc::queueOf(device(), sq, fn);
+  if (isEmpty()) return {};
+  if (!hasNormals()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no normals (see estimateNormals)");
+  return convert<NormalXYZ>(normals_, sq);
+}
 
 // ----------------------------------------------------------------- voxels ----
 
@@ -131,7 +152,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto q = pc::queueOf(device(), sq, fn);
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
   const std::size_t n = size();
-  const bool color = hasColors(), snr = hasSNRs();
+  const bool color = hasColors(), snr = hasSNRs(), normal = hasNormals();
   // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
   // [4..9] min and max corner (floats).
   pc::ScratchLayout layout;
@@ -146,13 +167,13 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const std::size_t keepOffsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const auto scratch = layout.allocate(*q);
   detail::Allocation* const t = scratch.get();
-  const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, fn);
+  const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, normal, fn);
   auto& primitives = q->device()->primitives();
   // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
   // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
   std::uint32_t result[3] = {0, 0, 0};
   for (const bool compact : {true, false}) {
-    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), t,
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
                         pc::storageOf(cap.xyz)});
     detail::FillDesc zero;
     zero.dims = 1;
@@ -176,11 +197,12 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
                                         pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
     primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
-    detail::launch<kernels::da_vx_reduce>(*q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0,
-                                          pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
-                                          pc::arg(scratch, keepOffsetsAt), pc::arg(scratch, orderAt), pc::arg(xyz_),
-                                          pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
-                                          pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz));
+    detail::launch<kernels::da_vx_reduce>(
+        *q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt), pc::arg(scratch, keepOffsetsAt),
+        pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
+        pc::argOr(normals_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
+        pc::argOr(cap.normals, cap.xyz));
     pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
     // The one host sync of an attempt: the flags and the voxel count together.
@@ -192,7 +214,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     if (result[2] == 0) break;
   }
   const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
-  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_);
+  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
@@ -212,6 +234,10 @@ UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, Str
   if (isEmpty()) return out;
   out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, size(), fn);
   pc::enqueueTransform(*q, m, xyz_, out.xyz_);
+  if (hasNormals()) {
+    out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, size(), fn);
+    pc::enqueueRotateNormals(*q, m, normals_, out.normals_);
+  }
   return out;
 }
 UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m) const {
@@ -224,6 +250,7 @@ void UnorganizedPointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
   pc::checkAffine(m, fn);
   const auto q = pc::queueOf(device(), sq, fn);
   if (!isEmpty()) pc::enqueueTransform(*q, m, xyz_, xyz_);
+  if (hasNormals()) pc::enqueueRotateNormals(*q, m, normals_, normals_);
   transform_ = pc::multiply(m, transform_);
 }
 void UnorganizedPointCloud::transform(const Matrix4x4& m) {
@@ -252,20 +279,23 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
     transform_ = keep;
     return;
   }
-  if (hasColors() != other.hasColors() || hasSNRs() != other.hasSNRs())
+  if (hasColors() != other.hasColors() || hasSNRs() != other.hasSNRs() || hasNormals() != other.hasNormals())
     pc::raise(ErrorCode::InvalidArgument, fn,
               std::string("the clouds have different attributes (colours: ") + (hasColors() ? "yes" : "no") + "/" +
                   (other.hasColors() ? "yes" : "no") + ", SNR: " + (hasSNRs() ? "yes" : "no") + "/" +
-                  (other.hasSNRs() ? "yes" : "no") + ")");
+                  (other.hasSNRs() ? "yes" : "no") + ", normals: " + (hasNormals() ? "yes" : "no") + "/" +
+                  (other.hasNormals() ? "yes" : "no") + ")");
   const std::size_t a = size(), b = other.size();
   pc::checkPointCount(a + b, fn);
   UnorganizedPointCloud out = *this;
   out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, a + b, fn);
   if (hasColors()) out.colors_ = pc::allocateUnorganized<ColorRGBA>(*q, a + b, fn);
   if (hasSNRs()) out.snrs_ = pc::allocateUnorganized<SNR>(*q, a + b, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(other.xyz_),
-                      pc::storageOf(other.colors_), pc::storageOf(other.snrs_), pc::storageOf(out.xyz_),
-                      pc::storageOf(out.colors_), pc::storageOf(out.snrs_)});
+  if (hasNormals()) out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, a + b, fn);
+  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_),
+                      pc::storageOf(other.xyz_), pc::storageOf(other.colors_), pc::storageOf(other.snrs_),
+                      pc::storageOf(other.normals_), pc::storageOf(out.xyz_), pc::storageOf(out.colors_),
+                      pc::storageOf(out.snrs_), pc::storageOf(out.normals_)});
   auto append = [&](const auto& dst, const auto& first, const auto& second, std::size_t elem) {
     if (dst.isEmpty()) return;
     pc::copyBytes(*q, pc::storageOf(dst), 0, pc::storageOf(first), pc::bufferOf(first).offset, a * elem);
@@ -274,6 +304,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
   append(out.xyz_, xyz_, other.xyz_, sizeof(PointXYZ));
   append(out.colors_, colors_, other.colors_, sizeof(ColorRGBA));
   append(out.snrs_, snrs_, other.snrs_, sizeof(SNR));
+  append(out.normals_, normals_, other.normals_, sizeof(NormalXYZ));
   use.commit();
   *this = std::move(out);
 }

@@ -1,0 +1,38 @@
+/* Parameters of the plane-fit normal kernels (src/kernels/pointcloud_normals.h),
+ * declared once for the kernels and for the host code that launches them
+ * (kernel_params.h). Normals are oriented towards the viewpoint (camX, camY, camZ). */
+#ifndef DEVICEARRAY_BACKEND_NORMAL_SIGNATURES_H
+#define DEVICEARRAY_BACKEND_NORMAL_SIGNATURES_H
+
+#include "backend/kernel_params.h"
+
+/* Organized cloud: plane fit over the valid points of the (2 radius + 1)^2 window around
+ * each point. */
+#define DA_NRM_WINDOW_PARAMS(S0, B0, S, B)                                                                          \
+  S0(int, width) S(int, height) S(int, radius) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
+  B(float, normals)
+
+/* Unorganized cloud: plane fit over each point's k nearest neighbours in a neighbour
+ * grid of the same points (see neighbour_grid_signatures.h for the grid buffers); one
+ * work item per sorted point, written at its original index. */
+#define DA_NRM_KNN_PARAMS(S0, B0, S, B)                                                                             \
+  S0(da_i64, n) S(int, k) S(int, rings) S(da_u32, mask) S(float, camX) S(float, camY) S(float, camZ)               \
+  B(const float, grid) B(const float, sortedXyz) B(const da_u32, order) B(const da_u32, claims)                    \
+  B(const da_u64, slotKeys) B(const da_u32, slotRanges) B(float, normals)
+
+/* n' = R n for the rows r0..r2 of a rotation (NaN normals stay NaN); in place allowed. */
+#define DA_NRM_ROTATE_PARAMS(S0, B0, S, B)                                                                          \
+  S0(da_i64, n) S(float, r00) S(float, r01) S(float, r02) S(float, r10) S(float, r11) S(float, r12) S(float, r20)   \
+  S(float, r21) S(float, r22) B(const float, normalsIn) B(float, normalsOut)
+
+#if defined(__cplusplus)
+#include "backend/kernel_signature.hpp"
+
+namespace devicearray::detail::kernels {
+DA_KERNEL_SIGNATURE(da_nrm_window, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_knn, DA_NRM_KNN_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_rotate, DA_NRM_ROTATE_PARAMS);
+}  // namespace devicearray::detail::kernels
+#endif
+
+#endif /* DEVICEARRAY_BACKEND_NORMAL_SIGNATURES_H */

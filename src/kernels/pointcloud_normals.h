@@ -1,0 +1,186 @@
+/* Normals by a neighbourhood plane fit, written once for CUDA (registered in
+ * src/cuda/pointcloud_kernels.cu) and OpenCL: the normal of the plane that best fits a
+ * point's neighbours is the eigenvector of their 3x3 covariance with the smallest
+ * eigenvalue, oriented towards the viewpoint. Organized clouds take the neighbours from
+ * a window on the grid, unorganized ones their k nearest neighbours in a neighbour grid
+ * (pointcloud_neighbours.h). */
+#ifndef DEVICEARRAY_KERNELS_POINTCLOUD_NORMALS_H
+#define DEVICEARRAY_KERNELS_POINTCLOUD_NORMALS_H
+
+#include "prelude.h"
+#include "backend/normal_signatures.h"
+#include "point_validity.h"
+#include "pointcloud_neighbours.h"
+
+/* Sums of the offsets d = p - reference of a point set and of their products: the
+ * reference (the point whose normal is wanted) keeps the float sums small. */
+typedef struct {
+  float x, y, z, xx, xy, xz, yy, yz, zz;
+  int count;
+} da_nrm_moments;
+
+DA_FN void da_nrm_add(da_nrm_moments* m, float dx, float dy, float dz) {
+  m->x += dx;
+  m->y += dy;
+  m->z += dz;
+  m->xx += dx * dx;
+  m->xy += dx * dy;
+  m->xz += dx * dz;
+  m->yy += dy * dy;
+  m->yz += dy * dz;
+  m->zz += dz * dz;
+  ++m->count;
+}
+
+DA_FN float da_nrm_length2(float x, float y, float z) { return x * x + y * y + z * z; }
+
+/* The unit eigenvector of the smallest eigenvalue of the symmetric matrix
+ * [a00 a01 a02; a01 a11 a12; a02 a12 a22]: eigenvalue from the closed form of a
+ * symmetric 3x3 matrix, eigenvector as the longest cross product of two rows of
+ * A - lambda I (each is orthogonal to both rows, hence in the null space). Returns 0
+ * when the matrix has no preferred direction (zero or isotropic). */
+DA_FN int da_nrm_smallest_eigenvector(float a00, float a01, float a02, float a11, float a12, float a22, float* n) {
+  const float scale = da_fmaxf(da_fmaxf(da_fmaxf(da_fabsf(a00), da_fabsf(a01)), da_fmaxf(da_fabsf(a02), da_fabsf(a11))),
+                               da_fmaxf(da_fabsf(a12), da_fabsf(a22)));
+  if (!(scale > 0.0f) || !da_pc_finite(scale)) return 0;
+  a00 /= scale;
+  a01 /= scale;
+  a02 /= scale;
+  a11 /= scale;
+  a12 /= scale;
+  a22 /= scale;
+  const float q = (a00 + a11 + a22) / 3.0f;
+  const float b00 = a00 - q, b11 = a11 - q, b22 = a22 - q;
+  const float p2 = (b00 * b00 + b11 * b11 + b22 * b22 + 2.0f * (a01 * a01 + a02 * a02 + a12 * a12)) / 6.0f;
+  if (!(p2 > 0.0f)) return 0;
+  const float p = da_sqrtf(p2);
+  const float det = b00 * (b11 * b22 - a12 * a12) - a01 * (a01 * b22 - a12 * a02) + a02 * (a01 * a12 - b11 * a02);
+  const float r = da_fminf(da_fmaxf(det / (2.0f * p2 * p), -1.0f), 1.0f);
+  const float lambda = q + 2.0f * p * da_cosf(da_acosf(r) / 3.0f + 2.0943951f); /* + 2 pi / 3: the smallest */
+  const float r0x = a00 - lambda, r0y = a01, r0z = a02;
+  const float r1x = a01, r1y = a11 - lambda, r1z = a12;
+  const float r2x = a02, r2y = a12, r2z = a22 - lambda;
+  const float c0x = r0y * r1z - r0z * r1y, c0y = r0z * r1x - r0x * r1z, c0z = r0x * r1y - r0y * r1x;
+  const float c1x = r0y * r2z - r0z * r2y, c1y = r0z * r2x - r0x * r2z, c1z = r0x * r2y - r0y * r2x;
+  const float c2x = r1y * r2z - r1z * r2y, c2y = r1z * r2x - r1x * r2z, c2z = r1x * r2y - r1y * r2x;
+  const float l0 = da_nrm_length2(c0x, c0y, c0z), l1 = da_nrm_length2(c1x, c1y, c1z),
+              l2 = da_nrm_length2(c2x, c2y, c2z);
+  float bx = c0x, by = c0y, bz = c0z, bl = l0;
+  if (l1 > bl) {
+    bx = c1x;
+    by = c1y;
+    bz = c1z;
+    bl = l1;
+  }
+  if (l2 > bl) {
+    bx = c2x;
+    by = c2y;
+    bz = c2z;
+    bl = l2;
+  }
+  if (!(bl > 0.0f) || !da_pc_finite(bl)) return 0;
+  const float inv = 1.0f / da_sqrtf(bl);
+  n[0] = bx * inv;
+  n[1] = by * inv;
+  n[2] = bz * inv;
+  return 1;
+}
+
+/* The plane-fit normal of a point set (at least 3 points) given as moments about the
+ * point p, oriented so that n . (p - cam) < 0; NaN when it is not defined. */
+DA_FN void da_nrm_store_fit(const da_nrm_moments* m, float px, float py, float pz, float camX, float camY, float camZ,
+                            DA_GLOBAL float* out, long i) {
+  float n[3] = {DA_NAN, DA_NAN, DA_NAN};
+  if (m->count >= 3) {
+    const float c = (float)m->count;
+    const float mx = m->x / c, my = m->y / c, mz = m->z / c;
+    const int ok = da_nrm_smallest_eigenvector(m->xx / c - mx * mx, m->xy / c - mx * my, m->xz / c - mx * mz,
+                                               m->yy / c - my * my, m->yz / c - my * mz, m->zz / c - mz * mz, n);
+    if (ok && n[0] * (px - camX) + n[1] * (py - camY) + n[2] * (pz - camZ) > 0.0f) {
+      n[0] = -n[0];
+      n[1] = -n[1];
+      n[2] = -n[2];
+    }
+    if (!ok) n[0] = n[1] = n[2] = DA_NAN;
+  }
+  out[3 * i] = n[0];
+  out[3 * i + 1] = n[1];
+  out[3 * i + 2] = n[2];
+}
+
+/* Global size W x H. The neighbours are the valid points of the window that lie on the
+ * point's surface: within 3 grid steps' worth of distance per window ring, a step being
+ * the distance to the nearest valid 4-neighbour, so that a window straddling a depth
+ * edge does not mix two surfaces. When fewer than 3 points pass, all valid ones count. */
+DA_KERNEL(da_nrm_window)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
+  DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);
+  const long c = DA_ID(0);
+  const long r = DA_ID(1);
+  if (c >= width || r >= height) return;
+  const long i = r * (long)width + c;
+  const float px = xyz[3 * i], py = xyz[3 * i + 1], pz = xyz[3 * i + 2];
+  if (!da_pc_valid(px, py, pz)) {
+    normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;
+    return;
+  }
+  float step2 = -1.0f;
+  for (int k = 0; k < 4; ++k) {
+    const long nc = c + (k == 0 ? -1 : k == 1 ? 1 : 0), nr = r + (k == 2 ? -1 : k == 3 ? 1 : 0);
+    if (nc < 0 || nr < 0 || nc >= width || nr >= height) continue;
+    const long j = nr * (long)width + nc;
+    const float dx = xyz[3 * j] - px, dy = xyz[3 * j + 1] - py, dz = xyz[3 * j + 2] - pz;
+    const float d2 = dx * dx + dy * dy + dz * dz;
+    if (da_pc_finite(d2) && (step2 < 0.0f || d2 < step2)) step2 = d2;
+  }
+  da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const long r0 = r - radius < 0 ? 0 : r - radius, r1 = r + radius >= height ? height - 1 : r + radius;
+  const long c0 = c - radius < 0 ? 0 : c - radius, c1 = c + radius >= width ? width - 1 : c + radius;
+  for (long y = r0; y <= r1; ++y) {
+    const long ring = y > r ? y - r : r - y;
+    for (long x = c0; x <= c1; ++x) {
+      const long j = y * (long)width + x;
+      const float dx = xyz[3 * j] - px, dy = xyz[3 * j + 1] - py, dz = xyz[3 * j + 2] - pz;
+      const float d2 = dx * dx + dy * dy + dz * dz;
+      if (!da_pc_finite(d2)) continue;
+      da_nrm_add(&all, dx, dy, dz);
+      const long cring = x > c ? x - c : c - x;
+      const float reach = 3.0f * (float)(cring > ring ? cring : ring);
+      if (step2 >= 0.0f && d2 <= reach * reach * step2) da_nrm_add(&near, dx, dy, dz);
+    }
+  }
+  da_nrm_store_fit(near.count >= 3 ? &near : &all, px, py, pz, camX, camY, camZ, normals, i);
+}
+
+/* One work item per sorted point j of the grid; the normal goes to its original index. */
+DA_KERNEL(da_nrm_knn)(DA_PARAMS(DA_NRM_KNN_PARAMS)) {
+  DA_BUFFERS_INIT(DA_NRM_KNN_PARAMS);
+  const long j = DA_ID(0);
+  if (j >= n) return;
+  const long i = (long)order[j];
+  const float px = sortedXyz[3 * j], py = sortedXyz[3 * j + 1], pz = sortedXyz[3 * j + 2];
+  da_nrm_moments m = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (da_pc_valid(px, py, pz)) {
+    da_u32 found[DA_NG_MAX_K];
+    float d2[DA_NG_MAX_K];
+    const int count = da_ng_knn_search(px, py, pz, k, rings, 3.0e38f, mask, grid, sortedXyz, claims, slotKeys,
+                                       slotRanges, found, d2);
+    for (int m2 = 0; m2 < count; ++m2) {
+      const da_u32 f = found[m2];
+      da_nrm_add(&m, sortedXyz[3 * f] - px, sortedXyz[3 * f + 1] - py, sortedXyz[3 * f + 2] - pz);
+    }
+  }
+  da_nrm_store_fit(&m, px, py, pz, camX, camY, camZ, normals, i);
+}
+
+DA_KERNEL(da_nrm_rotate)(DA_PARAMS(DA_NRM_ROTATE_PARAMS)) {
+  DA_BUFFERS_INIT(DA_NRM_ROTATE_PARAMS);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const float x = normalsIn[3 * i], y = normalsIn[3 * i + 1], z = normalsIn[3 * i + 2];
+  normalsOut[3 * i] = r00 * x + r01 * y + r02 * z;
+  normalsOut[3 * i + 1] = r10 * x + r11 * y + r12 * z;
+  normalsOut[3 * i + 2] = r20 * x + r21 * y + r22 * z;
+}
+
+#endif /* DEVICEARRAY_KERNELS_POINTCLOUD_NORMALS_H */
