@@ -57,7 +57,7 @@ void installSignalHandlers() {
 
 int main(int argc, char** argv) {
   installSignalHandlers();
-  CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts; make, process and preview point clouds; benchmark.",
+  CLI::App app{"Safe, fast GPU arrays for 3-D vision: inspect devices and layouts; make, process, stitch and preview point clouds; benchmark.",
                "devicearray"};
   app.set_version_flag("--version", "devicearray 0.1.0");
   app.require_subcommand(1);
@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   devicearray::cli::addLayoutCommand(app);
   devicearray::cli::addSynthCommand(app);
   devicearray::cli::addProcessCommand(app);
+  devicearray::cli::addStitchCommand(app);
   devicearray::cli::addRenderCommand(app);
   devicearray::cli::addBenchCommand(app);
 
