@@ -16,6 +16,8 @@ from ._devicearray import (
     Format,
     Frame2D,
     GpuMatND,
+    LocalPointCloudRegistrationParameters,
+    LocalPointCloudRegistrationResult,
     PipelineResult,
     PipelineStageResult,
     PipelineStages,
@@ -33,6 +35,7 @@ from ._devicearray import (
     kDLCPU,
     kDLCUDA,
     kDLOpenCL,
+    local_point_cloud_registration,
     process_ply_file,
     synchronize_stream,
 )
@@ -52,6 +55,8 @@ __all__ = [
     "Format",
     "Frame2D",
     "GpuMatND",
+    "LocalPointCloudRegistrationParameters",
+    "LocalPointCloudRegistrationResult",
     "PipelineResult",
     "PipelineStageResult",
     "PipelineStages",
@@ -69,6 +74,7 @@ __all__ = [
     "kDLCPU",
     "kDLCUDA",
     "kDLOpenCL",
+    "local_point_cloud_registration",
     "process_ply_file",
     "synchronize_stream",
 ]

@@ -203,6 +203,7 @@ void bindArrays(nb::module_& m);
 void bindProtocols(nb::module_& m);
 void bindPointClouds(nb::module_& m);
 void bindFramePipeline(nb::module_& m);
+void bindRegistration(nb::module_& m);
 void bindTesting(nb::module_& m);
 
 // ------------------------------------------------ array-API protocols ----

@@ -151,6 +151,7 @@ void bindPointClouds(nb::module_& m) {
                          "Organized H x W point cloud on one device: XYZ (NaN = missing), optional linear RGBA "
                          "colour and SNR.")
       .def(nb::init<>())
+      .def_ro_static("DEFAULT_NORMAL_WINDOW_SIZE", &PointCloud::kDefaultNormalWindowSize)
       .def("__init__",
            [](PointCloud* self, const AnyDeviceArray& xyz, std::optional<AnyDeviceArray> colors,
               std::optional<AnyDeviceArray> snrs) {
@@ -191,10 +192,14 @@ void bindPointClouds(nb::module_& m) {
            },
            nb::arg("stream") = nb::none())
       .def("device_normals_xyz",
-           [](PointCloud pc, const Stream* s) {
-             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceNormalsXYZ(sq); })};
+           [](PointCloud pc, const Stream* s, std::optional<int> windowSize) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) {
+               return windowSize ? pc.deviceNormalsXYZ(*windowSize, sq) : pc.deviceNormalsXYZ(sq);
+             })};
            },
-           nb::arg("stream") = nb::none())
+           nb::arg("stream") = nb::none(), nb::arg("window_size") = nb::none(),
+           "Unit normals towards the camera: central differences, or with `window_size` (odd, 3..15) a plane fit "
+           "over that window (PointCloud.DEFAULT_NORMAL_WINDOW_SIZE suits full-resolution camera noise).")
       .def("image_device_array",
            [](PointCloud pc, FormatId format, const Stream* s) {
              return colorArray(format, [&]<class C>() {
@@ -284,19 +289,40 @@ void bindPointClouds(nb::module_& m) {
            nb::arg("stream") = nb::none(), "Order-preserving compaction of the valid points.");
 
   // ----------------------------------------------- UnorganizedPointCloud --
-  nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud", "N valid points: XYZ, optional colour and SNR.")
+  nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud",
+                                     "N valid points: XYZ, optional colour, SNR and normals.")
       .def(nb::init<>())
       .def("__init__",
            [](UnorganizedPointCloud* self, const AnyDeviceArray& xyz, std::optional<AnyDeviceArray> colors,
-              std::optional<AnyDeviceArray> snrs) {
+              std::optional<AnyDeviceArray> snrs, std::optional<AnyDeviceArray> normals) {
              constexpr const char* fn = "UnorganizedPointCloud";
              auto x = asFormat<PointXYZ>(xyz, fn, "xyz");
              auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
              auto s = optionalFormat<SNR>(snrs, fn, "snrs");
+             auto n = optionalFormat<NormalXYZ>(normals, fn, "normals");
              nb::gil_scoped_release release;
-             new (self) UnorganizedPointCloud(std::move(x), std::move(c), std::move(s));
+             new (self) UnorganizedPointCloud(std::move(x), std::move(c), std::move(s), std::move(n));
            },
-           nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none())
+           nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none(),
+           nb::arg("normals") = nb::none())
+      .def_ro_static("DEFAULT_NORMAL_NEIGHBOURS", &UnorganizedPointCloud::kDefaultNormalNeighbours)
+      .def("has_normals", &UnorganizedPointCloud::hasNormals)
+      .def("device_normals_xyz",
+           [](UnorganizedPointCloud pc, const Stream* s) {
+             return AnyDeviceArray{
+                 onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceNormalsXYZ(sq); })};
+           },
+           nb::arg("stream") = nb::none())
+      .def("estimate_normals",
+           [](UnorganizedPointCloud& pc, int neighbours, const Stream* s) {
+             nb::gil_scoped_release release;
+             if (s != nullptr)
+               pc.estimateNormals(neighbours, s->handle());
+             else
+               pc.estimateNormals(neighbours);
+           },
+           nb::arg("neighbours") = UnorganizedPointCloud::kDefaultNormalNeighbours, nb::arg("stream") = nb::none(),
+           "Plane-fit normals over each point's nearest neighbours, towards the viewpoint.")
       .def("size", &UnorganizedPointCloud::size)
       .def("is_empty", &UnorganizedPointCloud::isEmpty)
       .def("has_colors", &UnorganizedPointCloud::hasColors)
