@@ -26,18 +26,6 @@ using devicearray::PointXYZ;
 
 namespace {
 
-bool haveDevice() {
-  try {
-    return !devicearray::ComputeDevice::all().empty();
-  } catch (...) {
-    return false;
-  }
-}
-
-#define REQUIRE_CLI_AND_DEVICE() \
-  REQUIRE_CLI();                 \
-  if (!haveDevice()) GTEST_SKIP() << "no compute device: process and bench need one"
-
 std::vector<PointXYZ> pointsOf(const HostPointCloud& c) {
   std::vector<PointXYZ> p(c.size());
   for (std::size_t i = 0; i < p.size(); ++i) p[i] = {c.xyz[3 * i], c.xyz[3 * i + 1], c.xyz[3 * i + 2]};

@@ -12,18 +12,6 @@
 
 namespace {
 
-bool haveDevice() {
-  try {
-    return !devicearray::ComputeDevice::all().empty();
-  } catch (...) {
-    return false;
-  }
-}
-
-#define REQUIRE_CLI_AND_DEVICE() \
-  REQUIRE_CLI();                 \
-  if (!haveDevice()) GTEST_SKIP() << "no compute device: stitch needs one"
-
 TEST(StitchCommand, MergesViewsFromKnownPoses) {
   REQUIRE_CLI_AND_DEVICE();
   const fs::path a = tempDir() / "a.ply", b = tempDir() / "b.ply", out = tempDir() / "stitched.ply";

@@ -16,6 +16,7 @@
 #include <string>
 #include <system_error>
 
+#include "devicearray/device.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
@@ -68,6 +69,19 @@ Result run(const std::string& args) {
   r.err = slurp(err);
   return r;
 }
+
+/// Whether the library sees a compute device (the commands that compute need one).
+bool haveDevice() {
+  try {
+    return !devicearray::ComputeDevice::all().empty();
+  } catch (...) {
+    return false;
+  }
+}
+
+#define REQUIRE_CLI_AND_DEVICE() \
+  REQUIRE_CLI();                 \
+  if (!haveDevice()) GTEST_SKIP() << "no compute device: the command needs one"
 
 /// A path quoted for the shell.
 std::string q(const fs::path& p) { return "'" + p.string() + "'"; }

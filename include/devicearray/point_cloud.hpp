@@ -124,16 +124,18 @@ class PointCloud {
   DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
   /// Unit normals of the plane that best fits (least squares: the covariance's
   /// eigenvector of the smallest eigenvalue) the valid points of the windowSize x
-  /// windowSize window around each point, oriented towards the camera as above. Points of
-  /// the window that lie beyond a depth edge (farther than three grid steps per window
-  /// ring, a step being the distance to the nearest valid 4-neighbour) are left out
-  /// unless fewer than 3 points remain. Every valid point whose window holds at least 3
-  /// valid points that do not all lie on a line gets a normal; NaN elsewhere. Far less
-  /// sensitive to depth noise than the central differences, at the cost of a larger
-  /// footprint: kDefaultNormalWindowSize suits the depth noise of a structured-light
-  /// camera at full resolution. Throws InvalidArgument unless windowSize is odd and in
-  /// [3, 15].
+  /// windowSize window around each point, oriented towards the camera as above. Points
+  /// of the window that lie beyond a depth edge (farther than three grid steps per
+  /// window ring, a step being the distance to the nearest valid 4-neighbour) are left
+  /// out unless fewer than 3 remain or they lie on a line. Every valid point whose
+  /// window holds at least 3 valid points that do not all lie on a line gets a normal;
+  /// NaN elsewhere. Far less sensitive to depth noise than the central differences, at
+  /// the cost of a larger footprint: kDefaultNormalWindowSize suits the depth noise of
+  /// a structured-light camera at full resolution (docs/stitching.md). Throws
+  /// InvalidArgument unless windowSize is odd and in [3, 15].
   DeviceArray<NormalXYZ> deviceNormalsXYZ(int windowSize, StreamOrQueue sq) const;
+  /// The window that keeps the median normal error under 2 degrees on the synthetic
+  /// scene (1920 x 1200) at its default depth noise.
   static constexpr int kDefaultNormalWindowSize = 11;
   /// The colour image in any of the nine colour formats. Throws InvalidState when the
   /// cloud has no colours.
@@ -274,7 +276,7 @@ class UnorganizedPointCloud {
   /// towards the viewpoint, where transformationMatrix() moved the sensor origin (the
   /// origin for a cloud straight from a camera). NaN where fewer than 3 points are near
   /// or they lie on a line. Throws InvalidArgument unless neighbours is in [3, 32].
-  /// Blocking / on `sq` (the stream overload blocks twice for the point spacing).
+  /// Blocking / on `sq` (the stream overload waits a few times for the point spacing).
   ///@{
   static constexpr int kDefaultNormalNeighbours = 30;
   void estimateNormals(int neighbours = kDefaultNormalNeighbours);

@@ -30,7 +30,9 @@ struct LocalPointCloudRegistrationParameters {
 /// What localPointCloudRegistration found.
 class LocalPointCloudRegistrationResult {
  public:
+  /// Not converged, identity, no coverage.
   LocalPointCloudRegistrationResult() = default;
+  /// A result with the given values (what localPointCloudRegistration returns).
   LocalPointCloudRegistrationResult(const Matrix4x4& transform, bool converged, float sourceCoverage,
                                     float rootMeanSquareError)
       : transform_(transform), converged_(converged), coverage_(sourceCoverage), rms_(rootMeanSquareError) {}

@@ -86,23 +86,26 @@ DA_FN int da_nrm_smallest_eigenvector(float a00, float a01, float a02, float a11
   return 1;
 }
 
-/* The plane-fit normal of a point set (at least 3 points) given as moments about the
- * point p, oriented so that n . (p - cam) < 0; NaN when it is not defined. */
-DA_FN void da_nrm_store_fit(const da_nrm_moments* m, float px, float py, float pz, float camX, float camY, float camZ,
-                            DA_GLOBAL float* out, long i) {
-  float n[3] = {DA_NAN, DA_NAN, DA_NAN};
-  if (m->count >= 3) {
-    const float c = (float)m->count;
-    const float mx = m->x / c, my = m->y / c, mz = m->z / c;
-    const int ok = da_nrm_smallest_eigenvector(m->xx / c - mx * mx, m->xy / c - mx * my, m->xz / c - mx * mz,
-                                               m->yy / c - my * my, m->yz / c - my * mz, m->zz / c - mz * mz, n);
-    if (ok && n[0] * (px - camX) + n[1] * (py - camY) + n[2] * (pz - camZ) > 0.0f) {
-      n[0] = -n[0];
-      n[1] = -n[1];
-      n[2] = -n[2];
-    }
-    if (!ok) n[0] = n[1] = n[2] = DA_NAN;
-  }
+/* The plane-fit normal n of a point set given as moments about the point p, oriented so
+ * that n . (p - cam) < 0. Returns 0 (n untouched) for fewer than 3 points or a set
+ * without a plane (all on a line). */
+DA_FN int da_nrm_fit(const da_nrm_moments* m, float px, float py, float pz, float camX, float camY, float camZ,
+                     float* n) {
+  if (m->count < 3) return 0;
+  const float c = (float)m->count;
+  const float mx = m->x / c, my = m->y / c, mz = m->z / c;
+  float e[3];
+  if (!da_nrm_smallest_eigenvector(m->xx / c - mx * mx, m->xy / c - mx * my, m->xz / c - mx * mz,
+                                   m->yy / c - my * my, m->yz / c - my * mz, m->zz / c - mz * mz, e))
+    return 0;
+  const float s = e[0] * (px - camX) + e[1] * (py - camY) + e[2] * (pz - camZ) > 0.0f ? -1.0f : 1.0f;
+  n[0] = s * e[0];
+  n[1] = s * e[1];
+  n[2] = s * e[2];
+  return 1;
+}
+
+DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
   out[3 * i] = n[0];
   out[3 * i + 1] = n[1];
   out[3 * i + 2] = n[2];
@@ -111,7 +114,8 @@ DA_FN void da_nrm_store_fit(const da_nrm_moments* m, float px, float py, float p
 /* Global size W x H. The neighbours are the valid points of the window that lie on the
  * point's surface: within 3 grid steps' worth of distance per window ring, a step being
  * the distance to the nearest valid 4-neighbour, so that a window straddling a depth
- * edge does not mix two surfaces. When fewer than 3 points pass, all valid ones count. */
+ * edge does not mix two surfaces. When they are fewer than 3 or lie on a line, all valid
+ * ones count. */
 DA_KERNEL(da_nrm_window)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
   DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);
   const long c = DA_ID(0);
@@ -149,7 +153,9 @@ DA_KERNEL(da_nrm_window)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
       if (step2 >= 0.0f && d2 <= reach * reach * step2) da_nrm_add(&near, dx, dy, dz);
     }
   }
-  da_nrm_store_fit(near.count >= 3 ? &near : &all, px, py, pz, camX, camY, camZ, normals, i);
+  float n[3] = {DA_NAN, DA_NAN, DA_NAN};
+  if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);
+  da_nrm_store(normals, i, n);
 }
 
 /* One work item per sorted point j of the grid; the normal goes to its original index. */
@@ -170,7 +176,9 @@ DA_KERNEL(da_nrm_knn)(DA_PARAMS(DA_NRM_KNN_PARAMS)) {
       da_nrm_add(&m, sortedXyz[3 * f] - px, sortedXyz[3 * f + 1] - py, sortedXyz[3 * f + 2] - pz);
     }
   }
-  da_nrm_store_fit(&m, px, py, pz, camX, camY, camZ, normals, i);
+  float nrm[3] = {DA_NAN, DA_NAN, DA_NAN};
+  da_nrm_fit(&m, px, py, pz, camX, camY, camZ, nrm);
+  da_nrm_store(normals, i, nrm);
 }
 
 DA_KERNEL(da_nrm_rotate)(DA_PARAMS(DA_NRM_ROTATE_PARAMS)) {

@@ -15,9 +15,6 @@
 
 namespace devicearray {
 
-using detail::LaunchGeometry;
-using detail::OrderedUse;
-namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
 namespace {
@@ -165,7 +162,7 @@ LocalPointCloudRegistrationResult localPointCloudRegistration(const UnorganizedP
   // and translation are least coupled.
   std::array<double, 3> sourceCentroid{0, 0, 0};
   {
-    OrderedUse use(*q, {pc::storageOf(source.storedXYZ()), scratch.get()});
+    detail::OrderedUse use(*q, {pc::storageOf(source.storedXYZ()), scratch.get()});
     q->device()->primitives().sumValidXYZ(*q, sourceXyz, sourceCount, {scratch.get(), sumsAt});
     use.commit();
     double sums[4];
@@ -175,14 +172,14 @@ LocalPointCloudRegistrationResult localPointCloudRegistration(const UnorganizedP
   std::array<double, 3> centre{};
   const float maxDist2 = parameters.maxCorrespondenceDistance * parameters.maxCorrespondenceDistance;
   auto evaluate = [&](const Matrix4x4& m, float* sums) {
-    OrderedUse use(*q, {pc::storageOf(source.storedXYZ()), grid.storage(), scratch.get()});
-    detail::launch<kernels::da_icp_terms>(
-        *q, LaunchGeometry::groups(static_cast<std::size_t>(groups), DA_ICP_GROUP), pc::i64(sourceCount), groups,
+    detail::OrderedUse use(*q, {pc::storageOf(source.storedXYZ()), grid.storage(), scratch.get()});
+    detail::launch<detail::kernels::da_icp_terms>(
+        *q, detail::LaunchGeometry::groups(static_cast<std::size_t>(groups), DA_ICP_GROUP), pc::i64(sourceCount), groups,
         maxDist2, grid.mask(), m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10], m[11],
         static_cast<float>(centre[0]), static_cast<float>(centre[1]), static_cast<float>(centre[2]), sourceXyz,
         grid.grid(), grid.sortedXyz(), pc::arg(scratch, sortedNormalsAt), grid.claims(), grid.slotKeys(),
         grid.slotRanges(), pc::arg(scratch, partialsAt));
-    detail::launch<kernels::da_icp_sum>(*q, LaunchGeometry::items(DA_ICP_TERMS), groups, pc::arg(scratch, partialsAt),
+    detail::launch<detail::kernels::da_icp_sum>(*q, detail::LaunchGeometry::items(DA_ICP_TERMS), groups, pc::arg(scratch, partialsAt),
                                         pc::arg(scratch, sumsAt));
     use.commit();
     pc::readBack(*q, scratch.get(), sumsAt, sums, DA_ICP_TERMS * sizeof(float));
