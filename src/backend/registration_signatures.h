@@ -6,9 +6,10 @@
 
 #include "backend/kernel_params.h"
 
-/* Work items per work-group of da_icp_terms, and the most work-groups it runs. */
+/* Work items per work-group of da_icp_terms, and the most work-groups it runs (enough to
+ * fill a large GPU; each adds DA_ICP_TERMS partial sums for da_icp_sum to add up). */
 #define DA_ICP_GROUP 256
-#define DA_ICP_MAX_GROUPS 256
+#define DA_ICP_MAX_GROUPS 1024
 /* Sums one ICP step needs: the upper triangle of the 6x6 normal matrix J^T J (21, row
  * by row), J^T r (6), the sum of squared residuals and the number of correspondences. */
 #define DA_ICP_TERMS 29
