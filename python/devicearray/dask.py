@@ -300,8 +300,11 @@ class BatchSummary:
         return not self.failures
 
     def __str__(self) -> str:
-        lines = [f"frames: {self.frames} ({self.processed} processed, {self.skipped} already done, "
-                 f"{len(self.failures)} failed) on {self.workers} worker{'s' if self.workers != 1 else ''}",
+        head = (f"frames: {self.frames} ({self.processed} processed, {self.skipped} already done, "
+                f"{len(self.failures)} failed)")
+        if self.skipped == self.frames:
+            return head + ": nothing to do"
+        lines = [f"{head} on {self.workers} worker{'s' if self.workers != 1 else ''}",
                  f"time: {self.seconds:.3f} s, {self.frames_per_second:.2f} frames/s"]
         if self.stage_ms:
             lines.append(f"{'stage':<28} {'frames':>7} {'wall ms/frame':>14} {'GPU ms/frame':>13}")
