@@ -119,7 +119,11 @@ def test_rerun_resumes_after_an_interrupted_run(frames, reference, client, tmp_p
         batch.process_frames(frames, tmp_path, STAGES, client, on_frame=interrupt_after_five)
     recorded = journal_outputs(tmp_path)
     assert len(recorded) == 5
-    time.sleep(0.5)  # frames of the interrupted run still on a worker finish or are cancelled
+    # A frame of the interrupted run that a worker had already started still finishes
+    # (it is not journaled); wait for it so that it cannot rewrite an output later.
+    deadline = time.monotonic() + 60
+    while any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
     summary = batch.process_frames(frames, tmp_path, STAGES, client)
     assert summary.ok and summary.skipped == 5 and summary.processed == FRAMES - 5
