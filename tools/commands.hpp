@@ -26,5 +26,6 @@ void addSynthCommand(CLI::App& app);
 void addRenderCommand(CLI::App& app);
 void addProcessCommand(CLI::App& app);
 void addBenchCommand(CLI::App& app);
+void addBatchCommand(CLI::App& app);
 
 }  // namespace devicearray::cli

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   devicearray::cli::addLayoutCommand(app);
   devicearray::cli::addSynthCommand(app);
   devicearray::cli::addProcessCommand(app);
+  devicearray::cli::addBatchCommand(app);
   devicearray::cli::addRenderCommand(app);
   devicearray::cli::addBenchCommand(app);
 

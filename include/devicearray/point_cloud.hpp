@@ -87,6 +87,11 @@ class PointCloud {
   /// Downloads XYZ, sRGB-encoded colours and SNR (normals left empty). Blocking.
   /// Throws InvalidState for an empty cloud.
   HostPointCloud toHost() const;
+  /// A deep copy on `device`, which may be another device of any backend (peer copies
+  /// where the devices reach each other's memory, staged through host memory
+  /// otherwise), with the same transformationMatrix(). Blocking. Throws InvalidState for
+  /// an empty cloud, InvalidArgument for an invalid device.
+  PointCloud clone(const ComputeDevice& device) const;
 
   /// Rows of the cloud (0 when empty).
   int height() const noexcept { return height_; }
@@ -221,6 +226,11 @@ class UnorganizedPointCloud {
                                        const ComputeDevice& device = ComputeDevice::defaultDevice());
   /// Downloads an unorganized HostPointCloud (sRGB colours). Blocking.
   HostPointCloud toHost() const;
+  /// A deep copy on `device` (as PointCloud::clone), with the same
+  /// transformationMatrix(); a cloud of 0 points gives one that knows `device`.
+  /// Blocking. Throws InvalidState when the cloud has never been on a device,
+  /// InvalidArgument for an invalid device.
+  UnorganizedPointCloud clone(const ComputeDevice& device) const;
 
   /// Number of points.
   std::size_t size() const noexcept { return xyz_.size(); }

@@ -2,7 +2,9 @@
 
 Everything is implemented in C++ (the ``_devicearray`` extension); this package
 re-exports it. The type stubs (_devicearray.pyi) are generated from it at build
-time.
+time. Batch processing of recorded frames on Dask is the optional submodule
+``devicearray.dask`` (``pip install 'devicearray[dask]'``; ``python -m devicearray.batch``
+is its command line).
 """
 
 import sys as _sys
