@@ -1,0 +1,103 @@
+// Camera data on every device: the organized-cloud camera filters (SNR noise removal,
+// outlier removal, depth smoothing, hole repair) and RGB-D (a cloud from a U16 depth
+// image, and the z-buffered projection of a cloud into depth and colour images) on a
+// 1920x1200 synthetic scene (io.hpp synthesizeScene, the default camera); CPU OpenCL
+// devices run a 480x300 scene, since the frame size takes long there and says nothing
+// about GPUs.
+//
+// Times are device-event spans around each operation on one stream (manual time), the
+// host wall-clock time of the same span as host_us; the input is prepared once outside
+// the timed loop and every iteration writes new arrays, so iterations are independent.
+#include <chrono>
+#include <string>
+
+#include "bench_util.hpp"
+
+namespace da = devicearray;
+
+namespace {
+
+da::SynthOptions sceneOptions(bool fullFrame) {
+  da::SynthOptions options;
+  if (!fullFrame) options.camera = da::PinholeCamera::withFieldOfView(480, 300, 60.0);
+  return options;
+}
+
+template <class Body>
+void timeOperation(benchmark::State& state, da::Stream& stream, Body&& body) {
+  const da::ComputeDevice device = stream.device();
+  body();  // warm-up: program builds, pools
+  stream.waitForCompletion();
+  double hostSeconds = 0;
+  for (auto _ : state) {
+    da::Event start(device), stop(device);
+    const auto t0 = std::chrono::steady_clock::now();
+    start.record(stream);
+    body();
+    stop.record(stream);
+    stop.waitForCompletion();
+    hostSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e-3);
+  }
+  state.counters["host_us"] =
+      state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
+}
+
+enum class Operation { noise, outliers, smoothing, holes, fromDepth, projection };
+
+void operation(benchmark::State& state, da::ComputeDevice device, Operation which) {
+  const da::SynthOptions options = sceneOptions(dabench::isGpu(device));
+  const da::PointCloud cloud = da::PointCloud::fromHost(da::synthesizeScene(options), device);
+  const da::PinholeCamera& camera = options.camera;
+  constexpr float kDepthScale = 0.05f;  // mm per unit of the U16 depth image
+  da::Stream stream(device);
+  switch (which) {
+    case Operation::noise:
+      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.noiseFiltered(5.0f, stream)); });
+      break;
+    case Operation::outliers:
+      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.outliersFiltered(5.0f, stream)); });
+      break;
+    case Operation::smoothing:
+      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.depthSmoothed(1.5f, 10.0f, 3, stream)); });
+      break;
+    case Operation::holes:
+      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.holesFilled(8, 10.0f, stream)); });
+      break;
+    case Operation::fromDepth: {
+      const da::RGBDImage image = da::projectToRGBDImage(cloud, camera, da::Depth::U16, kDepthScale);
+      timeOperation(state, stream, [&] {
+        benchmark::DoNotOptimize(da::pointCloudFromDepthImage(image.depth, kDepthScale, camera, stream));
+      });
+      break;
+    }
+    case Operation::projection:
+      timeOperation(state, stream, [&] {
+        benchmark::DoNotOptimize(
+            da::projectToRGBDImage(cloud, camera, da::Depth::U16, kDepthScale, da::identityMatrix4x4(), stream));
+      });
+      break;
+  }
+  state.counters["pixels"] = static_cast<double>(cloud.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::pair<const char*, Operation> operations[] = {
+      {"cam_filter_noise", Operation::noise},          {"cam_filter_outliers", Operation::outliers},
+      {"cam_smooth_depth_r3", Operation::smoothing},   {"cam_fill_holes_8", Operation::holes},
+      {"rgbd_from_depth_u16", Operation::fromDepth},  {"rgbd_project_u16_rgba", Operation::projection},
+  };
+  for (const auto& device : da::ComputeDevice::all())
+    for (const auto& [name, which] : operations)
+      benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device)).c_str(), operation, device,
+                                   which)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
