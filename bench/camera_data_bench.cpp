@@ -5,10 +5,9 @@
 // devices run a 480x300 scene, since the frame size takes long there and says nothing
 // about GPUs.
 //
-// Times are device-event spans around each operation on one stream (manual time), the
-// host wall-clock time of the same span as host_us; the input is prepared once outside
-// the timed loop and every iteration writes new arrays, so iterations are independent.
-#include <chrono>
+// Times are device-event spans around each operation on one stream (manual time); the
+// input is prepared once outside the timed loop and every iteration writes new arrays,
+// so iterations are independent.
 #include <string>
 
 #include "bench_util.hpp"
@@ -23,26 +22,6 @@ da::SynthOptions sceneOptions(bool fullFrame) {
   return options;
 }
 
-template <class Body>
-void timeOperation(benchmark::State& state, da::Stream& stream, Body&& body) {
-  const da::ComputeDevice device = stream.device();
-  body();  // warm-up: program builds, pools
-  stream.waitForCompletion();
-  double hostSeconds = 0;
-  for (auto _ : state) {
-    da::Event start(device), stop(device);
-    const auto t0 = std::chrono::steady_clock::now();
-    start.record(stream);
-    body();
-    stop.record(stream);
-    stop.waitForCompletion();
-    hostSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e-3);
-  }
-  state.counters["host_us"] =
-      state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
-}
-
 enum class Operation { noise, outliers, smoothing, holes, fromDepth, projection };
 
 void operation(benchmark::State& state, da::ComputeDevice device, Operation which) {
@@ -53,26 +32,26 @@ void operation(benchmark::State& state, da::ComputeDevice device, Operation whic
   da::Stream stream(device);
   switch (which) {
     case Operation::noise:
-      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.noiseFiltered(5.0f, stream)); });
+      dabench::timeOnDevice(state, stream, [&] { benchmark::DoNotOptimize(cloud.noiseFiltered(5.0f, stream)); });
       break;
     case Operation::outliers:
-      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.outliersFiltered(5.0f, stream)); });
+      dabench::timeOnDevice(state, stream, [&] { benchmark::DoNotOptimize(cloud.outliersFiltered(5.0f, stream)); });
       break;
     case Operation::smoothing:
-      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.depthSmoothed(1.5f, 10.0f, 3, stream)); });
+      dabench::timeOnDevice(state, stream, [&] { benchmark::DoNotOptimize(cloud.depthSmoothed(1.5f, 10.0f, 3, stream)); });
       break;
     case Operation::holes:
-      timeOperation(state, stream, [&] { benchmark::DoNotOptimize(cloud.holesFilled(8, 10.0f, stream)); });
+      dabench::timeOnDevice(state, stream, [&] { benchmark::DoNotOptimize(cloud.holesFilled(8, 10.0f, stream)); });
       break;
     case Operation::fromDepth: {
       const da::RGBDImage image = da::projectToRGBDImage(cloud, camera, da::Depth::U16, kDepthScale);
-      timeOperation(state, stream, [&] {
+      dabench::timeOnDevice(state, stream, [&] {
         benchmark::DoNotOptimize(da::pointCloudFromDepthImage(image.depth, kDepthScale, camera, stream));
       });
       break;
     }
     case Operation::projection:
-      timeOperation(state, stream, [&] {
+      dabench::timeOnDevice(state, stream, [&] {
         benchmark::DoNotOptimize(
             da::projectToRGBDImage(cloud, camera, da::Depth::U16, kDepthScale, da::identityMatrix4x4(), stream));
       });

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,9 +26,10 @@ void defPointCloudMethod(nb::handle cls, const char* name, Fn&& fn, const Extra&
 
 /// A depth image as a GpuMatND: a GpuMatND as it is, anything else (a numpy array)
 /// uploaded to `device` by da.from_numpy.
-GpuMatND depthImageFrom(nb::handle module, nb::handle depth, const std::optional<ComputeDevice>& device) {
+GpuMatND depthImageFrom(nb::handle depth, const std::optional<ComputeDevice>& device) {
   if (nb::isinstance<GpuMatND>(depth)) return nb::cast<GpuMatND>(depth);
-  return nb::cast<GpuMatND>(module.attr("from_numpy")(depth, nb::none(), deviceOrDefault(device)));
+  nb::object fromNumpy = nb::module_::import_("devicearray._devicearray").attr("from_numpy");
+  return nb::cast<GpuMatND>(fromNumpy(depth, nb::none(), deviceOrDefault(device)));
 }
 
 /// A colour image in any colour format as linear ColorRGBA, converted on `sq`.
@@ -40,8 +42,6 @@ DeviceArray<ColorRGBA> linearColors(const AnyDeviceArray& colors, StreamOrQueue 
                                               "format, not " + std::string(formatInfo<F>().name));
   });
 }
-
-constexpr const char* kFiltersDoc = " The in-place form replaces the cloud's arrays; see docs/filters.md.";
 
 }  // namespace
 
@@ -57,7 +57,7 @@ void bindCameraData(nb::module_& m) {
         });
       },
       nb::arg("snr_threshold"), nb::arg("stream") = nb::none(),
-      (std::string("Points whose SNR is below snr_threshold (or NaN) become missing.") + kFiltersDoc).c_str());
+      "Points whose SNR is below snr_threshold (or NaN) become missing (new arrays; see docs/filters.md).");
   defPointCloudMethod(
       pointCloud, "noise_filtered",
       [](PointCloud pc, float snrThreshold, const Stream* s) {
@@ -74,10 +74,8 @@ void bindCameraData(nb::module_& m) {
         });
       },
       nb::arg("max_distance"), nb::arg("stream") = nb::none(),
-      (std::string("Points farther than max_distance (mm) from every valid one of their 8 grid neighbours become "
-                   "missing.") +
-       kFiltersDoc)
-          .c_str());
+      "Points farther than max_distance (mm) from every valid one of their 8 grid neighbours become missing (new "
+      "arrays; see docs/filters.md).");
   defPointCloudMethod(
       pointCloud, "outliers_filtered",
       [](PointCloud pc, float maxDistance, const Stream* s) {
@@ -94,10 +92,8 @@ void bindCameraData(nb::module_& m) {
         });
       },
       nb::arg("sigma"), nb::arg("max_depth_difference") = 10.0f, nb::arg("radius") = 0, nb::arg("stream") = nb::none(),
-      (std::string("Gaussian smoothing of depth (sigma in pixels, window radius 0: ceil(2 sigma)) along the camera "
-                   "rays, without mixing points whose depth differs by more than max_depth_difference (mm).") +
-       kFiltersDoc)
-          .c_str());
+      "Gaussian smoothing of depth (sigma in pixels, window radius 0: ceil(2 sigma)) along the camera rays, without "
+      "mixing points whose depth differs by more than max_depth_difference (mm) (new arrays; see docs/filters.md).");
   defPointCloudMethod(
       pointCloud, "depth_smoothed",
       [](PointCloud pc, float sigma, float maxDepthDifference, int radius, const Stream* s) {
@@ -115,10 +111,8 @@ void bindCameraData(nb::module_& m) {
         });
       },
       nb::arg("max_hole_size"), nb::arg("max_depth_difference") = 10.0f, nb::arg("stream") = nb::none(),
-      (std::string("Fills row and column gaps of at most max_hole_size missing points whose ends differ in depth by "
-                   "at most max_depth_difference (mm), interpolating depth, ray, colour and SNR.") +
-       kFiltersDoc)
-          .c_str());
+      "Fills row and column gaps of at most max_hole_size missing points whose ends differ in depth by at most "
+      "max_depth_difference (mm), interpolating depth, ray, colour and SNR (new arrays; see docs/filters.md).");
   defPointCloudMethod(
       pointCloud, "holes_filled",
       [](PointCloud pc, int maxHoleSize, float maxDepthDifference, const Stream* s) {
@@ -168,9 +162,9 @@ void bindCameraData(nb::module_& m) {
 
   m.def(
       "point_cloud_from_depth_image",
-      [m](nb::handle depth, float depthScale, const PinholeCamera& camera, std::optional<AnyDeviceArray> colors,
+      [](nb::handle depth, float depthScale, const PinholeCamera& camera, std::optional<AnyDeviceArray> colors,
           std::optional<ComputeDevice> device, const Stream* s) {
-        const GpuMatND image = depthImageFrom(m, depth, device);
+        const GpuMatND image = depthImageFrom(depth, device);
         return onStreamOrBlocking(image.device(), s, [&](StreamOrQueue sq) {
           if (!colors) return pointCloudFromDepthImage(image, depthScale, camera, sq);
           return pointCloudFromDepthImage(image, depthScale, camera, linearColors(*colors, sq), sq);

@@ -69,13 +69,9 @@ void bindFramePipeline(nb::module_& m) {
              int minPointsPerVoxel, std::optional<float> snrThreshold, std::optional<float> outlierDistance,
              std::optional<float> smoothingSigma, int smoothingRadius, std::optional<int> maxHoleSize,
              float maxDepthStep) {
-            PipelineStages s;
-            s.snrThreshold = snrThreshold;
-            s.outlierDistance = outlierDistance;
-            s.smoothingSigma = smoothingSigma;
-            s.smoothingRadius = smoothingRadius;
-            s.maxHoleSize = maxHoleSize;
-            s.maxDepthStep = maxDepthStep;
+            PipelineStages s{.snrThreshold = snrThreshold, .outlierDistance = outlierDistance,
+                             .smoothingSigma = smoothingSigma, .smoothingRadius = smoothingRadius,
+                             .maxHoleSize = maxHoleSize, .maxDepthStep = maxDepthStep};
             s.downsample = downsampleFrom(downsample);
             s.normals = normals;
             if (!transform.is_none()) s.transform = matrixFrom(transform, "PipelineStages");

@@ -19,9 +19,11 @@
 #define DA_RGBD_CLEAR_PARAMS(S0, B0, S, B) S0(da_i64, n) B(da_u32, zbuffer) B(da_u32, winner)
 
 /* The projection of point i: p' = M p (m<row><column>: the first three rows of M), then
- * pixel (round(fx x'/z' + cx), round(fy y'/z' + cy)) of a width x height image. */
+ * pixel (round(fx x'/z' + cx), round(fy y'/z' + cy)) of a width x height image. Pass 0
+ * lowers the pixel's z-buffer to z', pass 1 (after pass 0) its winner to i when z' is the
+ * pixel's depth. */
 #define DA_RGBD_PROJECT_PARAMS(S0, B0, S, B)                                                                        \
-  S0(da_i64, n) S(int, width) S(int, height) S(float, fx) S(float, fy) S(float, cx) S(float, cy) S(float, m00)      \
+  S0(da_i64, n) S(int, pass) S(int, width) S(int, height) S(float, fx) S(float, fy) S(float, cx) S(float, cy) S(float, m00)      \
   S(float, m01) S(float, m02) S(float, m03) S(float, m10) S(float, m11) S(float, m12) S(float, m13) S(float, m20)   \
   S(float, m21) S(float, m22) S(float, m23) B(const float, xyz) B(da_u32, zbuffer) B(da_u32, winner)
 
@@ -38,8 +40,7 @@
 namespace devicearray::detail::kernels {
 DA_KERNEL_SIGNATURE(da_rgbd_from_depth, DA_RGBD_FROM_DEPTH_PARAMS);
 DA_KERNEL_SIGNATURE(da_rgbd_clear, DA_RGBD_CLEAR_PARAMS);
-DA_KERNEL_SIGNATURE(da_rgbd_zbuffer, DA_RGBD_PROJECT_PARAMS);
-DA_KERNEL_SIGNATURE(da_rgbd_winner, DA_RGBD_PROJECT_PARAMS);
+DA_KERNEL_SIGNATURE(da_rgbd_project, DA_RGBD_PROJECT_PARAMS);
 DA_KERNEL_SIGNATURE(da_rgbd_write, DA_RGBD_WRITE_PARAMS);
 }  // namespace devicearray::detail::kernels
 #endif

@@ -7,6 +7,5 @@
 
 DA_CUDA_REGISTER(da_rgbd_from_depth);
 DA_CUDA_REGISTER(da_rgbd_clear);
-DA_CUDA_REGISTER(da_rgbd_zbuffer);
-DA_CUDA_REGISTER(da_rgbd_winner);
+DA_CUDA_REGISTER(da_rgbd_project);
 DA_CUDA_REGISTER(da_rgbd_write);

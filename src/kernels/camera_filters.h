@@ -22,6 +22,14 @@ DA_FN void da_cf_store(DA_GLOBAL float* xyz, long i, float x, float y, float z) 
   xyz[3 * i + 2] = z;
 }
 
+/* Writes point i: (x, y, z) when `keep`, a missing point otherwise. */
+DA_FN void da_cf_store_if(DA_GLOBAL float* xyz, long i, int keep, float x, float y, float z) {
+  if (keep)
+    da_cf_store(xyz, i, x, y, z);
+  else
+    da_cf_store(xyz, i, DA_NAN, DA_NAN, DA_NAN);
+}
+
 DA_FN int da_cf_valid_at(DA_GLOBAL const float* xyz, long i) {
   return da_pc_valid(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
 }
@@ -31,10 +39,7 @@ DA_KERNEL(da_cf_snr)(DA_PARAMS(DA_CF_SNR_PARAMS)) {
   DA_BUFFERS_INIT(DA_CF_SNR_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  if (snr[i] >= threshold)
-    da_cf_store(xyzOut, i, xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]);
-  else
-    da_cf_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
+  da_cf_store_if(xyzOut, i, snr[i] >= threshold, xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]);
 }
 
 /* Outlier removal: a valid point is kept when at least one valid point of its 8-grid
@@ -66,10 +71,7 @@ DA_KERNEL(da_cf_outlier)(DA_PARAMS(DA_CF_OUTLIER_PARAMS)) {
       }
     }
   }
-  if (keep)
-    da_cf_store(xyzOut, i, px, py, pz);
-  else
-    da_cf_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
+  da_cf_store_if(xyzOut, i, keep, px, py, pz);
 }
 
 /* Depth smoothing: z' = sum(w z_q) / sum(w) over the valid points q of the

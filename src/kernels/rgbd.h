@@ -68,25 +68,18 @@ DA_FN long da_rgbd_pixel_of(DA_GLOBAL const float* xyz, long i, int width, int h
   return (long)v * width + (long)u;
 }
 
-DA_KERNEL(da_rgbd_zbuffer)(DA_PARAMS(DA_RGBD_PROJECT_PARAMS)) {
+DA_KERNEL(da_rgbd_project)(DA_PARAMS(DA_RGBD_PROJECT_PARAMS)) {
   DA_BUFFERS_INIT(DA_RGBD_PROJECT_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   float z = 0.0f;
   const long p = da_rgbd_pixel_of(xyz, i, width, height, fx, fy, cx, cy, m00, m01, m02, m03, m10, m11, m12, m13, m20,
                                   m21, m22, m23, &z);
-  if (p >= 0) da_rgbd_atomic_lower(zbuffer + p, da_float_bits(z));
-  (void)winner;
-}
-
-DA_KERNEL(da_rgbd_winner)(DA_PARAMS(DA_RGBD_PROJECT_PARAMS)) {
-  DA_BUFFERS_INIT(DA_RGBD_PROJECT_PARAMS);
-  const long i = DA_ID(0);
-  if (i >= n) return;
-  float z = 0.0f;
-  const long p = da_rgbd_pixel_of(xyz, i, width, height, fx, fy, cx, cy, m00, m01, m02, m03, m10, m11, m12, m13, m20,
-                                  m21, m22, m23, &z);
-  if (p >= 0 && zbuffer[p] == da_float_bits(z)) da_rgbd_atomic_lower(winner + p, (da_u32)i);
+  if (p < 0) return;
+  if (pass == 0)
+    da_rgbd_atomic_lower(zbuffer + p, da_float_bits(z));
+  else if (zbuffer[p] == da_float_bits(z))
+    da_rgbd_atomic_lower(winner + p, (da_u32)i);
 }
 
 DA_KERNEL(da_rgbd_write)(DA_PARAMS(DA_RGBD_WRITE_PARAMS)) {

@@ -8,8 +8,6 @@
 
 namespace devicearray {
 
-using detail::LaunchGeometry;
-using detail::OrderedUse;
 namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
@@ -26,8 +24,8 @@ void checkDistance(float value, const char* what, const char* fn) {
     pc::raise(ErrorCode::InvalidArgument, fn, std::string(what) + " must be >= 0, not " + std::to_string(value));
 }
 
-LaunchGeometry pixelGrid(const PointCloud& cloud) {
-  return LaunchGeometry::grid(static_cast<std::size_t>(cloud.width()), static_cast<std::size_t>(cloud.height()));
+detail::LaunchGeometry pixelGrid(const PointCloud& cloud) {
+  return detail::LaunchGeometry::grid(static_cast<std::size_t>(cloud.width()), static_cast<std::size_t>(cloud.height()));
 }
 
 }  // namespace
@@ -41,8 +39,8 @@ PointCloud PointCloud::noiseFiltered(float snrThreshold, StreamOrQueue sq) const
   if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(snrs_), pc::storageOf(out.xyz_)});
-  detail::launch<kernels::da_cf_snr>(*q, LaunchGeometry::items(size()), pc::i64(size()), snrThreshold, pc::arg(snrs_),
+  detail::OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(snrs_), pc::storageOf(out.xyz_)});
+  detail::launch<kernels::da_cf_snr>(*q, detail::LaunchGeometry::items(size()), pc::i64(size()), snrThreshold, pc::arg(snrs_),
                                      pc::arg(xyz_), pc::arg(out.xyz_));
   use.commit();
   return out;
@@ -63,7 +61,7 @@ PointCloud PointCloud::outliersFiltered(float maxDistance, StreamOrQueue sq) con
   checkDistance(maxDistance, "the maximum distance", fn);
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
+  detail::OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
   detail::launch<kernels::da_cf_outlier>(*q, pixelGrid(*this), width_, height_, maxDistance, pc::arg(xyz_),
                                          pc::arg(out.xyz_));
   use.commit();
@@ -93,7 +91,7 @@ PointCloud PointCloud::depthSmoothed(float sigma, float maxDepthDifference, int 
     radius = static_cast<int>(std::fmin(std::ceil(2.0 * sigma), double{DA_CF_MAX_SMOOTHING_RADIUS}));
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
+  detail::OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(out.xyz_)});
   detail::launch<kernels::da_cf_smooth>(*q, pixelGrid(*this), width_, height_, radius, sigma, maxDepthDifference,
                                         pc::arg(xyz_), pc::arg(out.xyz_));
   use.commit();
@@ -125,7 +123,7 @@ PointCloud PointCloud::holesFilled(int maxHoleSize, float maxDepthDifference, St
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
   if (hasColors()) out.colors_ = pc::allocateOrganized<ColorRGBA>(*q, height_, width_, fn);
   if (hasSNRs()) out.snrs_ = pc::allocateOrganized<SNR>(*q, height_, width_, fn);
-  OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(out.xyz_),
+  detail::OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(out.xyz_),
                       pc::storageOf(out.colors_), pc::storageOf(out.snrs_)});
   detail::launch<kernels::da_cf_fill>(*q, pixelGrid(*this), width_, height_, maxHoleSize, maxDepthDifference,
                                       hasColors() ? 1 : 0, hasSNRs() ? 1 : 0, pc::arg(xyz_), pc::argOr(colors_, xyz_),

@@ -11,8 +11,6 @@
 
 namespace devicearray {
 
-using detail::LaunchGeometry;
-using detail::OrderedUse;
 namespace kernels = detail::kernels;
 namespace pc = detail::pc;
 
@@ -78,9 +76,9 @@ PointCloud fromDepth(const GpuMatND& depth, float depthScale, const PinholeCamer
   const auto q = pc::queueOf(device, sq, fn);
   DeviceArray<PointXYZ> xyz = pc::allocateOrganized<PointXYZ>(*q, camera.height, camera.width, fn);
   detail::Allocation* depthStorage = detail::allocationOf(depth).get();
-  OrderedUse use(*q, {depthStorage, pc::storageOf(xyz)});
+  detail::OrderedUse use(*q, {depthStorage, pc::storageOf(xyz)});
   detail::launch<kernels::da_rgbd_from_depth>(
-      *q, LaunchGeometry::grid(static_cast<std::size_t>(camera.width), static_cast<std::size_t>(camera.height)),
+      *q, detail::LaunchGeometry::grid(static_cast<std::size_t>(camera.width), static_cast<std::size_t>(camera.height)),
       camera.width, camera.height, static_cast<std::int64_t>(depth.step[0]), isFloat, depthScale,
       static_cast<float>(camera.fx), static_cast<float>(camera.fy), static_cast<float>(camera.cx),
       static_cast<float>(camera.cy), detail::BufferRef{depthStorage, detail::offsetOf(depth)}, pc::arg(xyz));
@@ -117,23 +115,19 @@ RGBDImage project(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
   if (rgba.isValid()) colors = pc::allocateOrganized<ColorRGBA>(*q, camera.height, camera.width, fn);
   detail::Allocation* depthStorage = detail::allocationOf(depth).get();
 
-  OrderedUse use(*q, {pc::storageOf(xyz), pc::storageOf(rgba), scratch.get(), depthStorage, pc::storageOf(colors)});
-  detail::launch<kernels::da_rgbd_clear>(*q, LaunchGeometry::items(pixels), pc::i64(pixels),
+  detail::OrderedUse use(*q, {pc::storageOf(xyz), pc::storageOf(rgba), scratch.get(), depthStorage, pc::storageOf(colors)});
+  detail::launch<kernels::da_rgbd_clear>(*q, detail::LaunchGeometry::items(pixels), pc::i64(pixels),
                                          pc::arg(scratch, zbufferAt), pc::arg(scratch, winnerAt));
-  const auto projectPass = [&](auto kernel) {
-    using Kernel = decltype(kernel);
-    detail::launch<Kernel>(*q, LaunchGeometry::items(n), pc::i64(n), camera.width, camera.height,
-                           static_cast<float>(camera.fx), static_cast<float>(camera.fy),
-                           static_cast<float>(camera.cx), static_cast<float>(camera.cy), m[0], m[1], m[2], m[3], m[4],
-                           m[5], m[6], m[7], m[8], m[9], m[10], m[11], pc::arg(xyz), pc::arg(scratch, zbufferAt),
-                           pc::arg(scratch, winnerAt));
-  };
-  if (n > 0) {
-    projectPass(kernels::da_rgbd_zbuffer{});
-    projectPass(kernels::da_rgbd_winner{});
-  }
+  // Pass 0 keeps the nearest depth of each pixel, pass 1 the lowest index at that depth.
+  for (int pass = 0; pass < 2 && n > 0; ++pass)
+    detail::launch<kernels::da_rgbd_project>(*q, detail::LaunchGeometry::items(n), pc::i64(n), pass, camera.width,
+                                             camera.height, static_cast<float>(camera.fx),
+                                             static_cast<float>(camera.fy), static_cast<float>(camera.cx),
+                                             static_cast<float>(camera.cy), m[0], m[1], m[2], m[3], m[4], m[5], m[6],
+                                             m[7], m[8], m[9], m[10], m[11], pc::arg(xyz), pc::arg(scratch, zbufferAt),
+                                             pc::arg(scratch, winnerAt));
   detail::launch<kernels::da_rgbd_write>(
-      *q, LaunchGeometry::grid(static_cast<std::size_t>(camera.width), static_cast<std::size_t>(camera.height)),
+      *q, detail::LaunchGeometry::grid(static_cast<std::size_t>(camera.width), static_cast<std::size_t>(camera.height)),
       camera.width, camera.height, isFloat, depthScale, static_cast<std::int64_t>(rowBytes), rgba.isValid() ? 1 : 0,
       pc::arg(scratch, zbufferAt), pc::arg(scratch, winnerAt),
       rgba.isValid() ? detail::BufferRef(pc::bufferOf(rgba)) : pc::arg(scratch, zbufferAt),
