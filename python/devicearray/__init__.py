@@ -19,7 +19,9 @@ from ._devicearray import (
     PipelineResult,
     PipelineStageResult,
     PipelineStages,
+    PinholeCamera,
     PointCloud,
+    RGBDImage,
     RegionOfInterestBox,
     Stream,
     UnorganizedPointCloud,
@@ -33,7 +35,9 @@ from ._devicearray import (
     kDLCPU,
     kDLCUDA,
     kDLOpenCL,
+    point_cloud_from_depth_image,
     process_ply_file,
+    project_to_rgbd_image,
     synchronize_stream,
 )
 from ._devicearray import _testing
@@ -55,7 +59,9 @@ __all__ = [
     "PipelineResult",
     "PipelineStageResult",
     "PipelineStages",
+    "PinholeCamera",
     "PointCloud",
+    "RGBDImage",
     "RegionOfInterestBox",
     "Stream",
     "UnorganizedPointCloud",
@@ -69,6 +75,8 @@ __all__ = [
     "kDLCPU",
     "kDLCUDA",
     "kDLOpenCL",
+    "point_cloud_from_depth_image",
     "process_ply_file",
+    "project_to_rgbd_image",
     "synchronize_stream",
 ]

@@ -87,7 +87,8 @@ def test_smooth_depth_matches_reference_and_keeps_rays(device):
         for c in range(w):
             if not valid(xyz[r, c]):
                 continue
-            rs, cs = slice(max(r - radius, 0), r + radius + 1), slice(max(c - radius, 0), c + radius + 1)
+            rs = slice(max(r - radius, 0), min(r + radius + 1, h))
+            cs = slice(max(c - radius, 0), min(c + radius + 1, w))
             zs = xyz[rs, cs, 2].astype(np.float64)
             rr, cc = np.mgrid[rs, cs]
             wgt = np.exp(-((rr - r) ** 2 + (cc - c) ** 2) / (2 * sigma * sigma))
@@ -103,23 +104,23 @@ def test_smooth_depth_matches_reference_and_keeps_rays(device):
 def test_fill_holes_interpolates_short_gaps(device):
     xyz, rgba, snr = scene(4, holes=0.0)
     xyz[5, 10:13] = np.nan  # a gap of 3 in a row
-    xyz[20, 5:15] = np.nan  # a gap of 10: too long for a size of 4
+    xyz[18:28, 25:35] = np.nan  # a 10 x 10 hole: too large for a size of 4 along rows and columns
     cloud = upload(device, xyz, rgba, snr)
     filled = cloud.holes_filled(4, 1000.0)
     got = points(filled)
     assert valid(got[5, 10:13]).all()
-    assert not valid(got[20, 8:12]).any()
-    # (5, 11) sits in the middle of its row gap and its column is complete: only the row
-    # gap counts, at t = 1/2 between (5, 9) and (5, 13).
-    left, right = xyz[5, 9], xyz[5, 13]
-    z = 0.5 * (left[2] + right[2])
+    assert not valid(got[22:24, 29:31]).any()
+    # (5, 11) sits in the middle of a row gap of 3 and of a column gap of 1: the two linear
+    # interpolations, each at t = 1/2, are averaged.
+    ends = [(5, 9), (5, 13), (4, 11), (6, 11)]
+    z = np.mean([np.float64(xyz[e][2]) for e in ends])
     np.testing.assert_allclose(got[5, 11, 2], z, rtol=1e-5)
     np.testing.assert_allclose(got[5, 11, 0] / got[5, 11, 2], (11 - 20) / 100, atol=1e-5)
     colours = filled.image_device_array(F.ColorRGBA).to_numpy()
-    want = np.floor(0.5 * rgba[5, 9].astype(np.float64) + 0.5 * rgba[5, 13] + 0.5)
+    want = np.floor(np.mean([rgba[e].astype(np.float64) for e in ends], axis=0) + 0.5)
     assert np.abs(colours[5, 11].astype(int) - want).max() <= 1
     snrs = filled.device_snrs().to_numpy()
-    np.testing.assert_allclose(snrs[5, 11], 0.5 * (snr[5, 9] + snr[5, 13]), rtol=1e-5)
+    np.testing.assert_allclose(snrs[5, 11], np.mean([np.float64(snr[e]) for e in ends]), rtol=1e-5)
     cloud.fill_holes(4, max_depth_difference=1000.0)
     assert_points(points(cloud), got)
 
