@@ -68,15 +68,5 @@ int main(int argc, char** argv) {
       {"cam_smooth_depth_r3", Operation::smoothing},   {"cam_fill_holes_8", Operation::holes},
       {"rgbd_from_depth_u16", Operation::fromDepth},  {"rgbd_project_u16_rgba", Operation::projection},
   };
-  for (const auto& device : da::ComputeDevice::all())
-    for (const auto& [name, which] : operations)
-      benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device)).c_str(), operation, device,
-                                   which)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return dabench::runPerDevice(argc, argv, operations, operation);
 }
