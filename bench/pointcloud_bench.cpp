@@ -198,15 +198,5 @@ int main(int argc, char** argv) {
       {"pc_unorganize", Stage::unorganize},     {"pc_voxel", Stage::voxel},
       {"pc_pipeline", Stage::pipeline},
   };
-  for (const auto& device : da::ComputeDevice::all())
-    for (const auto& [name, which] : stages)
-      benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device)).c_str(), stage, device,
-                                   which)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return dabench::runPerDevice(argc, argv, stages, stage);
 }
