@@ -85,6 +85,39 @@ TEST(PipelineStagesParse, EachOption) {
   EXPECT_EQ(all.stageCount(), 6);
 }
 
+TEST(PipelineStagesParse, CameraFilterOptions) {
+  const PipelineStages s = PipelineStages::parse({"--snr-threshold=-1.5", "--remove-outliers", "20", "--smooth", "1.5",
+                                                  "--smooth-radius", "4", "--fill-holes=3", "--max-depth-step", "7"});
+  EXPECT_EQ(s.snrThreshold, -1.5f);
+  EXPECT_EQ(s.outlierDistance, 20.0f);
+  EXPECT_EQ(s.smoothingSigma, 1.5f);
+  EXPECT_EQ(s.smoothingRadius, 4);
+  EXPECT_EQ(s.maxHoleSize, 3);
+  EXPECT_EQ(s.maxDepthStep, 7.0f);
+  EXPECT_EQ(s.stageCount(), 4);
+  EXPECT_TRUE(s.needsOrganizedInput());
+  EXPECT_EQ(PipelineStages::parse(s.toArguments()), s);
+  EXPECT_EQ(PipelineStages::parse({"--smooth", "2"}).maxDepthStep, 10.0f);
+
+  expectRefused({"--snr-threshold", "nan"}, "--snr-threshold 'nan' is not a finite number");
+  expectRefused({"--remove-outliers", "-1"}, "--remove-outliers -1 must be a finite distance >= 0");
+  expectRefused({"--smooth", "0"}, "--smooth 0 must be a finite sigma > 0");
+  expectRefused({"--smooth-radius", "2"}, "--smooth-radius needs --smooth");
+  expectRefused({"--smooth", "1", "--smooth-radius", "16"}, "--smooth-radius '16' must be an integer in 0..15");
+  expectRefused({"--fill-holes", "0"}, "--fill-holes '0' must be an integer in 1..1024");
+  expectRefused({"--fill-holes", "2x"}, "--fill-holes '2x'");
+  expectRefused({"--max-depth-step", "5"}, "--max-depth-step needs --smooth or --fill-holes");
+  expectRefused({"--fill-holes", "2", "--max-depth-step", "-5"}, "--max-depth-step -5 must be a finite distance");
+  expectRefused({"--smooth", "1", "--smooth", "2"}, "--smooth is given twice");
+
+  PipelineStages built;
+  built.maxHoleSize = 2000;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "hole size out of range");
+  built.maxHoleSize.reset();
+  built.maxDepthStep = 3;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "depth step without a filter");
+}
+
 TEST(PipelineStagesParse, TransformFromAFileWithComments) {
   const fs::path file = tempDir() / "rigid.txt";
   {
@@ -195,6 +228,8 @@ TEST(PipelineStages, CheckInputNamesTheCloud) {
   };
   refused(PipelineStages{}, empty, "in.ply has no valid point");
   refused(PipelineStages::parse({"--normals"}), flat, "in.ply is unorganized");
+  refused(PipelineStages::parse({"--fill-holes", "2"}), flat, "in.ply is unorganized");
+  refused(PipelineStages::parse({"--snr-threshold", "2"}), grid, "--snr-threshold needs SNR values; in.ply has none");
   refused(PipelineStages::parse({"--downsample", "3x3"}), grid, "needs at least 3 rows and columns; in.ply is 2 x 3");
   PipelineStages::parse({"--downsample", "2x2"}).checkInput(grid, "in.ply");
   PipelineStages::parse({"--transform", kRigid, "--voxel", "1"}).checkInput(flat, "in.ply");
@@ -251,6 +286,7 @@ TEST_P(FramePipeline, WritesTheBytesOfTheProcessCommand) {
       "--normals --voxel 20 --min-points 2",
       std::string("--downsample 2x2 --normals --transform ") + kRigid + " --roi=" + kWideRoi + " --voxel 10",
       "--transform 1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1",
+      "--snr-threshold 3 --remove-outliers 25 --smooth 1.2 --fill-holes 4 --max-depth-step 15 --normals",
   };
   int n = 0;
   for (const std::string& options : optionSets) {
@@ -295,6 +331,30 @@ TEST_P(FramePipeline, ReportsEveryStageInOrder) {
   EXPECT_FALSE(r.cloud.isOrganized());
   EXPECT_TRUE(r.cloud.hasNormals());
   EXPECT_EQ(r.nonFinitePoints, 0u);
+}
+
+TEST_P(FramePipeline, CameraFiltersRunFirstAndMatchTheCloudMethods) {
+  const PipelineStages stages = PipelineStages::parse({"--snr-threshold", "2", "--remove-outliers", "30", "--smooth",
+                                                       "1", "--fill-holes", "3", "--downsample", "2x2"});
+  const PipelineResult r = devicearray::runPipeline(scene_, stages, device());
+  std::vector<std::string> names;
+  for (const auto& row : r.stages) names.push_back(row.stage);
+  EXPECT_EQ(names, (std::vector<std::string>{"upload", "snr threshold 2", "remove outliers 30 mm", "smooth sigma 1",
+                                             "fill holes 3", "downsample 2x2", "download"}));
+  devicearray::PointCloud cloud = devicearray::PointCloud::fromHost(scene_, device());
+  cloud.filterNoise(2);
+  cloud.filterOutliers(30);
+  cloud.smoothDepth(1, 10);
+  cloud.fillHoles(3, 10);
+  cloud.downsample(Downsampling::by2x2);
+  const HostPointCloud want = cloud.toHost();
+  ASSERT_EQ(r.cloud.xyz.size(), want.xyz.size());
+  for (std::size_t i = 0; i < want.xyz.size(); ++i) {
+    if (std::isnan(want.xyz[i]))
+      EXPECT_TRUE(std::isnan(r.cloud.xyz[i])) << i;
+    else
+      EXPECT_EQ(r.cloud.xyz[i], want.xyz[i]) << i;
+  }
 }
 
 TEST_P(FramePipeline, WithoutStagesTheCloudComesBackUnchanged) {

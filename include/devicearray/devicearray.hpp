@@ -13,4 +13,5 @@
 #if __has_include("devicearray/point_cloud.hpp")
 #include "devicearray/point_cloud.hpp"
 #include "devicearray/frame_pipeline.hpp"
+#include "devicearray/rgbd.hpp"
 #endif

@@ -21,7 +21,9 @@ from ._devicearray import (
     PipelineResult,
     PipelineStageResult,
     PipelineStages,
+    PinholeCamera,
     PointCloud,
+    RGBDImage,
     RegionOfInterestBox,
     Stream,
     UnorganizedPointCloud,
@@ -35,7 +37,9 @@ from ._devicearray import (
     kDLCPU,
     kDLCUDA,
     kDLOpenCL,
+    point_cloud_from_depth_image,
     process_ply_file,
+    project_to_rgbd_image,
     synchronize_stream,
 )
 from ._devicearray import _testing
@@ -57,7 +61,9 @@ __all__ = [
     "PipelineResult",
     "PipelineStageResult",
     "PipelineStages",
+    "PinholeCamera",
     "PointCloud",
+    "RGBDImage",
     "RegionOfInterestBox",
     "Stream",
     "UnorganizedPointCloud",
@@ -71,6 +77,8 @@ __all__ = [
     "kDLCPU",
     "kDLCUDA",
     "kDLOpenCL",
+    "point_cloud_from_depth_image",
     "process_ply_file",
+    "project_to_rgbd_image",
     "synchronize_stream",
 ]

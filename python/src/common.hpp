@@ -202,6 +202,7 @@ void bindDevices(nb::module_& m);
 void bindArrays(nb::module_& m);
 void bindProtocols(nb::module_& m);
 void bindPointClouds(nb::module_& m);
+void bindCameraData(nb::module_& m);
 void bindFramePipeline(nb::module_& m);
 void bindTesting(nb::module_& m);
 

@@ -179,6 +179,7 @@ NB_MODULE(_devicearray, m) {
   py::bindArrays(m);
   py::bindProtocols(m);
   py::bindPointClouds(m);
+  py::bindCameraData(m);
   py::bindFramePipeline(m);
   nanobind::module_ testing = m.def_submodule("_testing", "Private helpers for the devicearray test suite.");
   py::bindTesting(testing);

@@ -237,6 +237,27 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   });
   finishRow(*row, organized ? gridText(cloud.height(), cloud.width()) : pointsText(points.size()), stageDone);
 
+  if (stages.snrThreshold) {
+    row = &table.onStream("snr threshold " + pipeline_detail::numberText(*stages.snrThreshold), stream,
+                          [&] { cloud.filterNoise(*stages.snrThreshold, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.outlierDistance) {
+    row = &table.onStream("remove outliers " + pipeline_detail::numberText(*stages.outlierDistance) + " mm", stream,
+                          [&] { cloud.filterOutliers(*stages.outlierDistance, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.smoothingSigma) {
+    row = &table.onStream("smooth sigma " + pipeline_detail::numberText(*stages.smoothingSigma), stream, [&] {
+      cloud.smoothDepth(*stages.smoothingSigma, stages.maxDepthStep, stages.smoothingRadius, stream);
+    });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.maxHoleSize) {
+    row = &table.onStream("fill holes " + std::to_string(*stages.maxHoleSize), stream,
+                          [&] { cloud.fillHoles(*stages.maxHoleSize, stages.maxDepthStep, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
   if (stages.downsample) {
     row = &table.onStream(downsampleLabel(*stages.downsample), stream,
                           [&] { cloud.downsample(*stages.downsample, stream); });
