@@ -183,8 +183,9 @@ TEST(HostileInput, ANonPlyStreamIsReadNoFurtherThanItsFirstBytes) {
 TEST(HostileInput, AStreamIsReadNoFurtherThanTheHeaderDeclares) {
   const fs::path fifo = makeFifo("trailing.fifo");
   FifoFeeder feeder(fifo, kTwoVertexHeader + twoVertexBody(), std::string(4096, 'j'), std::size_t{64} << 20);
-  const std::string msg = errorOf(ErrorCode::InvalidArgument, [&] { devicearray::readPly(fifo.string()); });
-  EXPECT_NE(msg.find("follows the last declared record"), std::string::npos) << msg;
+  // Bytes after the last record are ignored, as Open3D and plyfile do, and not read.
+  const HostPointCloud c = devicearray::readPly(fifo.string());
+  EXPECT_EQ(c.size(), 2u);
   EXPECT_LT(feeder.bytesWritten(), std::size_t{4} << 20);
 }
 

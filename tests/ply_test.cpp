@@ -158,12 +158,12 @@ TEST(PlyWrite, BinaryLittleEndianBodyIsTheRawFloats) {
 TEST(PlyRead, AsciiWithDoublesScaledColorsExtraPropertiesAndFaces) {
   const fs::path path = tempDir() / "mixed.ply";
   writeFile(path,
-            "ply\r\nformat ascii 1.0\r\ncomment height 1\r\ncomment width 2\r\n"
+            "ply\r\nformat ascii 1.0\r\nobj_info height 1\r\nobj_info width 2\r\n"
             "element vertex 2\r\nproperty double x\r\nproperty double y\r\nproperty double z\r\n"
             "property int label\r\nproperty float red\r\nproperty float green\r\nproperty float blue\r\n"
             "property double snr\r\nelement face 1\r\nproperty list uchar int vertex_indices\r\nend_header\r\n"
             "0.5 -1e2 +3 7 1.0 0.5 -0.25 4.5\r\n"
-            "nan 2 3 -8 2.0 0 0.00196 0\r\n"
+            "nan 2 3 -8 1.0 0 0.00196 0\r\n"
             "3 0 1 1\r\n");
   const HostPointCloud c = devicearray::readPly(path.string());
   EXPECT_EQ(c.height, 1);
@@ -173,7 +173,7 @@ TEST(PlyRead, AsciiWithDoublesScaledColorsExtraPropertiesAndFaces) {
   EXPECT_EQ(c.xyz[1], -100.0f);
   EXPECT_EQ(c.xyz[2], 3.0f);
   EXPECT_TRUE(std::isnan(c.xyz[3]));
-  // float colours are scaled by 255, clamped, rounded; alpha defaults to 255.
+  // float colours (all within [0, 1]) are scaled by 255, clamped, rounded; alpha defaults to 255.
   const std::vector<std::uint8_t> rgba{255, 128, 0, 255, 255, 0, 0, 255};
   EXPECT_EQ(c.rgba, rgba);
   EXPECT_EQ(c.snr, (std::vector<float>{4.5f, 0.0f}));

@@ -34,7 +34,11 @@ from ._devicearray import (
     kDLCUDA,
     kDLOpenCL,
     process_ply_file,
+    read_image,
+    read_point_cloud,
     synchronize_stream,
+    write_image,
+    write_point_cloud,
 )
 from ._devicearray import _testing
 
@@ -70,5 +74,9 @@ __all__ = [
     "kDLCUDA",
     "kDLOpenCL",
     "process_ply_file",
+    "read_image",
+    "read_point_cloud",
     "synchronize_stream",
+    "write_image",
+    "write_point_cloud",
 ]

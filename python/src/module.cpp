@@ -180,6 +180,7 @@ NB_MODULE(_devicearray, m) {
   py::bindProtocols(m);
   py::bindPointClouds(m);
   py::bindFramePipeline(m);
+  py::bindFiles(m);
   nanobind::module_ testing = m.def_submodule("_testing", "Private helpers for the devicearray test suite.");
   py::bindTesting(testing);
 }

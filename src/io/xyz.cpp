@@ -53,12 +53,17 @@ HostPointCloud readXyzImpl(const std::string& path, const PointCloudReadOptions&
       if (!v) rep.atLine(ln, "value '" + std::string(tokens[c].substr(0, 64)) + "' is not a number");
       values[c] = *v;
     }
+    // Coordinates and normals are parsed as float directly: through double they could
+    // round twice and miss the float a shortest-form number was printed from.
+    const auto asFloat = [&](std::size_t c, const char* what) {
+      auto f = io_detail::parseScalar(tokens[c], ScalarType::f32);
+      if (!f) rep.atLine(ln, std::string(what) + " '" + std::string(tokens[c].substr(0, 64)) + "' does not fit in a float");
+      return static_cast<float>(*f);
+    };
     float xyz[3];
-    for (int c = 0; c < 3; ++c) {
-      auto f = io_detail::narrowToFloat(values[c]);
-      if (!f) rep.atLine(ln, "coordinate '" + std::string(tokens[c].substr(0, 64)) + "' does not fit in a float");
-      narrowing.check(values[c], *f);
-      xyz[c] = *f;
+    for (std::size_t c = 0; c < 3; ++c) {
+      xyz[c] = asFloat(c, "coordinate");
+      narrowing.check(values[c], xyz[c]);
     }
     if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
       xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
@@ -73,11 +78,7 @@ HostPointCloud readXyzImpl(const std::string& path, const PointCloudReadOptions&
         colors.push_back(static_cast<float>(v));
       }
     if (columns == 9)
-      for (int c = 6; c < 9; ++c) {
-        auto f = io_detail::narrowToFloat(values[c]);
-        if (!f) rep.atLine(ln, "normal value '" + std::string(tokens[c].substr(0, 64)) + "' does not fit in a float");
-        cloud.normals.push_back(*f);
-      }
+      for (std::size_t c = 6; c < 9; ++c) cloud.normals.push_back(asFloat(c, "normal value"));
   }
   if (!colors.empty()) {
     // Integer codes as they are; float colours by the file-wide rule.
