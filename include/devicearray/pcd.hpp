@@ -17,7 +17,11 @@ namespace devicearray {
 
 /// How the points of a PCD file are stored (its DATA line): text, packed binary
 /// records, or LZF-compressed binary with the fields stored one after another.
-enum class PcdFormat { ascii, binary, binaryCompressed };
+enum class PcdFormat {
+  ascii,            ///< DATA ascii: one point per line
+  binary,           ///< DATA binary: packed little-endian records
+  binaryCompressed  ///< DATA binary_compressed: LZF, each field's values stored together
+};
 
 /// Reads a PCD file (VERSION 0.7 and older headers; DATA ascii, binary or
 /// binary_compressed). Header lines: FIELDS, SIZE, TYPE (I, U: 1, 2, 4 or 8 bytes; F: 4

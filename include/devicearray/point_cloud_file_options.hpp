@@ -13,7 +13,10 @@ namespace devicearray {
 /// colours (what viewers and most tools expect); a file in linear light is decoded on
 /// reading and encoded on writing, 8 bits each way (dark sRGB shades share linear codes,
 /// so an sRGB -> linear -> sRGB trip is exact only above sRGB ~ 20).
-enum class ColorSpace { srgb, linear };
+enum class ColorSpace {
+  srgb,   ///< sRGB-encoded 8-bit codes (what viewers, PNG and most tools expect)
+  linear  ///< linear-light 8-bit codes (what the device's ColorRGBA holds)
+};
 
 /// Options of the readers.
 struct PointCloudReadOptions {
