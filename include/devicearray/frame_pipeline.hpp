@@ -122,7 +122,8 @@ std::string pipelineCloudText(const HostPointCloud& cloud);
 /// cannot be computed or are missing; in a downsampled block or a voxel the normalized
 /// mean of its points' normals). stages.normals replaces the input's normals with
 /// computed ones; otherwise the input's are carried through every stage (rotated by
-/// the transform like computed ones). Points whose coordinates become
+/// the transform like computed ones; dropped when a singular transform flattens the
+/// cloud). Points whose coordinates become
 /// non-finite are made missing (NaN in an organized cloud, left out of an unorganized
 /// one) and counted in nonFinitePoints. Colours and SNR are kept as the device stages
 /// keep them. Device times are measured with events on a stream of its own.

@@ -11,8 +11,9 @@ namespace devicearray {
 
 /// How the colours in a file are encoded. HostPointCloud always holds sRGB-encoded
 /// colours (what viewers and most tools expect); a file in linear light is decoded on
-/// reading and encoded on writing, 8 bits each way (dark sRGB shades share linear codes,
-/// so an sRGB -> linear -> sRGB trip is exact only above sRGB ~ 20).
+/// reading and encoded on writing, 8 bits each way: an sRGB -> linear -> sRGB trip can
+/// move a code by one where linear codes are coarser, and by more in the darkest shades,
+/// which share linear codes.
 enum class ColorSpace {
   srgb,   ///< sRGB-encoded 8-bit codes (what viewers, PNG and most tools expect)
   linear  ///< linear-light 8-bit codes (what the device's ColorRGBA holds)

