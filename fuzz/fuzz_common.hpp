@@ -114,6 +114,24 @@ inline void checkSameCloud(const devicearray::HostPointCloud& cloud, const devic
   DAFUZZ_CHECK(sameFloats(back.normals, cloud.normals));
 }
 
+/// The body of a file-reader target: the input is written to the file `in` and read
+/// with `read` (an Error is a fine answer); an accepted cloud must pass
+/// checkReadCloud() and, when it has points, `roundTrip(cloud)`.
+template <class Read, class RoundTrip>
+int fuzzFileReader(const std::uint8_t* data, std::size_t size, const std::string& in, Read&& read,
+                   RoundTrip&& roundTrip) {
+  writeInput(in, data, size);
+  devicearray::HostPointCloud cloud;
+  try {
+    cloud = read(in);
+  } catch (const devicearray::Error&) {
+    return 0;
+  }
+  checkReadCloud(cloud);
+  if (cloud.size() > 0) roundTrip(cloud);
+  return 0;
+}
+
 /// The OpenCL device every target uses (PoCL in CI); the targets are built
 /// without CUDA (see scripts/fuzz.sh), so CUDA inputs exercise the refusal paths.
 inline const devicearray::ComputeDevice& openclDevice() {

@@ -11,20 +11,14 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string in = dafuzz::tempPath("in", ".pcd");
   static const std::string out = dafuzz::tempPath("out", ".pcd");
-  dafuzz::writeInput(in, data, size);
-  const devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
-  devicearray::HostPointCloud cloud;
-  try {
-    cloud = devicearray::readPcd(in, options);
-  } catch (const devicearray::Error&) {
-    return 0;
-  }
-  dafuzz::checkReadCloud(cloud);
-  if (cloud.size() == 0) return 0;
-  for (auto format : {devicearray::PcdFormat::ascii, devicearray::PcdFormat::binary,
-                      devicearray::PcdFormat::binaryCompressed}) {
-    devicearray::writePcd(out, cloud, format);
-    dafuzz::checkSameCloud(cloud, devicearray::readPcd(out, options));
-  }
-  return 0;
+  static const devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
+  return dafuzz::fuzzFileReader(
+      data, size, in, [](const std::string& path) { return devicearray::readPcd(path, options); },
+      [](const devicearray::HostPointCloud& cloud) {
+        for (auto format : {devicearray::PcdFormat::ascii, devicearray::PcdFormat::binary,
+                            devicearray::PcdFormat::binaryCompressed}) {
+          devicearray::writePcd(out, cloud, format);
+          dafuzz::checkSameCloud(cloud, devicearray::readPcd(out, options));
+        }
+      });
 }

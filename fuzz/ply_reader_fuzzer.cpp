@@ -11,17 +11,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string in = dafuzz::tempPath("in", ".ply");
   static const std::string out = dafuzz::tempPath("out", ".ply");
-  dafuzz::writeInput(in, data, size);
-  const devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
-  devicearray::HostPointCloud cloud;
-  try {
-    cloud = devicearray::readPly(in, options);
-  } catch (const devicearray::Error&) {
-    return 0;
-  }
-  dafuzz::checkReadCloud(cloud);
-  if (cloud.size() == 0) return 0;
-  devicearray::writePly(out, cloud, devicearray::PlyFormat::binaryLittleEndian);
-  dafuzz::checkSameCloud(cloud, devicearray::readPly(out, options));
-  return 0;
+  static const devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
+  return dafuzz::fuzzFileReader(
+      data, size, in, [](const std::string& path) { return devicearray::readPly(path, options); },
+      [](const devicearray::HostPointCloud& cloud) {
+        devicearray::writePly(out, cloud, devicearray::PlyFormat::binaryLittleEndian);
+        dafuzz::checkSameCloud(cloud, devicearray::readPly(out, options));
+      });
 }

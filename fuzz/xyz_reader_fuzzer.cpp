@@ -11,20 +11,15 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string in = dafuzz::tempPath("in", ".xyz");
   static const std::string out = dafuzz::tempPath("out", ".xyz");
-  dafuzz::writeInput(in, data, size);
-  devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
-  devicearray::HostPointCloud cloud;
-  try {
-    cloud = devicearray::readXyz(in, options);
-  } catch (const devicearray::Error&) {
-    return 0;
-  }
-  dafuzz::checkReadCloud(cloud);
-  for (std::size_t i = 3; i < cloud.rgba.size(); i += 4) DAFUZZ_CHECK(cloud.rgba[i] == 255);
-  if (cloud.size() == 0) return 0;
-  devicearray::writeXyz(out, cloud);
-  options.height = cloud.height;
-  options.width = cloud.width;
-  dafuzz::checkSameCloud(cloud, devicearray::readXyz(out, options));
-  return 0;
+  static const devicearray::PointCloudReadOptions options = dafuzz::quietReadOptions();
+  return dafuzz::fuzzFileReader(
+      data, size, in, [](const std::string& path) { return devicearray::readXyz(path, options); },
+      [](const devicearray::HostPointCloud& cloud) {
+        for (std::size_t i = 3; i < cloud.rgba.size(); i += 4) DAFUZZ_CHECK(cloud.rgba[i] == 255);
+        devicearray::writeXyz(out, cloud);
+        devicearray::PointCloudReadOptions grid = options;
+        grid.height = cloud.height;
+        grid.width = cloud.width;
+        dafuzz::checkSameCloud(cloud, devicearray::readXyz(out, grid));
+      });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "file_test_support.hpp"
 #include "scratch_dir.hpp"
 #include "test_support.hpp"
 
@@ -21,11 +22,6 @@ using devicearray::HostPointCloud;
 namespace {
 
 std::string dataFile(const char* name) { return (fs::path(__FILE__).parent_path() / "data" / "exchange" / name).string(); }
-
-void writeFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 /// The 3 x 4 grid the generator writes: (r, c) -> (c, r, 100 + 10 r + c), holes at
 /// (0, 1) and (2, 3), colour (10 c + 5, 20 r + 7, 200 - c - r).
@@ -144,7 +140,7 @@ TEST(ExchangeFiles, XyzLayouts) {
 
 TEST(PlyRead, AsciiUnderflowReadsAsZeroOrDenormal) {
   const fs::path path = datest::scratchDir() / "underflow.ply";
-  writeFile(path,
+  datest::writeFile(path,
             "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty double y\nproperty float z\n"
             "end_header\n1e-50 -1e-400 1e-40\n");
   const HostPointCloud c = devicearray::readPly(path.string());
@@ -152,7 +148,7 @@ TEST(PlyRead, AsciiUnderflowReadsAsZeroOrDenormal) {
   EXPECT_EQ(c.xyz[1], 0.0f);
   EXPECT_TRUE(std::signbit(c.xyz[1]));
   EXPECT_GT(c.xyz[2], 0.0f);  // a float denormal
-  writeFile(path,
+  datest::writeFile(path,
             "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\n"
             "end_header\n1e50 0 0\n");
   datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::readPly(path.string()); });
@@ -175,7 +171,7 @@ TEST(PlyRead, GridFromOptionsForAFileThatDoesNotDeclareOne) {
 
 TEST(PlyRead, DoublePrecisionLossWarnsOnceThroughTheCallback) {
   const fs::path path = datest::scratchDir() / "utm.ply";
-  writeFile(path,
+  datest::writeFile(path,
             "ply\nformat ascii 1.0\nelement vertex 3\nproperty double x\nproperty double y\nproperty double z\n"
             "end_header\n0.1 0.2 0.3\n500000.123 4649776.224 12.5\n500000.987 4649776.5 12.5\n");
   std::vector<std::string> warnings;

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "malformed_corpus.hpp"
+#include "file_test_support.hpp"
 #include "scratch_dir.hpp"
 #include "test_support.hpp"
 
@@ -28,27 +30,6 @@ using devicearray::PointCloudWriteOptions;
 namespace {
 
 fs::path tempDir() { return datest::scratchDir(); }
-
-void writeFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-/// Same bits, NaN equal to NaN.
-void expectSameFloats(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]))
-      EXPECT_TRUE(std::isnan(b[i])) << what << "[" << i << "]";
-    else
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << what << "[" << i << "]";
-  }
-}
 
 /// A 5 x 7 organized cloud with holes, awkward floats and every attribute.
 HostPointCloud testCloud(bool colors, bool snr, bool normals) {
@@ -88,10 +69,10 @@ TEST_P(PcdRoundTrip, ReadsBackExactlyWhatWasWritten) {
   const HostPointCloud back = devicearray::readPcd(path.string());
   EXPECT_EQ(back.height, 5);
   EXPECT_EQ(back.width, 7);
-  expectSameFloats(original.xyz, back.xyz, "xyz");
+  datest::expectSameFloats(original.xyz, back.xyz, "xyz");
   EXPECT_EQ(back.rgba, original.rgba);
-  expectSameFloats(original.snr, back.snr, "snr");
-  expectSameFloats(original.normals, back.normals, "normals");
+  datest::expectSameFloats(original.snr, back.snr, "snr");
+  datest::expectSameFloats(original.normals, back.normals, "normals");
 }
 
 std::vector<PcdCase> pcdCases() {
@@ -114,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(AllEncodingsAndAttributes, PcdRoundTrip, testing::Value
 TEST(PcdWrite, HeaderIsWhatPclWrites) {
   const fs::path path = tempDir() / "header.pcd";
   devicearray::writePcd(path.string(), testCloud(true, false, true), PcdFormat::ascii);
-  const std::string all = readFile(path);
+  const std::string all = datest::readFile(path);
   EXPECT_NE(all.find("VERSION 0.7\nFIELDS x y z rgba normal_x normal_y normal_z\nSIZE 4 4 4 4 4 4 4\n"
                      "TYPE F F F U F F F\nCOUNT 1 1 1 1 1 1 1\nWIDTH 7\nHEIGHT 5\nVIEWPOINT 0 0 0 1 0 0 0\n"
                      "POINTS 35\nDATA ascii\n"),
@@ -137,7 +118,7 @@ TEST(PcdWrite, CompressedLargeCloudsRoundTripAndShrink) {
     devicearray::writePcd(path.string(), c, PcdFormat::binaryCompressed);
     if (!random) EXPECT_LT(fs::file_size(path), c.xyz.size() * 4 / 4);
     const HostPointCloud back = devicearray::readPcd(path.string());
-    expectSameFloats(c.xyz, back.xyz, "xyz");
+    datest::expectSameFloats(c.xyz, back.xyz, "xyz");
   }
 }
 
@@ -201,7 +182,7 @@ TEST(PcdRead, DoubleCoordinatesBeyondFloatPrecisionWarnOnce) {
   const fs::path path = tempDir() / "double.pcd";
   std::string data = "VERSION 0.7\nFIELDS x y z\nSIZE 8 8 8\nTYPE F F F\nWIDTH 3\nDATA ascii\n"
                      "1.25 2 3\n6378137.123 2 3\n6378137.456 2 3\n";
-  writeFile(path, data);
+  datest::writeFile(path, data);
   std::vector<std::string> warnings;
   devicearray::PointCloudReadOptions r;
   r.warning = [&](const std::string& w) { warnings.push_back(w); };
@@ -214,51 +195,24 @@ TEST(PcdRead, DoubleCoordinatesBeyondFloatPrecisionWarnOnce) {
 
 // ------------------------------------------------------- malformed corpus ---
 
-fs::path corpusDir() { return fs::path(__FILE__).parent_path() / "data" / "pcd"; }
-
-std::vector<std::string> corpusFiles() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(corpusDir(), ec))
-    if (entry.path().extension() == ".pcd") names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
+TEST(PcdCorpus, HasAtLeastTwentyMalformedFiles) {
+  EXPECT_GE(datest::corpusFiles("pcd", ".pcd").size(), 20u) << datest::corpusDir("pcd");
 }
-
-TEST(PcdCorpus, HasAtLeastTwentyMalformedFiles) { EXPECT_GE(corpusFiles().size(), 20u) << corpusDir(); }
 
 class MalformedPcd : public testing::TestWithParam<std::string> {};
 
-TEST_P(MalformedPcd, FailsWithOneInvalidArgumentNamingTheFile) {
-  const std::string path = (corpusDir() / GetParam()).string();
-  try {
-    const HostPointCloud c = devicearray::readPcd(path);
-    FAIL() << "readPcd accepted " << path << " (" << c.size() << " points)";
-  } catch (const devicearray::Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    EXPECT_TRUE(msg.find(": line ") != std::string::npos || msg.find(": byte ") != std::string::npos ||
-                msg.find("empty") != std::string::npos || msg.find("no 'DATA'") != std::string::npos)
-        << "names a place: " << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-    EXPECT_LT(msg.size(), 600u) << msg;
-    for (char ch : msg) EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << msg;
-  }
-}
-
-std::string fileTestName(const testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param.substr(0, info.param.size() - 4);
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
+TEST_P(MalformedPcd, FailsWithOneInvalidArgumentNamingTheFileAndPlace) {
+  datest::expectRejected((datest::corpusDir("pcd") / GetParam()).string(),
+                         [](const std::string& p) { return devicearray::readPcd(p); },
+                         {": line ", ": byte ", "empty", "no 'DATA'"});
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MalformedPcd);
-INSTANTIATE_TEST_SUITE_P(Corpus, MalformedPcd, testing::ValuesIn(corpusFiles()), fileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, MalformedPcd, testing::ValuesIn(datest::corpusFiles("pcd", ".pcd")),
+                         datest::corpusTestName);
 
 TEST(PcdRead, CompressedCorruptionNamesTheByte) {
-  const fs::path path = corpusDir() / "compressed_reference_before_start.pcd";
+  const fs::path path = datest::corpusDir("pcd") / "compressed_reference_before_start.pcd";
   try {
     devicearray::readPcd(path.string());
     FAIL();

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "devicearray/io.hpp"
+#include "malformed_corpus.hpp"
+#include "file_test_support.hpp"
 #include "scratch_dir.hpp"
 #include "test_support.hpp"
 
@@ -22,11 +24,6 @@ using devicearray::HostPointCloud;
 namespace {
 
 fs::path tempDir() { return datest::scratchDir(); }
-
-void writeFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 HostPointCloud testCloud(bool colors, bool normals) {
   HostPointCloud c = HostPointCloud::organized(2, 3, colors, false, normals);
@@ -47,16 +44,6 @@ HostPointCloud testCloud(bool colors, bool normals) {
   return c;
 }
 
-void expectSameFloats(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]))
-      EXPECT_TRUE(std::isnan(b[i])) << what << "[" << i << "]";
-    else
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << what << "[" << i << "]";
-  }
-}
-
 TEST(XyzRoundTrip, EveryLayoutReadsBackWithTheGridFromOptions) {
   for (int layout = 0; layout < 3; ++layout) {
     const HostPointCloud c = testCloud(layout >= 1, layout == 2);
@@ -68,9 +55,9 @@ TEST(XyzRoundTrip, EveryLayoutReadsBackWithTheGridFromOptions) {
     const HostPointCloud back = devicearray::readXyz(path.string(), r);
     EXPECT_EQ(back.height, 2);
     EXPECT_EQ(back.width, 3);
-    expectSameFloats(c.xyz, back.xyz, "xyz");
+    datest::expectSameFloats(c.xyz, back.xyz, "xyz");
     EXPECT_EQ(back.rgba, c.rgba);
-    expectSameFloats(c.normals, back.normals, "normals");
+    datest::expectSameFloats(c.normals, back.normals, "normals");
     const HostPointCloud plain = devicearray::readXyz(path.string());
     EXPECT_FALSE(plain.isOrganized());
     EXPECT_EQ(plain.size(), 6u);
@@ -91,54 +78,29 @@ TEST(XyzWrite, NormalsWithoutColoursAreNotWrittenAndValidOnlyDropsHoles) {
 
 TEST(XyzRead, FloatColoursFollowTheFileWideRule) {
   const fs::path path = tempDir() / "float_colors.xyz";
-  writeFile(path, "1 2 3 1.0 0.5 0\n");
+  datest::writeFile(path, "1 2 3 1.0 0.5 0\n");
   EXPECT_EQ(devicearray::readXyz(path.string()).rgba, (std::vector<std::uint8_t>{255, 128, 0, 255}));
-  writeFile(path, "1 2 3 1.0 0.5 0\n1 2 3 200.0 100.4 0\n");
+  datest::writeFile(path, "1 2 3 1.0 0.5 0\n1 2 3 200.0 100.4 0\n");
   EXPECT_EQ(devicearray::readXyz(path.string()).rgba,
             (std::vector<std::uint8_t>{1, 1, 0, 255, 200, 100, 0, 255}));
-  writeFile(path, "1 2 3 1 0 1\n");  // integers: codes as they are
+  datest::writeFile(path, "1 2 3 1 0 1\n");  // integers: codes as they are
   EXPECT_EQ(devicearray::readXyz(path.string()).rgba, (std::vector<std::uint8_t>{1, 0, 1, 255}));
 }
 
-fs::path corpusDir() { return fs::path(__FILE__).parent_path() / "data" / "xyz"; }
-
-std::vector<std::string> corpusFiles() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(corpusDir(), ec))
-    if (entry.path().extension() == ".xyz") names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
+TEST(XyzCorpus, HasMalformedFiles) {
+  EXPECT_GE(datest::corpusFiles("xyz", ".xyz").size(), 8u) << datest::corpusDir("xyz");
 }
-
-TEST(XyzCorpus, HasMalformedFiles) { EXPECT_GE(corpusFiles().size(), 8u) << corpusDir(); }
 
 class MalformedXyz : public testing::TestWithParam<std::string> {};
 
 TEST_P(MalformedXyz, FailsWithOneInvalidArgumentNamingFileAndLine) {
-  const std::string path = (corpusDir() / GetParam()).string();
-  try {
-    const HostPointCloud c = devicearray::readXyz(path);
-    FAIL() << "readXyz accepted " << path << " (" << c.size() << " points)";
-  } catch (const devicearray::Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    EXPECT_NE(msg.find(": line "), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-    EXPECT_LT(msg.size(), 600u) << msg;
-    for (char ch : msg) EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) << msg;
-  }
-}
-
-std::string fileTestName(const testing::TestParamInfo<std::string>& info) {
-  std::string s = info.param.substr(0, info.param.size() - 4);
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
+  datest::expectRejected((datest::corpusDir("xyz") / GetParam()).string(),
+                         [](const std::string& p) { return devicearray::readXyz(p); },
+                         {": line "});
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MalformedXyz);
-INSTANTIATE_TEST_SUITE_P(Corpus, MalformedXyz, testing::ValuesIn(corpusFiles()), fileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, MalformedXyz, testing::ValuesIn(datest::corpusFiles("xyz", ".xyz")),
+                         datest::corpusTestName);
 
 }  // namespace

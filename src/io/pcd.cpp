@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "devicearray/pcd.hpp"
@@ -42,15 +43,11 @@ constexpr bool kSwap = std::endian::native == std::endian::big;
 enum class Role { skip, x, y, z, rgb, rgba, nx, ny, nz, snr };
 
 Role roleOf(std::string_view name) {
-  if (name == "x") return Role::x;
-  if (name == "y") return Role::y;
-  if (name == "z") return Role::z;
-  if (name == "rgb") return Role::rgb;
-  if (name == "rgba") return Role::rgba;
-  if (name == "normal_x") return Role::nx;
-  if (name == "normal_y") return Role::ny;
-  if (name == "normal_z") return Role::nz;
-  if (name == "snr") return Role::snr;
+  static constexpr std::pair<std::string_view, Role> kRoles[] = {
+      {"x", Role::x},         {"y", Role::y},         {"z", Role::z},         {"rgb", Role::rgb}, {"rgba", Role::rgba},
+      {"normal_x", Role::nx}, {"normal_y", Role::ny}, {"normal_z", Role::nz}, {"snr", Role::snr}};
+  for (const auto& [field, role] : kRoles)
+    if (name == field) return role;
   return Role::skip;
 }
 
@@ -389,14 +386,7 @@ void readAscii(ByteSource& src, const PcdHeader& h, PointStore& store, const Rep
     if (const char* bad = store.store(static_cast<std::size_t>(r), v))
       rep.atLine(ln, "value of field '" + std::string(bad) + "' does not fit in a float");
   }
-  const std::uint64_t trailingStart = src.offset();
-  while (auto line = src.line(kMaxBodyLine)) {
-    if (!tokenize(*line).empty())
-      rep.atLine(src.lineNumber(), "data after the last declared point (does POINTS match the data?)");
-    if (src.offset() - trailingStart > kMaxBodyLine)
-      rep.atLine(src.lineNumber(), "more than " + std::to_string(kMaxBodyLine) +
-                                       " bytes of blank lines follow the last declared point");
-  }
+  io_detail::expectOnlyBlankLines(src, rep, kMaxBodyLine, "point", "does POINTS match the data?");
 }
 
 void readBinary(ByteSource& src, const PcdHeader& h, PointStore& store, const Reporter& rep) {
@@ -509,9 +499,8 @@ HostPointCloud readPcdImpl(const std::string& path, const PointCloudReadOptions&
     case PcdFormat::binaryCompressed: readCompressed(src, h, store, bodyBytes, rep); break;
   }
   const bool organized = h.height > 1;
-  io_detail::applyGrid(cloud, organized ? static_cast<std::int64_t>(h.height) : 0,
-                       organized ? static_cast<std::int64_t>(h.width) : 0, h.widthLine, options, rep);
-  io_detail::convertColors(cloud.rgba, options.colorSpace, ColorSpace::srgb);
+  io_detail::finishReadCloud(cloud, organized ? static_cast<std::int64_t>(h.height) : 0,
+                             organized ? static_cast<std::int64_t>(h.width) : 0, h.widthLine, options, rep);
   return cloud;
 }
 
@@ -523,10 +512,23 @@ HostPointCloud readPcd(const std::string& path, const PointCloudReadOptions& opt
 
 // ------------------------------------------------------------------ writer ---
 
+namespace {
+
+/// The DATA keyword of `format`; InvalidArgument for a value outside the enum.
+const char* dataKeyword(PcdFormat format) {
+  switch (format) {
+    case PcdFormat::ascii: return "ascii";
+    case PcdFormat::binary: return "binary";
+    case PcdFormat::binaryCompressed: return "binary_compressed";
+  }
+  invalid("writePcd: unknown PcdFormat value " + std::to_string(static_cast<int>(format)));
+}
+
+}  // namespace
+
 void writePcd(const std::string& path, const HostPointCloud& input, PcdFormat format,
               const PointCloudWriteOptions& options) {
-  if (format != PcdFormat::ascii && format != PcdFormat::binary && format != PcdFormat::binaryCompressed)
-    invalid("writePcd: unknown PcdFormat value " + std::to_string(static_cast<int>(format)));
+  const char* data = dataKeyword(format);
   const HostPointCloud cloud = io_detail::cloudForWriting(input, options, "writePcd", path);
   const std::size_t n = cloud.size();
 
@@ -557,11 +559,8 @@ void writePcd(const std::string& path, const HostPointCloud& input, PcdFormat fo
   if (options.colorSpace == ColorSpace::linear && cloud.hasColors()) header += "; colors are linear RGB";
   header += "\nVERSION 0.7\nFIELDS " + fields + "\nSIZE " + sizes + "\nTYPE " + types + "\nCOUNT " + counts +
             "\nWIDTH " + std::to_string(width) + "\nHEIGHT " + std::to_string(height) +
-            "\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS " + std::to_string(n) + "\nDATA " +
-            (format == PcdFormat::ascii ? "ascii" : format == PcdFormat::binary ? "binary" : "binary_compressed") + "\n";
+            "\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS " + std::to_string(n) + "\nDATA " + data + "\n";
 
-  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  const auto pointXyz = [&](std::size_t i, int c) { return cloud.isValid(i) ? cloud.xyz[3 * i + c] : kNaN; };
   const auto packed = [&](std::size_t i) {
     const std::uint8_t* c = &cloud.rgba[4 * i];
     return static_cast<std::uint32_t>(c[3]) << 24 | static_cast<std::uint32_t>(c[0]) << 16 |
@@ -573,30 +572,23 @@ void writePcd(const std::string& path, const HostPointCloud& input, PcdFormat fo
   w.put(header);
   if (format == PcdFormat::ascii) {
     for (std::size_t i = 0; i < n; ++i) {
-      for (int c = 0; c < 3; ++c) {
-        if (c) w.put(" ", 1);
-        io_detail::putAsciiFloat(w, pointXyz(i, c));
-      }
+      const float* xyz = io_detail::writtenXyz(cloud, i);
+      io_detail::putAsciiFloat(w, xyz[0]);
+      io_detail::putAsciiFloats(w, xyz + 1, 2);
       if (cloud.hasColors()) {
         w.put(" ", 1);
         io_detail::putAsciiUnsigned(w, packed(i));
       }
-      for (int c = 0; c < 3 && cloud.hasNormals(); ++c) {
-        w.put(" ", 1);
-        io_detail::putAsciiFloat(w, cloud.normals[3 * i + c]);
-      }
-      if (cloud.hasSNR()) {
-        w.put(" ", 1);
-        io_detail::putAsciiFloat(w, cloud.snr[i]);
-      }
+      if (cloud.hasNormals()) io_detail::putAsciiFloats(w, &cloud.normals[3 * i], 3);
+      if (cloud.hasSNR()) io_detail::putAsciiFloats(w, &cloud.snr[i], 1);
       w.put("\n", 1);
     }
   } else if (format == PcdFormat::binary) {
     for (std::size_t i = 0; i < n; ++i) {
-      for (int c = 0; c < 3; ++c) io_detail::putBinary(w, pointXyz(i, c), kSwap);
+      io_detail::putBinaryFloats(w, io_detail::writtenXyz(cloud, i), 3, kSwap);
       if (cloud.hasColors()) io_detail::putBinary(w, packed(i), kSwap);
-      for (int c = 0; c < 3 && cloud.hasNormals(); ++c) io_detail::putBinary(w, cloud.normals[3 * i + c], kSwap);
-      if (cloud.hasSNR()) io_detail::putBinary(w, cloud.snr[i], kSwap);
+      if (cloud.hasNormals()) io_detail::putBinaryFloats(w, &cloud.normals[3 * i], 3, kSwap);
+      if (cloud.hasSNR()) io_detail::putBinaryFloats(w, &cloud.snr[i], 1, kSwap);
     }
   } else {
     // Field after field, as PCL stores binary_compressed data.
@@ -608,7 +600,7 @@ void writePcd(const std::string& path, const HostPointCloud& input, PcdFormat fo
       data.insert(data.end(), b, b + 4);
     };
     for (int c = 0; c < 3; ++c)
-      for (std::size_t i = 0; i < n; ++i) put32(std::bit_cast<std::uint32_t>(pointXyz(i, c)));
+      for (std::size_t i = 0; i < n; ++i) put32(std::bit_cast<std::uint32_t>(io_detail::writtenXyz(cloud, i)[c]));
     if (cloud.hasColors())
       for (std::size_t i = 0; i < n; ++i) put32(packed(i));
     for (int c = 0; c < 3 && cloud.hasNormals(); ++c)

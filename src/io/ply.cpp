@@ -467,14 +467,7 @@ void readAsciiBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex
     }
   }
   // Blank lines may follow the last record, but not without end (a stream of newlines).
-  const std::uint64_t trailingStart = src.offset();
-  while (auto line = src.line(kMaxBodyLine)) {
-    if (!tokenize(*line).empty())
-      rep.atLine(src.lineNumber(), "data after the last declared record (do the element counts match the data?)");
-    if (src.offset() - trailingStart > kMaxBodyLine)
-      rep.atLine(src.lineNumber(), "more than " + std::to_string(kMaxBodyLine) +
-                                       " bytes of blank lines follow the last declared record");
-  }
+  io_detail::expectOnlyBlankLines(src, rep, kMaxBodyLine, "record", "do the element counts match the data?");
 }
 
 /// Reads the binary body up to the end of the last declared record. Bytes after it
@@ -607,8 +600,7 @@ HostPointCloud readPlyImpl(const std::string& path, const PointCloudReadOptions&
     readBinaryBody(src, h, vertex, sink, camera, rep);
   sink.finish();
   const auto [height, width] = declaredGrid(h, camera, *vertex, rep);
-  io_detail::applyGrid(cloud, height, width, static_cast<std::size_t>(vertex->headerLine), options, rep);
-  io_detail::convertColors(cloud.rgba, options.colorSpace, ColorSpace::srgb);
+  io_detail::finishReadCloud(cloud, height, width, static_cast<std::size_t>(vertex->headerLine), options, rep);
   return cloud;
 }
 }  // namespace
@@ -645,39 +637,22 @@ void writePly(const std::string& path, const HostPointCloud& input, PlyFormat fo
   io_detail::BufferedWriter w("writePly", file.get(), path);
   w.put(header);
   const bool swap = (format == PlyFormat::binaryBigEndian) != (std::endian::native == std::endian::big);
-  const std::size_t n = cloud.size();
-  constexpr float kMissing[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
-                                 std::numeric_limits<float>::quiet_NaN()};
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0, n = cloud.size(); i < n; ++i) {
     // A point with a non-finite coordinate (an overflowing transform gives inf) is
     // missing: it is written as NaN, NaN, NaN, which readPly reads back as missing.
-    const float* xyz = cloud.isValid(i) ? &cloud.xyz[3 * i] : kMissing;
+    const float* xyz = io_detail::writtenXyz(cloud, i);
     if (format == PlyFormat::ascii) {
-      for (int c = 0; c < 3; ++c) {
-        if (c) w.put(" ", 1);
-        io_detail::putAsciiFloat(w, xyz[c]);
-      }
-      if (cloud.hasColors())
-        for (int c = 0; c < 4; ++c) {
-          w.put(" ", 1);
-          io_detail::putAsciiUnsigned(w, cloud.rgba[4 * i + c]);
-        }
-      if (cloud.hasNormals())
-        for (int c = 0; c < 3; ++c) {
-          w.put(" ", 1);
-          io_detail::putAsciiFloat(w, cloud.normals[3 * i + c]);
-        }
-      if (cloud.hasSNR()) {
-        w.put(" ", 1);
-        io_detail::putAsciiFloat(w, cloud.snr[i]);
-      }
+      io_detail::putAsciiFloat(w, xyz[0]);
+      io_detail::putAsciiFloats(w, xyz + 1, 2);
+      if (cloud.hasColors()) io_detail::putAsciiCodes(w, &cloud.rgba[4 * i], 4);
+      if (cloud.hasNormals()) io_detail::putAsciiFloats(w, &cloud.normals[3 * i], 3);
+      if (cloud.hasSNR()) io_detail::putAsciiFloats(w, &cloud.snr[i], 1);
       w.put("\n", 1);
     } else {
-      for (int c = 0; c < 3; ++c) io_detail::putBinary(w, xyz[c], swap);
+      io_detail::putBinaryFloats(w, xyz, 3, swap);
       if (cloud.hasColors()) w.put(reinterpret_cast<const char*>(&cloud.rgba[4 * i]), 4);
-      if (cloud.hasNormals())
-        for (int c = 0; c < 3; ++c) io_detail::putBinary(w, cloud.normals[3 * i + c], swap);
-      if (cloud.hasSNR()) io_detail::putBinary(w, cloud.snr[i], swap);
+      if (cloud.hasNormals()) io_detail::putBinaryFloats(w, &cloud.normals[3 * i], 3, swap);
+      if (cloud.hasSNR()) io_detail::putBinaryFloats(w, &cloud.snr[i], 1, swap);
     }
   }
   w.flush();

@@ -1,13 +1,15 @@
 #include "io/point_cloud_file_support.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "core/color_tables.hpp"
 
 namespace devicearray::io_detail {
 
-void applyGrid(HostPointCloud& cloud, std::int64_t fileHeight, std::int64_t fileWidth, std::size_t where,
-               const PointCloudReadOptions& options, const Reporter& rep) {
+void finishReadCloud(HostPointCloud& cloud, std::int64_t fileHeight, std::int64_t fileWidth, std::size_t where,
+                     const PointCloudReadOptions& options, const Reporter& rep) {
+  convertColors(cloud.rgba, options.colorSpace, ColorSpace::srgb);
   const auto fail = [&](const std::string& what) {
     if (where > 0) rep.atLine(where, what);
     rep.general(what);
@@ -73,6 +75,13 @@ HostPointCloud cloudForWriting(const HostPointCloud& cloud, const PointCloudWrit
   }
   convertColors(out.rgba, ColorSpace::srgb, options.colorSpace);
   return out;
+}
+
+const float* writtenXyz(const HostPointCloud& cloud, std::size_t i) {
+  static constexpr float kMissing[3] = {std::numeric_limits<float>::quiet_NaN(),
+                                        std::numeric_limits<float>::quiet_NaN(),
+                                        std::numeric_limits<float>::quiet_NaN()};
+  return cloud.isValid(i) ? &cloud.xyz[3 * i] : kMissing;
 }
 
 }  // namespace devicearray::io_detail

@@ -12,13 +12,14 @@
 
 namespace devicearray::io_detail {
 
-/// Makes `cloud` (its points read in file order) organized when the file or the
-/// options give a grid. `fileHeight` / `fileWidth`: the grid the file's structured
-/// header declares, 0 for none; `where` names the header line for messages (0: none).
-/// Throws (via `rep`) when options give only one of height and width, when they
-/// contradict the file's grid, or when the grid does not hold exactly the points read.
-void applyGrid(HostPointCloud& cloud, std::int64_t fileHeight, std::int64_t fileWidth, std::size_t where,
-               const PointCloudReadOptions& options, const Reporter& rep);
+/// The last step of every reader: makes `cloud` (its points read in file order)
+/// organized when the file or the options give a grid, and its colours sRGB.
+/// `fileHeight` / `fileWidth`: the grid the file's structured header declares, 0 for
+/// none; `where` names the header line for messages (0: none). Throws (via `rep`) when
+/// options give only one of height and width, when they contradict the file's grid, or
+/// when the grid does not hold exactly the points read.
+void finishReadCloud(HostPointCloud& cloud, std::int64_t fileHeight, std::int64_t fileWidth, std::size_t where,
+                     const PointCloudReadOptions& options, const Reporter& rep);
 
 /// Re-encodes 8-bit colour channels (r, g, b; alpha left as it is) between colour spaces.
 void convertColors(std::vector<std::uint8_t>& rgba, ColorSpace from, ColorSpace to);
@@ -38,5 +39,9 @@ inline bool floatColorsAre255(double largestValue) { return largestValue > 1.0; 
 /// in options.colorSpace.
 HostPointCloud cloudForWriting(const HostPointCloud& cloud, const PointCloudWriteOptions& options,
                                const char* function, const std::string& path);
+
+/// The coordinates point `i` of `cloud` is written with: its own when they are all
+/// finite, else NaN, NaN, NaN (an inf point is written as missing, never as inf).
+const float* writtenXyz(const HostPointCloud& cloud, std::size_t i);
 
 }  // namespace devicearray::io_detail

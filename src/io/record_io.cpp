@@ -107,6 +107,18 @@ bool ByteSource::fill() {
   return true;
 }
 
+void expectOnlyBlankLines(ByteSource& src, const Reporter& rep, std::size_t maxLine, const char* record,
+                          const char* hint) {
+  const std::uint64_t start = src.offset();
+  while (auto line = src.line(maxLine)) {
+    if (!tokenize(*line).empty())
+      rep.atLine(src.lineNumber(), std::string("data after the last declared ") + record + " (" + hint + ")");
+    if (src.offset() - start > maxLine)
+      rep.atLine(src.lineNumber(), "more than " + std::to_string(maxLine) + " bytes of blank lines follow the last declared " +
+                                       record);
+  }
+}
+
 // ----------------------------------------------------------------- scalars ---
 
 std::size_t scalarSize(ScalarType t) {
@@ -264,6 +276,24 @@ void putAsciiFloat(BufferedWriter& w, float v) {
   char b[32];
   auto [ptr, ec] = std::to_chars(b, b + sizeof b, v);  // shortest text that reads back bit-exactly
   w.put(b, static_cast<std::size_t>(ptr - b));
+}
+
+void putAsciiFloats(BufferedWriter& w, const float* v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    w.put(" ", 1);
+    putAsciiFloat(w, v[i]);
+  }
+}
+
+void putAsciiCodes(BufferedWriter& w, const std::uint8_t* v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    w.put(" ", 1);
+    putAsciiUnsigned(w, v[i]);
+  }
+}
+
+void putBinaryFloats(BufferedWriter& w, const float* v, std::size_t n, bool swap) {
+  for (std::size_t i = 0; i < n; ++i) putBinary(w, v[i], swap);
 }
 
 void putAsciiUnsigned(BufferedWriter& w, std::uint64_t v) {

@@ -79,6 +79,13 @@ class ByteSource {
   std::string line_;
 };
 
+/// Reads what follows the last declared record of an ascii body: blank lines only, and
+/// not without end (at most `maxLine` bytes of them, so a stream of newlines stops).
+/// Throws (via `rep`) at the first line with data: "data after the last declared
+/// `record` (`hint`)".
+void expectOnlyBlankLines(ByteSource& src, const Reporter& rep, std::size_t maxLine, const char* record,
+                          const char* hint);
+
 /// The scalar types of PLY properties and PCD fields.
 enum class ScalarType { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
 
@@ -161,5 +168,11 @@ void putBinary(BufferedWriter& w, T v, bool swap) {
 void putAsciiFloat(BufferedWriter& w, float v);
 /// `v` in decimal.
 void putAsciiUnsigned(BufferedWriter& w, std::uint64_t v);
+/// " v0 v1 ...": `n` floats as putAsciiFloat() writes them, each after a space.
+void putAsciiFloats(BufferedWriter& w, const float* v, std::size_t n);
+/// " c0 c1 ...": `n` 8-bit codes in decimal, each after a space.
+void putAsciiCodes(BufferedWriter& w, const std::uint8_t* v, std::size_t n);
+/// `n` floats in 4 bytes each, byte-swapped when `swap`.
+void putBinaryFloats(BufferedWriter& w, const float* v, std::size_t n, bool swap);
 
 }  // namespace devicearray::io_detail

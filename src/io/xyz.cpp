@@ -88,9 +88,8 @@ HostPointCloud readXyzImpl(const std::string& path, const PointCloudReadOptions&
       for (int c = 0; c < 3; ++c) cloud.rgba[4 * i + c] = io_detail::floatColorToByte(colors[3 * i + c], range255);
       cloud.rgba[4 * i + 3] = 255;
     }
-    io_detail::convertColors(cloud.rgba, options.colorSpace, ColorSpace::srgb);
   }
-  io_detail::applyGrid(cloud, 0, 0, 0, options, rep);
+  io_detail::finishReadCloud(cloud, 0, 0, 0, options, rep);
   return cloud;
 }
 
@@ -105,23 +104,12 @@ void writeXyz(const std::string& path, const HostPointCloud& input, const PointC
   const bool normals = cloud.hasNormals() && cloud.hasColors();
   io_detail::OutputFile file("writeXyz", path);
   io_detail::BufferedWriter w("writeXyz", file.get(), path);
-  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   for (std::size_t i = 0, n = cloud.size(); i < n; ++i) {
-    const bool valid = cloud.isValid(i);
-    for (int c = 0; c < 3; ++c) {
-      if (c) w.put(" ", 1);
-      io_detail::putAsciiFloat(w, valid ? cloud.xyz[3 * i + c] : kNaN);
-    }
-    if (cloud.hasColors())
-      for (int c = 0; c < 3; ++c) {
-        w.put(" ", 1);
-        io_detail::putAsciiUnsigned(w, cloud.rgba[4 * i + c]);
-      }
-    if (normals)
-      for (int c = 0; c < 3; ++c) {
-        w.put(" ", 1);
-        io_detail::putAsciiFloat(w, cloud.normals[3 * i + c]);
-      }
+    const float* xyz = io_detail::writtenXyz(cloud, i);
+    io_detail::putAsciiFloat(w, xyz[0]);
+    io_detail::putAsciiFloats(w, xyz + 1, 2);
+    if (cloud.hasColors()) io_detail::putAsciiCodes(w, &cloud.rgba[4 * i], 3);
+    if (normals) io_detail::putAsciiFloats(w, &cloud.normals[3 * i], 3);
     w.put("\n", 1);
   }
   w.flush();
