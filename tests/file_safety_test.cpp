@@ -180,6 +180,25 @@ TEST(HostileInput, AStreamIsReadNoFurtherThanTheHeaderDeclares) {
   EXPECT_LT(feeder.bytesWritten(), std::size_t{4} << 20);
 }
 
+TEST(HostileInput, APcdStreamIsReadOnlyAsFarAsItsPointsArrive) {
+  // 10^8 points declared, 1 MiB delivered: the cloud grows with what arrives.
+  const std::string header = "VERSION 0.7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 100000000\nDATA ";
+  {
+    const fs::path fifo = makeFifo("points.fifo");
+    FifoFeeder feeder(fifo, header + "binary\n", std::string(4096, '\x01'), std::size_t{1} << 20);
+    const std::string msg = errorOf(ErrorCode::InvalidArgument, [&] { devicearray::readPcd(fifo.string()); });
+    EXPECT_NE(msg.find("ends inside point"), std::string::npos) << msg;
+  }
+  {
+    // binary_compressed declaring 1.2 GB of data in 4 GiB of LZF: read in steps as it arrives.
+    const fs::path fifo = makeFifo("compressed.fifo");
+    const std::string sizes("\xff\xff\xff\xff\x00\x8c\x86\x47", 8);  // 4294967295, 1200000000
+    FifoFeeder feeder(fifo, header + "binary_compressed\n" + sizes, std::string(4096, '\x1f'), std::size_t{1} << 20);
+    const std::string msg = errorOf(ErrorCode::InvalidArgument, [&] { devicearray::readPcd(fifo.string()); });
+    EXPECT_NE(msg.find("ends inside the 4294967295 bytes of compressed data"), std::string::npos) << msg;
+  }
+}
+
 TEST(HostileInput, AStreamGivesTheSameCloudAsAFile) {
   HostPointCloud c = HostPointCloud::organized(30, 40, true, true, true);
   for (std::size_t i = 0; i < c.xyz.size(); ++i) c.xyz[i] = static_cast<float>(i) * 0.5f;

@@ -12,8 +12,8 @@ namespace devicearray {
 /// How the colours in a file are encoded. HostPointCloud always holds sRGB-encoded
 /// colours (what viewers and most tools expect); a file in linear light is decoded on
 /// reading and encoded on writing, 8 bits each way: an sRGB -> linear -> sRGB trip can
-/// move a code by one where linear codes are coarser, and by more in the darkest shades,
-/// which share linear codes.
+/// move a code by up to the spacing of the linear codes there (about one code in the
+/// bright half, several in dark shades).
 enum class ColorSpace {
   srgb,   ///< sRGB-encoded 8-bit codes (what viewers, PNG and most tools expect)
   linear  ///< linear-light 8-bit codes (what the device's ColorRGBA holds)

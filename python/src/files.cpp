@@ -56,7 +56,10 @@ HostPointCloud hostCloudOf(nb::handle cloud, bool normals, const char* fn) {
     nb::gil_scoped_release release;
     HostPointCloud host = organized.toHost();
     if (normals) {
-      const std::vector<NormalXYZ> n = organized.deviceNormalsXYZ(organized.device().sdkStreamOrQueue()).toHost();
+      const StreamOrQueue sq = organized.device().sdkStreamOrQueue();
+      const DeviceArray<NormalXYZ> normalsOnDevice = organized.deviceNormalsXYZ(sq);
+      synchronizeStream(sq);
+      const std::vector<NormalXYZ> n = normalsOnDevice.toHost();
       host.normals.resize(3 * n.size());
       std::memcpy(host.normals.data(), n.data(), host.normals.size() * sizeof(float));
     }
@@ -109,8 +112,10 @@ HostImage hostImageOf(nb::handle image) {
   if (nb::try_cast(image, frame, /*convert=*/false)) {
     if (frame.isEmpty()) throw nb::value_error("write_image: the Frame2D is empty");
     nb::gil_scoped_release release;
-    const std::vector<ColorRGBA_SRGB> pixels =
-        frame.imageDeviceArray<ColorRGBA_SRGB>(frame.device().sdkStreamOrQueue()).toHost();
+    const StreamOrQueue sq = frame.device().sdkStreamOrQueue();
+    const DeviceArray<ColorRGBA_SRGB> encoded = frame.imageDeviceArray<ColorRGBA_SRGB>(sq);
+    synchronizeStream(sq);
+    const std::vector<ColorRGBA_SRGB> pixels = encoded.toHost();
     HostImage host(frame.height(), frame.width(), 4, 8);
     std::memcpy(host.data.data(), pixels.data(), host.data.size());
     return host;

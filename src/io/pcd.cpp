@@ -255,6 +255,9 @@ class PointStore {
     if (trustCount) resize(static_cast<std::size_t>(h.points));
   }
 
+  /// Allocates the cloud for all declared points at once.
+  void allocateAll() { resize(static_cast<std::size_t>(h_.points)); }
+
   /// The name of the field whose value does not fit a float, or nullptr.
   const char* store(std::size_t i, const PointValues& v) {
     if (i >= allocated_)
@@ -442,6 +445,7 @@ void readCompressed(ByteSource& src, const PcdHeader& h, PointStore& store, std:
   const std::string problem = io_detail::lzfDecompress(packed.data(), packed.size(), data.data(), data.size());
   if (!problem.empty()) rep.atByte(dataAt, "binary_compressed data (LZF) is corrupt: " + problem);
   packed = {};
+  store.allocateAll();  // the data is there: its points justify the cloud
   // The fields are stored one after another: all points' x, then all y, ...
   std::vector<std::uint64_t> fieldStart;
   std::uint64_t offset = 0;
@@ -469,7 +473,13 @@ void checkBodyCanHoldPoints(const PcdHeader& h, std::uint64_t bodyBytes, const R
   switch (h.format) {
     case PcdFormat::ascii: overflow = __builtin_mul_overflow(h.points, 2 * h.valuesPerPoint - 1, &needed); break;
     case PcdFormat::binary: overflow = __builtin_mul_overflow(h.points, h.pointBytes, &needed); break;
-    case PcdFormat::binaryCompressed: needed = 8; break;
+    case PcdFormat::binaryCompressed: {
+      // The two sizes, then at least the compressed bytes LZF needs for the data.
+      std::uint64_t data = 0;
+      overflow = __builtin_mul_overflow(h.points, h.pointBytes, &data);
+      needed = 8 + (data + io_detail::kLzfMaxExpansion - 1) / io_detail::kLzfMaxExpansion;
+      break;
+    }
   }
   if (overflow || needed > bodyBytes)
     rep.atLine(h.pointsLine ? h.pointsLine : h.widthLine,
@@ -491,8 +501,8 @@ HostPointCloud readPcdImpl(const std::string& path, const PointCloudReadOptions&
 
   HostPointCloud cloud;
   io_detail::NarrowingWarning narrowing(rep, &options.warning);
-  // binary_compressed is decoded from memory, after its size has been checked.
-  PointStore store(cloud, h, fileSize.has_value() || h.format == PcdFormat::binaryCompressed, narrowing);
+  // binary_compressed allocates once its data is decompressed (readCompressed).
+  PointStore store(cloud, h, fileSize.has_value() && h.format != PcdFormat::binaryCompressed, narrowing);
   switch (h.format) {
     case PcdFormat::ascii: readAscii(src, h, store, rep); break;
     case PcdFormat::binary: readBinary(src, h, store, rep); break;

@@ -41,15 +41,24 @@ def organized_xyz(cloud):
     return cloud.device_points_xyz().to_numpy()
 
 
+def srgb_encode(x):
+    x = np.clip(x, 0.0, 1.0)
+    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * np.power(x, 1 / 2.4) - 0.055)
+
+
+def srgb_decode(s):
+    return np.where(s <= 0.04045, s / 12.92, np.power((s + 0.055) / 1.055, 2.4))
+
+
 def assert_srgb_close(got, want):
-    """sRGB codes after a trip through the device's 8-bit linear colours: within one
-    code where linear codes are coarser, within the gap of two linear codes in the
-    darkest shades (which share linear codes)."""
-    got = np.asarray(got, np.int32)
-    want = np.asarray(want, np.int32)
-    bright = want >= 40
-    assert np.all(np.abs(got - want)[bright] <= 1)
-    assert np.all(np.abs(got - want)[~bright] <= 13)
+    """sRGB codes after a trip through the device's 8-bit linear colours: within the
+    spacing, in sRGB codes, of the linear codes next to the value (about one code in
+    the bright half, several in dark shades)."""
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    linear = np.round(srgb_decode(want / 255) * 255)
+    gap = 255 * (srgb_encode(np.minimum(linear + 1, 255) / 255) - srgb_encode(np.maximum(linear - 1, 0) / 255)) / 2
+    assert np.all(np.abs(got - want) <= np.ceil(gap) + 1), np.abs(got - want).max()
 
 
 def assert_same_points(got, want):
