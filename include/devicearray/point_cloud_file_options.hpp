@@ -26,7 +26,7 @@ struct PointCloudReadOptions {
   /// own structured header fields decide (PLY's obj_info / camera element, PCD's
   /// HEIGHT). Both positive and the file declares another grid: InvalidArgument.
   int height = 0;
-  int width = 0;
+  int width = 0;  ///< columns of the stated grid (see height)
   /// How the file's colours are encoded; linear ones are converted to sRGB.
   ColorSpace colorSpace = ColorSpace::srgb;
   /// Receives, once per file, the warning that double coordinates lost precision when
