@@ -312,8 +312,8 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
   if (input.validCount() == 0) invalid(inputName + " has no valid point (every x, y, z is NaN or it is empty)");
   if (needsOrganizedInput() && !input.isOrganized())
     invalid(inputName +
-            " is unorganized (no 'obj_info height/width' in its header); --downsample, "
-            "--normals and --roi need an organized cloud");
+            " is unorganized (its header declares no grid: obj_info height/width or num_rows/num_cols, or a "
+            "camera element); --downsample, --normals and --roi need an organized cloud");
   if (downsample && (input.height < factorOf(*downsample) || input.width < factorOf(*downsample)))
     invalid("--downsample " + downsampleText(*downsample) + " needs at least " +
             std::to_string(factorOf(*downsample)) + " rows and columns; " + inputName + " is " +
