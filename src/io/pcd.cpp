@@ -26,11 +26,8 @@
 namespace devicearray {
 
 using io_detail::ByteSource;
-using io_detail::checkedMul;
-using io_detail::invalid;
 using io_detail::Reporter;
 using io_detail::ScalarType;
-using io_detail::tokenize;
 
 namespace {
 
@@ -112,7 +109,7 @@ PcdHeader parseHeader(ByteSource& src, const Reporter& rep) {
     if (src.offset() > kMaxHeaderBytes)
       rep.atLine(ln, "no 'DATA' line within the first " + io_detail::byteSizeText(kMaxHeaderBytes) +
                          " (the longest header this reader accepts)");
-    const auto tokens = tokenize(*line);
+    const auto tokens = io_detail::tokenize(*line);
     if (tokens.empty() || tokens[0].front() == '#') continue;
     const std::string_view key = tokens[0];
     const auto one = [&]() -> std::uint64_t {
@@ -298,9 +295,9 @@ class PointStore {
 
  private:
   void resize(std::size_t points) {
-    cloud_.xyz.resize(checkedMul(points, 3, "readPcd: xyz"));
-    if (h_.hasColors) cloud_.rgba.resize(checkedMul(points, 4, "readPcd: rgba"));
-    if (h_.hasNormals) cloud_.normals.resize(checkedMul(points, 3, "readPcd: normals"));
+    cloud_.xyz.resize(io_detail::checkedMul(points, 3, "readPcd: xyz"));
+    if (h_.hasColors) cloud_.rgba.resize(io_detail::checkedMul(points, 4, "readPcd: rgba"));
+    if (h_.hasNormals) cloud_.normals.resize(io_detail::checkedMul(points, 3, "readPcd: normals"));
     if (h_.hasSNR) cloud_.snr.resize(points);
     allocated_ = points;
   }
@@ -360,7 +357,7 @@ void readAscii(ByteSource& src, const PcdHeader& h, PointStore& store, const Rep
     if (!line)
       rep.atLine(ln + 1, "the file ends after " + std::to_string(r) + " of the " + std::to_string(h.points) +
                              " points the header declares");
-    const auto tokens = tokenize(*line);
+    const auto tokens = io_detail::tokenize(*line);
     if (tokens.size() != h.valuesPerPoint)
       rep.atLine(ln, "point " + std::to_string(r) + " has " + std::to_string(tokens.size()) +
                          " values; the fields declare " + std::to_string(h.valuesPerPoint));
@@ -489,12 +486,11 @@ void checkBodyCanHoldPoints(const PcdHeader& h, std::uint64_t bodyBytes, const R
 }
 
 HostPointCloud readPcdImpl(const std::string& path, const PointCloudReadOptions& options) {
-  io_detail::File file;
-  file.open("readPcd", path, "rb");
-  const Reporter rep("readPcd", path);
-  ByteSource src(file.get(), rep);
+  io_detail::ReaderInput input("readPcd", path);
+  const Reporter& rep = input.rep();
+  ByteSource& src = input.src();
   const PcdHeader h = parseHeader(src, rep);
-  const std::optional<std::uint64_t> fileSize = file.regularFileSize();
+  const std::optional<std::uint64_t> fileSize = input.regularFileSize();
   std::optional<std::uint64_t> bodyBytes;
   if (fileSize) bodyBytes = *fileSize > h.bodyOffset ? *fileSize - h.bodyOffset : 0;
   if (bodyBytes) checkBodyCanHoldPoints(h, *bodyBytes, rep);
@@ -531,7 +527,7 @@ const char* dataKeyword(PcdFormat format) {
     case PcdFormat::binary: return "binary";
     case PcdFormat::binaryCompressed: return "binary_compressed";
   }
-  invalid("writePcd: unknown PcdFormat value " + std::to_string(static_cast<int>(format)));
+  io_detail::invalid("writePcd: unknown PcdFormat value " + std::to_string(static_cast<int>(format)));
 }
 
 }  // namespace
@@ -562,7 +558,7 @@ void writePcd(const std::string& path, const HostPointCloud& input, PcdFormat fo
   const std::size_t height = cloud.isOrganized() ? static_cast<std::size_t>(cloud.height) : 1;
   const std::uint64_t dataBytes = static_cast<std::uint64_t>(n) * pointBytes;
   if (format == PcdFormat::binaryCompressed && dataBytes > UINT32_MAX)
-    invalid("writePcd: '" + io_detail::printable(path) + "': " + std::to_string(dataBytes) +
+    io_detail::invalid("writePcd: '" + io_detail::printable(path) + "': " + std::to_string(dataBytes) +
             " bytes of point data exceed binary_compressed's 4 GiB limit (write binary instead)");
 
   std::string header = "# .PCD v0.7 - Point Cloud Data file format\n# written by devicearray";

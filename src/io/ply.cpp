@@ -563,10 +563,9 @@ std::pair<std::int64_t, std::int64_t> declaredGrid(const PlyHeader& h, const Cam
 }
 
 HostPointCloud readPlyImpl(const std::string& path, const PointCloudReadOptions& options) {
-  io_detail::File file;
-  file.open("readPly", path, "rb");
-  const Reporter rep("readPly", path);
-  ByteSource src(file.get(), rep);
+  io_detail::ReaderInput input("readPly", path);
+  const Reporter& rep = input.rep();
+  ByteSource& src = input.src();
   const PlyHeader h = parseHeader(src, rep);
 
   const PlyElement* vertex = nullptr;
@@ -584,7 +583,7 @@ HostPointCloud readPlyImpl(const std::string& path, const PointCloudReadOptions&
 
   // A regular file's size bounds the counts before anything is allocated; a stream's
   // does not exist, so the cloud then grows with the records that actually arrive.
-  const std::optional<std::uint64_t> fileSize = file.regularFileSize();
+  const std::optional<std::uint64_t> fileSize = input.regularFileSize();
   if (fileSize) checkBodyCanHoldCounts(h, *fileSize > h.bodyOffset ? *fileSize - h.bodyOffset : 0, rep);
   if (vertex->count > std::numeric_limits<std::size_t>::max() / 16)
     rep.atLine(static_cast<std::size_t>(vertex->headerLine),

@@ -79,6 +79,28 @@ class ByteSource {
   std::string line_;
 };
 
+/// A file opened for one of the readers: the file, the reporter naming it in messages
+/// (as `function`), and the byte source reading it.
+class ReaderInput {
+ public:
+  /// Opens `path`; throws InvalidArgument naming `function`, the path and the reason.
+  ReaderInput(const char* function, const std::string& path) : rep_(function, path) {
+    file_.open(function, path, "rb");
+    src_.emplace(file_.get(), rep_);
+  }
+  ReaderInput(const ReaderInput&) = delete;
+  ReaderInput& operator=(const ReaderInput&) = delete;
+  const Reporter& rep() const { return rep_; }
+  ByteSource& src() { return *src_; }
+  /// The size of a regular file; nullopt for pipes and devices.
+  std::optional<std::uint64_t> regularFileSize() const { return file_.regularFileSize(); }
+
+ private:
+  File file_;
+  Reporter rep_;
+  std::optional<ByteSource> src_;  // made once the file is open
+};
+
 /// Reads what follows the last declared record of an ascii body: blank lines only, and
 /// not without end (at most `maxLine` bytes of them, so a stream of newlines stops).
 /// Throws (via `rep`) at the first line with data: "data after the last declared

@@ -23,10 +23,9 @@ constexpr std::size_t kMaxLine = 64 * 1024;
 bool looksFloat(std::string_view token) { return token.find_first_of(".eEnN") != std::string_view::npos; }
 
 HostPointCloud readXyzImpl(const std::string& path, const PointCloudReadOptions& options) {
-  io_detail::File file;
-  file.open("readXyz", path, "rb");
-  const Reporter rep("readXyz", path);
-  io_detail::ByteSource src(file.get(), rep);
+  io_detail::ReaderInput input("readXyz", path);
+  const Reporter& rep = input.rep();
+  io_detail::ByteSource& src = input.src();
   io_detail::NarrowingWarning narrowing(rep, &options.warning);
 
   HostPointCloud cloud;
