@@ -384,6 +384,59 @@ TEST_P(FramePipeline, UnorganizedInputCountsItsUnorganizeStageOnce) {
   EXPECT_LT(r.cloud.size(), flat.size());
 }
 
+/// Every normal of `c` is finite and (nx, ny, nz) within 1e-5.
+void expectAllNormals(const HostPointCloud& c, float nx, float ny, float nz) {
+  ASSERT_TRUE(c.hasNormals());
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c.isValid(i)) continue;
+    EXPECT_NEAR(c.normals[3 * i], nx, 1e-5) << i;
+    EXPECT_NEAR(c.normals[3 * i + 1], ny, 1e-5) << i;
+    EXPECT_NEAR(c.normals[3 * i + 2], nz, 1e-5) << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST_P(FramePipeline, NormalsOfTheInputSurviveEveryStage) {
+  HostPointCloud withNormals = scene_;
+  withNormals.normals.assign(3 * scene_.size(), 0.0f);
+  for (std::size_t i = 0; i < scene_.size(); ++i) withNormals.normals[3 * i] = 2.0f;  // not unit: made unit
+  // kRigid turns (1, 0, 0) by 30 degrees about z.
+  const float c30 = 0.8660254f, s30 = 0.5f;
+  expectAllNormals(devicearray::runPipeline(withNormals, PipelineStages{}, device()).cloud, 1, 0, 0);
+  for (const char* options : {"--downsample 2x2", "--downsample 3x3 --transform", "--transform --roi --unorganize",
+                              "--downsample 2x2 --transform --roi --unorganize --voxel 20"}) {
+    std::vector<std::string> args;
+    for (const std::string& w : words(options)) {
+      args.push_back(w);
+      if (w == "--transform") args.push_back(kRigid);
+      if (w == "--roi") args.push_back(kWideRoi);
+    }
+    const bool turned = std::string(options).find("--transform") != std::string::npos;
+    const PipelineResult r = devicearray::runPipeline(withNormals, PipelineStages::parse(args), device());
+    SCOPED_TRACE(options);
+    expectAllNormals(r.cloud, turned ? c30 : 1.0f, turned ? s30 : 0.0f, 0.0f);
+  }
+  // An unorganized input's normals follow its valid points.
+  HostPointCloud flat;
+  for (std::size_t i = 0; i < withNormals.size(); ++i)
+    if (i % 3 != 0) {
+      flat.xyz.insert(flat.xyz.end(), &withNormals.xyz[3 * i], &withNormals.xyz[3 * i + 3]);
+      flat.normals.insert(flat.normals.end(), &withNormals.normals[3 * i], &withNormals.normals[3 * i + 3]);
+    }
+  const PipelineResult r = devicearray::runPipeline(flat, PipelineStages::parse({"--transform", kRigid}), device());
+  EXPECT_EQ(r.cloud.size(), flat.validCount());
+  expectAllNormals(r.cloud, c30, s30, 0);
+  expectAllNormals(devicearray::runPipeline(flat, PipelineStages::parse({"--voxel", "25"}), device()).cloud, 1, 0, 0);
+  // --normals computes new ones instead.
+  const PipelineResult computed = devicearray::runPipeline(withNormals, PipelineStages::parse({"--normals"}), device());
+  ASSERT_TRUE(computed.cloud.hasNormals());
+  std::size_t along = 0;
+  for (std::size_t i = 0; i < computed.cloud.size(); ++i) along += computed.cloud.normals[3 * i] > 0.999f ? 1 : 0;
+  EXPECT_LT(along, computed.cloud.size() / 2);
+}
+
 TEST_P(FramePipeline, NothingLeftIsAClearError) {
   PipelineRunOptions options;
   options.outputName = "out.ply";

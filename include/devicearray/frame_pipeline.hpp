@@ -11,8 +11,9 @@
 // organized grid (so they come before unorganize), and the ROI is given in the frame the
 // transform produces (so it comes after).
 //
-// Normals are computed on the device. The device's unorganized clouds carry no
-// normals, so the pipeline carries them along the later stages itself: rotated on the
+// Normals are computed on the device, or brought by the input (a file with normals).
+// The device's clouds carry no normals, so the pipeline carries them along the stages
+// itself: rotated on the
 // device with the transform (by the inverse transpose of its linear part, which keeps
 // them perpendicular to the surface for any invertible affine map), then compacted and
 // voxel-averaged on the host after the download.
@@ -135,8 +136,12 @@ std::string pipelineCloudText(const HostPointCloud& cloud);
 
 /// Runs `stages` on `input` on `device`: upload, the stages in their fixed order,
 /// download. The result is organized unless stages.unorganizes(); it has normals
-/// exactly when stages.normals (unit length, NaN where they cannot be computed; in a
-/// voxel the normalized mean of its points' normals). Points whose coordinates become
+/// exactly when stages.normals or the input has normals (unit length, NaN where they
+/// cannot be computed or are missing; in a downsampled block or a voxel the normalized
+/// mean of its points' normals). stages.normals replaces the input's normals with
+/// computed ones; otherwise the input's are carried through every stage (rotated by
+/// the transform like computed ones; dropped when a singular transform flattens the
+/// cloud). Points whose coordinates become
 /// non-finite are made missing (NaN in an organized cloud, left out of an unorganized
 /// one) and counted in nonFinitePoints. Colours and SNR are kept as the device stages
 /// keep them. Device times are measured with events on a stream of its own.

@@ -40,7 +40,11 @@ from ._devicearray import (
     point_cloud_from_depth_image,
     process_ply_file,
     project_to_rgbd_image,
+    read_image,
+    read_point_cloud,
     synchronize_stream,
+    write_image,
+    write_point_cloud,
 )
 from ._devicearray import _testing
 
@@ -80,5 +84,9 @@ __all__ = [
     "point_cloud_from_depth_image",
     "process_ply_file",
     "project_to_rgbd_image",
+    "read_image",
+    "read_point_cloud",
     "synchronize_stream",
+    "write_image",
+    "write_point_cloud",
 ]

@@ -18,8 +18,6 @@ namespace devicearray::python {
 
 namespace {
 
-std::string typeName(nb::handle value) { return pyStr(nb::handle(Py_TYPE(value.ptr())).attr("__name__")); }
-
 /// None, a Downsampling, or the command's spelling "2x2" / "3x3" / "4x4".
 std::optional<Downsampling> downsampleFrom(nb::handle value) {
   if (value.is_none()) return std::nullopt;
@@ -29,14 +27,6 @@ std::optional<Downsampling> downsampleFrom(nb::handle value) {
   throw nb::type_error(
       ("PipelineStages: downsample must be None, a Downsampling or '2x2', '3x3', '4x4', not " + typeName(value))
           .c_str());
-}
-
-/// A path given as str or os.PathLike (bytes paths are refused: the library takes text).
-std::string pathFrom(nb::handle value, const char* what) {
-  nb::object path = nb::module_::import_("os").attr("fspath")(value);
-  if (!PyUnicode_Check(path.ptr()))
-    throw nb::type_error((std::string(what) + " must be a str or os.PathLike of str, not " + typeName(value)).c_str());
-  return nb::cast<std::string>(path);
 }
 
 /// The --format names of `devicearray process`.

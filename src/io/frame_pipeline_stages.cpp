@@ -385,8 +385,8 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
   if (input.validCount() == 0) invalid(inputName + " has no valid point (every x, y, z is NaN or it is empty)");
   if (needsOrganizedInput() && !input.isOrganized())
     invalid(inputName +
-            " is unorganized (no 'obj_info height/width' in its header); the camera filters, --downsample, "
-            "--normals and --roi need an organized cloud");
+            " is unorganized (its header declares no grid: obj_info height/width or num_rows/num_cols, or a "
+            "camera element); the camera filters, --downsample, --normals and --roi need an organized cloud");
   if (snrThreshold && !input.hasSNR()) invalid("--snr-threshold needs SNR values; " + inputName + " has none");
   if (downsample && (input.height < factorOf(*downsample) || input.width < factorOf(*downsample)))
     invalid("--downsample " + downsampleText(*downsample) + " needs at least " +
