@@ -3,7 +3,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <devicearray/devicearray.hpp>
@@ -50,6 +52,29 @@ void timeOnDevice(benchmark::State& state, devicearray::Stream& stream, Body&& b
     stop.waitForCompletion();
     state.SetIterationTime(static_cast<double>(devicearray::Event::elapsedTime(start, stop)) * 1e-3);
   }
+}
+
+/// Runs the registered benchmarks with the command line's options: main()'s body.
+inline int runRegistered(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+/// Registers `bench(state, device, value)` as "NAME/<device tag>" for every device and
+/// every (NAME, value) of `cases` (manual time, microseconds), then runs the benchmarks
+/// the command line selects. The `main` of a per-device benchmark program.
+template <class Value, std::size_t N>
+int runPerDevice(int argc, char** argv, const std::pair<const char*, Value> (&cases)[N],
+                 void (*bench)(benchmark::State&, devicearray::ComputeDevice, Value)) {
+  for (const auto& device : devicearray::ComputeDevice::all())
+    for (const auto& [name, value] : cases)
+      benchmark::RegisterBenchmark((std::string(name) + "/" + deviceTag(device)).c_str(), bench, device, value)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  return runRegistered(argc, argv);
 }
 
 }  // namespace dabench

@@ -5,7 +5,10 @@ more and timed in one process for bench/compare.py:
 - with PyTorch as a careful PyTorch user writes it (reshape-based block mean,
   central differences and torch.linalg.cross for normals, one matmul, a boolean
   mask for the box and for compaction, torch.unique + index_add_ for the voxels);
-- through devicearray's Python API on one stream.
+- through devicearray's Python API on one stream;
+
+and measures what a Python caller pays per call (a transform, enqueued and blocking)
+and the frames/s that `devicearray process --frames` sustains with frames in flight.
 
 Both read the scene that `devicearray synth` writes for the camera size (the C++
 benchmark's scene at 1920x1200), and both are timed like the C++ benchmark: one
@@ -176,4 +179,62 @@ def measure(m, Result, Timer, build: Path, min_time: float) -> None:
         timer = Timer(lambda: da.Event(device), lambda e: e.record(stream), stream.wait_for_completion,
                       da.Event.elapsed_time, min_time)
         m.add(Result("python", "pc_pipeline", frame, timer.device_seconds(run_ours)))
+
+        if frame == SIZES[0][0] * SIZES[0][1]:
+            measure_call_costs(m, Result, Timer, da, device, cloud.downsampled(da.Downsampling.by2x2), pose, min_time)
+        measure_streaming(m, Result, cli, device, xyz, box, frame)
+
+
+def measure_call_costs(m, Result, Timer, da, device, cloud, pose, min_time: float) -> None:
+    """Host time of one Python call of `transformed` on a 960x600 cloud: with a stream
+    (enqueue only) and blocking, beside the device time of the same work."""
+    import time
+
+    stream = da.Stream(device)
+    timer = Timer(lambda: da.Event(device), lambda e: e.record(stream), stream.wait_for_completion,
+                  da.Event.elapsed_time, min_time)
+    m.add(Result("python", "transformed_device", None, timer.device_seconds(lambda: cloud.transformed(pose,
+                                                                                                      stream=stream))))
+
+    def host_seconds(call, per_sync):
+        best = math.inf
+        deadline = time.perf_counter() + max(min_time, 0.05)
+        while time.perf_counter() < deadline:
+            stream.wait_for_completion()
+            t0 = time.perf_counter()
+            for _ in range(per_sync):
+                call()
+            best = min(best, (time.perf_counter() - t0) / per_sync)
+        stream.wait_for_completion()
+        return best
+
+    # A handful of enqueued calls between synchronizations: the queue never fills.
+    m.add(Result("python", "transformed_stream_host", None, host_seconds(lambda: cloud.transformed(pose,
+                                                                                                   stream=stream), 8)))
+    m.add(Result("python", "transformed_blocking_host", None, host_seconds(lambda: cloud.transformed(pose), 1)))
+
+
+def measure_streaming(m, Result, cli: Path, device, xyz, box, frame: int, frames: int = 200, in_flight: int = 3) -> None:
+    """Frames/s of `devicearray process --frames` (pageable host frames: read once, then
+    upload -> the pipeline's stages -> download per frame) on the scene of this size."""
+    import re
+
+    height, width = xyz.shape[:2]
+    origin, a, b, lo, hi = box
+    roi = ",".join(f"{v:.9g}" for v in (*origin, *a, *b, lo, hi))
+    pose = ",".join(f"{v:.9g}" for v in POSE.reshape(-1))
+    with tempfile.TemporaryDirectory(prefix="da-stream-") as tmp:
+        scene = Path(tmp) / "scene.ply"
+        subprocess.run([str(cli), "synth", "-H", str(height), "-W", str(width), "-o", str(scene)], check=True,
+                       stdout=subprocess.DEVNULL)
+        run = subprocess.run([str(cli), "process", str(scene), "--downsample", "2x2", "--normals", "--transform", pose,
+                              f"--roi={roi}", "--voxel", str(VOXEL_MM), "--frames", str(frames), "--in-flight",
+                              str(in_flight), "--device", f"cuda:{device.ordinal()}", "-o", str(Path(tmp) / "out.ply")],
+                             capture_output=True, text=True, check=True)
+    found = re.search(r"([0-9.]+) frames/s", run.stdout)
+    if not found:
+        raise RuntimeError(f"no frames/s in the output of process --frames: {run.stdout[-300:]}")
+    m.add(Result("cli", "frames_per_second", frame, 1.0 / float(found.group(1)),
+                 counters={"frames_per_second": float(found.group(1)), "in_flight": in_flight,
+                           "frame_bytes": float(frame * 20)}))
 

@@ -1,17 +1,20 @@
 // The point-cloud pipeline of a 3-D camera frame on every device: each stage alone
 // and the whole chain
 //   downsample 2x2 -> normals -> transform -> ROI box -> unorganize -> voxel grid
-// on a 1920x1200 synthetic scene (io.hpp synthesizeScene, the default camera).
+// on synthetic scenes (synthesizeScene) of a 1920x1200 and a 2448x2048 (5 MP) camera.
+// Each run is named <stage>/<device>/<points of the camera frame>.
 //
 // Each stage runs on the output of the stages before it, prepared once outside the
 // timed loop. Times are device-event spans around the stage's calls on one stream
 // (manual time); stages that read a count back (unorganize, voxel, pipeline) block
 // the host inside that span, so the span is their latency as a caller sees it. The
-// host wall-clock time of the same span is reported as host_us.
+// host wall-clock time of the same span is reported as host_us, and the bytes the
+// stage must read plus write (its memory bound at the copy bandwidth) as bytes.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,9 +26,20 @@ namespace {
 
 constexpr float kVoxelMm = 10.0f;
 
-const da::HostPointCloud& scene() {
-  static const da::HostPointCloud cloud = da::synthesizeScene(da::SynthOptions{});
-  return cloud;
+struct CameraSize {
+  int height;
+  int width;
+};
+constexpr CameraSize kCameras[] = {{1200, 1920}, {2048, 2448}};
+
+// The scene of a camera size, synthesized once (the default camera's field of view).
+const da::HostPointCloud& scene(CameraSize camera) {
+  static std::map<std::pair<int, int>, da::HostPointCloud> scenes;  // map: references stay valid
+  const std::pair<int, int> key{camera.height, camera.width};
+  if (const auto it = scenes.find(key); it != scenes.end()) return it->second;
+  da::SynthOptions options;
+  options.camera = da::PinholeCamera::withFieldOfView(camera.width, camera.height, 60.0);
+  return scenes.emplace(key, da::synthesizeScene(options)).first->second;
 }
 
 // A rigid camera-to-robot pose: a 40-degree tilt about x (the default camera looks
@@ -48,8 +62,7 @@ da::Matrix4x4 inverseRigid(const da::Matrix4x4& m) {
 
 // The central box of the transformed scene: between the 25th and 75th percentile of
 // the valid points along each axis, so the ROI keeps a realistic part of the frame.
-da::RegionOfInterestBox centralBox() {
-  const da::HostPointCloud& cloud = scene();
+da::RegionOfInterestBox centralBox(const da::HostPointCloud& cloud) {
   const da::Matrix4x4 m = pose();
   std::array<std::vector<float>, 3> axes;
   for (std::size_t i = 0; i < cloud.size(); ++i) {
@@ -103,23 +116,50 @@ struct Inputs {
   da::PointCloud transformed;  ///< downsampled, then transformed
   da::PointCloud masked;       ///< transformed, then ROI-masked
   da::UnorganizedPointCloud unorganized;
+  std::size_t transformedValid = 0;  ///< valid points before the ROI
 };
 
-Inputs prepare(const da::ComputeDevice& device, const da::RegionOfInterestBox& box) {
+Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device, const da::RegionOfInterestBox& box) {
   Inputs in;
-  in.full = da::PointCloud::fromHost(scene(), device);
+  in.full = da::PointCloud::fromHost(scene, device);
   in.downsampled = in.full.downsampled(da::Downsampling::by2x2);
   in.transformed = in.downsampled.transformed(pose());
   in.masked = in.transformed.maskedByRegionOfInterest(box);
   in.unorganized = in.masked.toUnorganizedPointCloud();
+  in.transformedValid = in.transformed.toHost().validCount();
   return in;
 }
 
+// Bytes a point carries through the stages: XYZ, RGBA and SNR.
+constexpr double kPointBytes = 12 + 4 + 4;
+
+// The bytes each stage must read plus write at the least, from the sizes of its input
+// and output; the pipeline's is the sum over its stages.
+double stageBytes(const Inputs& in, std::size_t voxels, int which);
+
 enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline };
 
-void stage(benchmark::State& state, da::ComputeDevice device, Stage which) {
-  const da::RegionOfInterestBox box = centralBox();
-  Inputs in = prepare(device, box);
+double stageBytes(const Inputs& in, std::size_t voxels, int which) {
+  const auto full = static_cast<double>(in.full.size()), quarter = static_cast<double>(in.downsampled.size());
+  const auto kept = static_cast<double>(in.unorganized.size());
+  const double bytes[] = {
+      (full + quarter) * kPointBytes,                                            // downsample: all in, a quarter out
+      quarter * (12 + 12),                                                       // normals: XYZ in, normals out
+      quarter * (12 + 12),                                                       // transform: XYZ in place
+      quarter * 12 + static_cast<double>(in.transformedValid - in.unorganized.size()) * 12,  // ROI: read, mask
+      (quarter + kept) * kPointBytes,                                            // unorganize: grid in, kept out
+      (kept + static_cast<double>(voxels)) * kPointBytes,                        // voxel: points in, voxels out
+  };
+  if (which < 6) return bytes[which];
+  double sum = 0;
+  for (double b : bytes) sum += b;
+  return sum;
+}
+
+void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera, Stage which) {
+  const da::HostPointCloud& cloud = scene(camera);
+  const da::RegionOfInterestBox box = centralBox(cloud);
+  Inputs in = prepare(cloud, device, box);
   da::Stream stream(device);
   const da::Matrix4x4 m = pose();
   const da::Matrix4x4 back = inverseRigid(m);
@@ -187,6 +227,9 @@ void stage(benchmark::State& state, da::ComputeDevice device, Stage which) {
                                                         : which == Stage::voxel ? in.unorganized.size()
                                                                                 : in.downsampled.size());
   state.counters["points_out"] = static_cast<double>(pointsOut);
+  const std::size_t voxels =
+      which == Stage::voxel || which == Stage::pipeline ? pointsOut : in.unorganized.voxelDownsampled(kVoxelMm, 1).size();
+  state.counters["bytes"] = stageBytes(in, voxels, static_cast<int>(which));
 }
 
 }  // namespace
@@ -199,14 +242,15 @@ int main(int argc, char** argv) {
       {"pc_pipeline", Stage::pipeline},
   };
   for (const auto& device : da::ComputeDevice::all())
-    for (const auto& [name, which] : stages)
-      benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device)).c_str(), stage, device,
-                                   which)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+    for (const CameraSize camera : kCameras) {
+      if (camera.width != kCameras[0].width && !dabench::isGpu(device)) continue;  // CPU devices: the frame size
+      for (const auto& [name, which] : stages)
+        benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device) + "/" +
+                                      std::to_string(camera.height * camera.width))
+                                         .c_str(),
+                                     stage, device, camera, which)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+    }
+  return dabench::runRegistered(argc, argv);
 }

@@ -3,8 +3,9 @@
 
 The DLPack and layout targets read their inputs sequentially and little-endian
 (fuzz_common.hpp: ByteReader), so each seed below is a readable description of
-one tensor or layout. PLY seeds are copied from tests/data/ply (the reader's
-malformed-file corpus) plus small valid files written here.
+one tensor or layout. The file readers' seeds are copied from tests/data/ply, pcd,
+xyz (the malformed-file corpora) and tests/data/exchange (files as other tools write
+them), plus small valid PLY files written here.
 """
 import os
 import shutil
@@ -78,12 +79,26 @@ write("gpumatnd_layout", "cuda_refused", layout(2, [2, 2], 0, 1, [], 64))
 write("gpumatnd_layout", "hostmat_views", layout(3, [4 + 1, 4 + 1], 0, 3, [24], 0, bytes([1, 2, 1, 3, 1, 4])))
 write("gpumatnd_layout", "bad_steps", layout(0, [3 + 1, 3 + 1], 5, 1, [5, 4], 0))
 
-# ---- ply_reader ----------------------------------------------------------
-src = os.path.join(HERE, "..", "tests", "data", "ply")
-if os.path.isdir(src):
-    os.makedirs(os.path.join(CORPUS, "ply_reader"), exist_ok=True)
+# ---- file readers: the test corpora ----------------------------------------
+# Each reader's malformed-file corpus (tests/data/<format>/) and the files other
+# tools write (tests/data/exchange/, by make_exchange_files.py) seed its target.
+
+
+def copy_seeds(target, directory, extension):
+    src = os.path.join(HERE, "..", "tests", "data", directory)
+    if not os.path.isdir(src):
+        return
+    os.makedirs(os.path.join(CORPUS, target), exist_ok=True)
     for name in sorted(os.listdir(src)):
-        shutil.copyfile(os.path.join(src, name), os.path.join(CORPUS, "ply_reader", name))
+        if name.endswith(extension):
+            shutil.copyfile(os.path.join(src, name), os.path.join(CORPUS, target, name))
+
+
+for target, extension in (("ply_reader", ".ply"), ("pcd_reader", ".pcd"), ("xyz_reader", ".xyz")):
+    copy_seeds(target, extension[1:], extension)
+    copy_seeds(target, "exchange", extension)
+
+# ---- ply_reader ----------------------------------------------------------
 
 ascii_cloud = b"""ply
 format ascii 1.0

@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECONDS_PER_TARGET="${1:-60}"
 JOBS="${JOBS:-2}"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-fuzz}"
-TARGETS="${FUZZ_TARGETS:-dlpack_import gpumatnd_layout ply_reader}"
+TARGETS="${FUZZ_TARGETS:-dlpack_import gpumatnd_layout ply_reader pcd_reader xyz_reader}"
 
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz: clang++ not found; installing clang (libFuzzer ships with it)" >&2

@@ -24,7 +24,7 @@ import devicearray as da
 
 package = pathlib.Path(da.__file__).parent
 assert "site-packages" in str(package), f"imported {package}, not the installed package"
-for stub in ("_devicearray.pyi", "_testing.pyi", "py.typed"):
+for stub in ("_devicearray.pyi", "_testing.pyi", "py.typed", "batch.py", "dask.py"):
     assert (package / stub).is_file(), f"{stub} is missing from the wheel"
 devices = da.ComputeDevice.all()
 assert devices, "no device"

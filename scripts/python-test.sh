@@ -6,7 +6,8 @@
 #
 # $PYTHON (default python3) is used as is when it has nanobind, numpy and pytest
 # (so torch / cupy / jax installed for it serve the interop tests); otherwise a
-# venv (<BUILD_DIR>/python-venv, seeing the system site-packages) gets them once.
+# venv (<BUILD_DIR>/python-venv, seeing the system site-packages) gets them once,
+# with dask and distributed for the batch tests.
 # The tests import the package staged in <BUILD_DIR>/python/devicearray, which
 # every rebuild updates in place.
 set -euo pipefail
@@ -31,6 +32,11 @@ else
   if ! "$py" -c "import nanobind, numpy, pytest" 2>/dev/null; then
     echo "python-test: installing nanobind, numpy, pytest into $venv"
     "$py" -m pip install -q nanobind numpy pytest
+  fi
+  # The batch tests (test_dask_batch.py) need Dask; they skip, saying so, without it.
+  if ! "$py" -c "import dask, distributed" 2>/dev/null; then
+    echo "python-test: installing dask, distributed into $venv"
+    "$py" -m pip install -q dask distributed || echo "python-test: could not install Dask: the batch tests skip"
   fi
 fi
 

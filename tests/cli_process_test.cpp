@@ -351,6 +351,21 @@ TEST_F(ProcessCommand, FullPipelineReportsEveryStage) {
   }
 }
 
+TEST_F(ProcessCommand, NormalsInTheInputFileSurvive) {
+  REQUIRE_CLI_AND_DEVICE();
+  HostPointCloud withNormals = scene_;
+  withNormals.normals.assign(3 * scene_.size(), 0.0f);
+  for (std::size_t i = 0; i < scene_.size(); ++i) withNormals.normals[3 * i + 2] = -1.0f;  // facing the camera
+  const fs::path in = tempDir() / "with_normals.ply";
+  devicearray::writePly(in.string(), withNormals);
+  const fs::path out = tempDir() / "with_normals_out.ply";
+  const Result r = run("process " + q(in) + " --downsample 2x2 --unorganize --voxel 20 -o " + q(out));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const HostPointCloud result = devicearray::readPly(out.string());
+  ASSERT_TRUE(result.hasNormals());
+  for (std::size_t i = 0; i < result.size(); ++i) EXPECT_NEAR(result.normals[3 * i + 2], -1.0f, 1e-6f) << i;
+}
+
 TEST_F(ProcessCommand, UnorganizedInputAllowsTransformAndVoxelOnly) {
   REQUIRE_CLI_AND_DEVICE();
   const fs::path in = tempDir() / "flat.ply";

@@ -85,6 +85,39 @@ TEST(PipelineStagesParse, EachOption) {
   EXPECT_EQ(all.stageCount(), 6);
 }
 
+TEST(PipelineStagesParse, CameraFilterOptions) {
+  const PipelineStages s = PipelineStages::parse({"--snr-threshold=-1.5", "--remove-outliers", "20", "--smooth", "1.5",
+                                                  "--smooth-radius", "4", "--fill-holes=3", "--max-depth-step", "7"});
+  EXPECT_EQ(s.snrThreshold, -1.5f);
+  EXPECT_EQ(s.outlierDistance, 20.0f);
+  EXPECT_EQ(s.smoothingSigma, 1.5f);
+  EXPECT_EQ(s.smoothingRadius, 4);
+  EXPECT_EQ(s.maxHoleSize, 3);
+  EXPECT_EQ(s.maxDepthStep, 7.0f);
+  EXPECT_EQ(s.stageCount(), 4);
+  EXPECT_TRUE(s.needsOrganizedInput());
+  EXPECT_EQ(PipelineStages::parse(s.toArguments()), s);
+  EXPECT_EQ(PipelineStages::parse({"--smooth", "2"}).maxDepthStep, 10.0f);
+
+  expectRefused({"--snr-threshold", "nan"}, "--snr-threshold 'nan' is not a finite number");
+  expectRefused({"--remove-outliers", "-1"}, "--remove-outliers -1 must be a finite distance >= 0");
+  expectRefused({"--smooth", "0"}, "--smooth 0 must be a finite sigma > 0");
+  expectRefused({"--smooth-radius", "2"}, "--smooth-radius needs --smooth");
+  expectRefused({"--smooth", "1", "--smooth-radius", "16"}, "--smooth-radius '16' must be an integer in 0..15");
+  expectRefused({"--fill-holes", "0"}, "--fill-holes '0' must be an integer in 1..1024");
+  expectRefused({"--fill-holes", "2x"}, "--fill-holes '2x'");
+  expectRefused({"--max-depth-step", "5"}, "--max-depth-step needs --smooth or --fill-holes");
+  expectRefused({"--fill-holes", "2", "--max-depth-step", "-5"}, "--max-depth-step -5 must be a finite distance");
+  expectRefused({"--smooth", "1", "--smooth", "2"}, "--smooth is given twice");
+
+  PipelineStages built;
+  built.maxHoleSize = 2000;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "hole size out of range");
+  built.maxHoleSize.reset();
+  built.maxDepthStep = 3;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "depth step without a filter");
+}
+
 TEST(PipelineStagesParse, TransformFromAFileWithComments) {
   const fs::path file = tempDir() / "rigid.txt";
   {
@@ -195,6 +228,8 @@ TEST(PipelineStages, CheckInputNamesTheCloud) {
   };
   refused(PipelineStages{}, empty, "in.ply has no valid point");
   refused(PipelineStages::parse({"--normals"}), flat, "in.ply is unorganized");
+  refused(PipelineStages::parse({"--fill-holes", "2"}), flat, "in.ply is unorganized");
+  refused(PipelineStages::parse({"--snr-threshold", "2"}), grid, "--snr-threshold needs SNR values; in.ply has none");
   refused(PipelineStages::parse({"--downsample", "3x3"}), grid, "needs at least 3 rows and columns; in.ply is 2 x 3");
   PipelineStages::parse({"--downsample", "2x2"}).checkInput(grid, "in.ply");
   PipelineStages::parse({"--transform", kRigid, "--voxel", "1"}).checkInput(flat, "in.ply");
@@ -251,6 +286,7 @@ TEST_P(FramePipeline, WritesTheBytesOfTheProcessCommand) {
       "--normals --voxel 20 --min-points 2",
       std::string("--downsample 2x2 --normals --transform ") + kRigid + " --roi=" + kWideRoi + " --voxel 10",
       "--transform 1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1",
+      "--snr-threshold 3 --remove-outliers 25 --smooth 1.2 --fill-holes 4 --max-depth-step 15 --normals",
   };
   int n = 0;
   for (const std::string& options : optionSets) {
@@ -297,6 +333,30 @@ TEST_P(FramePipeline, ReportsEveryStageInOrder) {
   EXPECT_EQ(r.nonFinitePoints, 0u);
 }
 
+TEST_P(FramePipeline, CameraFiltersRunFirstAndMatchTheCloudMethods) {
+  const PipelineStages stages = PipelineStages::parse({"--snr-threshold", "2", "--remove-outliers", "30", "--smooth",
+                                                       "1", "--fill-holes", "3", "--downsample", "2x2"});
+  const PipelineResult r = devicearray::runPipeline(scene_, stages, device());
+  std::vector<std::string> names;
+  for (const auto& row : r.stages) names.push_back(row.stage);
+  EXPECT_EQ(names, (std::vector<std::string>{"upload", "snr threshold 2", "remove outliers 30 mm", "smooth sigma 1",
+                                             "fill holes 3", "downsample 2x2", "download"}));
+  devicearray::PointCloud cloud = devicearray::PointCloud::fromHost(scene_, device());
+  cloud.filterNoise(2);
+  cloud.filterOutliers(30);
+  cloud.smoothDepth(1, 10);
+  cloud.fillHoles(3, 10);
+  cloud.downsample(Downsampling::by2x2);
+  const HostPointCloud want = cloud.toHost();
+  ASSERT_EQ(r.cloud.xyz.size(), want.xyz.size());
+  for (std::size_t i = 0; i < want.xyz.size(); ++i) {
+    if (std::isnan(want.xyz[i]))
+      EXPECT_TRUE(std::isnan(r.cloud.xyz[i])) << i;
+    else
+      EXPECT_EQ(r.cloud.xyz[i], want.xyz[i]) << i;
+  }
+}
+
 TEST_P(FramePipeline, WithoutStagesTheCloudComesBackUnchanged) {
   const PipelineResult r = devicearray::runPipeline(scene_, PipelineStages{}, device());
   ASSERT_EQ(r.cloud.height, scene_.height);
@@ -322,6 +382,59 @@ TEST_P(FramePipeline, UnorganizedInputCountsItsUnorganizeStageOnce) {
   EXPECT_EQ(done, 2 + stages.stageCount());
   EXPECT_EQ(r.stages.size(), 3u);  // upload, voxel, download: nothing to unorganize
   EXPECT_LT(r.cloud.size(), flat.size());
+}
+
+/// Every normal of `c` is finite and (nx, ny, nz) within 1e-5.
+void expectAllNormals(const HostPointCloud& c, float nx, float ny, float nz) {
+  ASSERT_TRUE(c.hasNormals());
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (!c.isValid(i)) continue;
+    EXPECT_NEAR(c.normals[3 * i], nx, 1e-5) << i;
+    EXPECT_NEAR(c.normals[3 * i + 1], ny, 1e-5) << i;
+    EXPECT_NEAR(c.normals[3 * i + 2], nz, 1e-5) << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST_P(FramePipeline, NormalsOfTheInputSurviveEveryStage) {
+  HostPointCloud withNormals = scene_;
+  withNormals.normals.assign(3 * scene_.size(), 0.0f);
+  for (std::size_t i = 0; i < scene_.size(); ++i) withNormals.normals[3 * i] = 2.0f;  // not unit: made unit
+  // kRigid turns (1, 0, 0) by 30 degrees about z.
+  const float c30 = 0.8660254f, s30 = 0.5f;
+  expectAllNormals(devicearray::runPipeline(withNormals, PipelineStages{}, device()).cloud, 1, 0, 0);
+  for (const char* options : {"--downsample 2x2", "--downsample 3x3 --transform", "--transform --roi --unorganize",
+                              "--downsample 2x2 --transform --roi --unorganize --voxel 20"}) {
+    std::vector<std::string> args;
+    for (const std::string& w : words(options)) {
+      args.push_back(w);
+      if (w == "--transform") args.push_back(kRigid);
+      if (w == "--roi") args.push_back(kWideRoi);
+    }
+    const bool turned = std::string(options).find("--transform") != std::string::npos;
+    const PipelineResult r = devicearray::runPipeline(withNormals, PipelineStages::parse(args), device());
+    SCOPED_TRACE(options);
+    expectAllNormals(r.cloud, turned ? c30 : 1.0f, turned ? s30 : 0.0f, 0.0f);
+  }
+  // An unorganized input's normals follow its valid points.
+  HostPointCloud flat;
+  for (std::size_t i = 0; i < withNormals.size(); ++i)
+    if (i % 3 != 0) {
+      flat.xyz.insert(flat.xyz.end(), &withNormals.xyz[3 * i], &withNormals.xyz[3 * i + 3]);
+      flat.normals.insert(flat.normals.end(), &withNormals.normals[3 * i], &withNormals.normals[3 * i + 3]);
+    }
+  const PipelineResult r = devicearray::runPipeline(flat, PipelineStages::parse({"--transform", kRigid}), device());
+  EXPECT_EQ(r.cloud.size(), flat.validCount());
+  expectAllNormals(r.cloud, c30, s30, 0);
+  expectAllNormals(devicearray::runPipeline(flat, PipelineStages::parse({"--voxel", "25"}), device()).cloud, 1, 0, 0);
+  // --normals computes new ones instead.
+  const PipelineResult computed = devicearray::runPipeline(withNormals, PipelineStages::parse({"--normals"}), device());
+  ASSERT_TRUE(computed.cloud.hasNormals());
+  std::size_t along = 0;
+  for (std::size_t i = 0; i < computed.cloud.size(); ++i) along += computed.cloud.normals[3 * i] > 0.999f ? 1 : 0;
+  EXPECT_LT(along, computed.cloud.size() / 2);
 }
 
 TEST_P(FramePipeline, NothingLeftIsAClearError) {

@@ -35,6 +35,8 @@ struct ProcessArgs {
   std::string transform;
   std::string roi;
   std::string voxel;
+  // The camera filters' values, passed to PipelineStages::parse as given (it checks them).
+  std::string snrThreshold, removeOutliers, smooth, smoothRadius, fillHoles, maxDepthStep;
   bool normals = false;
   bool unorganize = false;
   int minPoints = 1;
@@ -165,12 +167,32 @@ void addProcessCommand(CLI::App& app) {
   auto a = std::make_shared<ProcessArgs>();
   CLI::App* cmd = app.add_subcommand(
       "process",
-      "Run the point-cloud pipeline on a PLY file on one device, in this order: downsample, normals, transform, "
-      "ROI, unorganize, voxel. Prints the GPU time of every stage.");
+      "Run the point-cloud pipeline on a PLY file on one device, in this order: SNR threshold, outlier removal, "
+      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, voxel. Prints the GPU time of "
+      "every stage.");
   cmd->add_option("input", a->input, "Input PLY file (organized clouds keep their rows and columns)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", a->output, "Output PLY file (organized unless --unorganize or --voxel)")->required();
+  // Camera filters (docs/filters.md), on the organized grid before every other stage.
+  struct FilterOption {
+    const char* name;
+    std::string* value;
+    const char* help;
+  };
+  const FilterOption filterOptions[] = {
+      {"--snr-threshold", &a->snrThreshold, "Points with an SNR below this become missing"},
+      {"--remove-outliers", &a->removeOutliers,
+       "Points farther than this (mm) from every valid grid neighbour become missing"},
+      {"--smooth", &a->smooth,
+       "Gaussian smoothing of depth along the camera rays with this sigma (pixels), not across depth steps larger "
+       "than --max-depth-step"},
+      {"--smooth-radius", &a->smoothRadius, "Window radius of --smooth in pixels (default ceil(2 sigma))"},
+      {"--fill-holes", &a->fillHoles, "Fill row and column gaps of at most this many missing points by interpolation"},
+      {"--max-depth-step", &a->maxDepthStep, "Depth difference (mm, default 10) that --smooth and --fill-holes treat as an edge"},
+  };
+  std::vector<std::pair<std::string, CLI::Option*>> filterArgs;
+  for (const FilterOption& f : filterOptions) filterArgs.emplace_back(f.name, cmd->add_option(f.name, *f.value, f.help));
   CLI::Option* downsample = cmd->add_option("--downsample", a->downsample, "Block-average k x k points (SNR^2-weighted)")
                                 ->check(CLI::IsMember({"2x2", "3x3", "4x4"}));
   cmd->add_flag(
@@ -203,10 +225,12 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
-  cmd->callback([a, downsample, transform, roi, voxel, minPoints] {
+  cmd->callback([a, filterArgs, downsample, transform, roi, voxel, minPoints] {
     // The stage options go to the library as the arguments PipelineStages::parse reads.
     std::vector<std::string>& args = a->stageArgs;
     args.clear();
+    for (const auto& [name, option] : filterArgs)
+      if (option->count() > 0) args.push_back(name + "=" + option->results().front());
     if (downsample->count() > 0) args.insert(args.end(), {"--downsample", a->downsample});
     if (a->normals) args.emplace_back("--normals");
     if (transform->count() > 0) args.insert(args.end(), {"--transform", a->transform});

@@ -27,5 +27,6 @@ void addRenderCommand(CLI::App& app);
 void addProcessCommand(CLI::App& app);
 void addBenchCommand(CLI::App& app);
 void addStitchCommand(CLI::App& app);
+void addBatchCommand(CLI::App& app);
 
 }  // namespace devicearray::cli

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   devicearray::cli::addSynthCommand(app);
   devicearray::cli::addProcessCommand(app);
   devicearray::cli::addStitchCommand(app);
+  devicearray::cli::addBatchCommand(app);
   devicearray::cli::addRenderCommand(app);
   devicearray::cli::addBenchCommand(app);
 

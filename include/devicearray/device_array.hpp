@@ -75,6 +75,7 @@ class UntypedDeviceArray {
 
   void copyToHost(FormatId format, void* dst, std::size_t bytes, const StreamOrQueue& sq) const;
   void download(FormatId format, void* dst) const;
+  UntypedDeviceArray clone(const ComputeDevice& device) const;
   UntypedDeviceArray converted(FormatId to, FormatId from, const StreamOrQueue& sq) const;
   static void convertInto(FormatId to, const UntypedDeviceArrayView& dst, FormatId from, const UntypedDeviceArray& src,
                           const StreamOrQueue& sq);
@@ -244,6 +245,15 @@ class DeviceArray {
     if (!out.empty()) array_.download(Format::id, out.data());
     return out;
   }
+
+  /// A packed deep copy on `device`, which may be another device of any backend (a peer
+  /// copy where the two devices reach each other's memory, staged through host memory
+  /// otherwise), or on this array's device. Blocking. An empty array gives an empty one.
+  /// Throws InvalidArgument for an invalid device.
+  ///@{
+  DeviceArray clone(const ComputeDevice& device) const { return DeviceArray(array_.clone(device)); }
+  DeviceArray clone() const { return isEmpty() ? DeviceArray() : clone(device()); }
+  ///@}
 
   /// A GpuMatND sharing this memory: size {H, W} (organized) or {N}, type
   /// makeType(Format::depth, Format::channels). O(1), no device work.

@@ -14,4 +14,5 @@
 #include "devicearray/point_cloud.hpp"
 #include "devicearray/frame_pipeline.hpp"
 #include "devicearray/registration.hpp"
+#include "devicearray/rgbd.hpp"
 #endif

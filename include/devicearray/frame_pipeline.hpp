@@ -3,13 +3,17 @@
 // caller (the command, Python, a batch runner) produces the same cloud, byte for byte once
 // written.
 //
-// The stages always run in one order — downsample, normals, transform, ROI,
-// unorganize, voxel — because each later stage needs what the earlier ones keep:
-// normals need the organized grid (so they come before unorganize), and the ROI is
-// given in the frame the transform produces (so it comes after).
+// The stages always run in one order — the camera filters (SNR noise removal, outlier
+// removal, depth smoothing, hole repair), downsample, normals, transform, ROI,
+// unorganize, voxel — because each later stage needs what the earlier ones keep: the
+// camera filters work on the camera's full-resolution grid (so they come first, noise
+// and outliers removed before smoothing and repair can spread them), normals need the
+// organized grid (so they come before unorganize), and the ROI is given in the frame the
+// transform produces (so it comes after).
 //
-// Normals are computed on the device. The device's unorganized clouds carry no
-// normals, so the pipeline carries them along the later stages itself: rotated on the
+// Normals are computed on the device, or brought by the input (a file with normals).
+// The device's clouds carry no normals, so the pipeline carries them along the stages
+// itself: rotated on the
 // device with the transform (by the inverse transpose of its linear part, which keeps
 // them perpendicular to the surface for any invertible affine map), then compacted and
 // voxel-averaged on the host after the download.
@@ -34,6 +38,12 @@ namespace devicearray {
 /// back, so `PipelineStages::parse(s.toArguments()) == s` for every valid `s` (floats
 /// are written with 9 significant digits, which read back bit-exactly).
 struct PipelineStages {
+  std::optional<float> snrThreshold;       ///< --snr-threshold SNR: PointCloud::filterNoise
+  std::optional<float> outlierDistance;    ///< --remove-outliers MM: PointCloud::filterOutliers
+  std::optional<float> smoothingSigma;     ///< --smooth SIGMA (pixels): PointCloud::smoothDepth
+  int smoothingRadius = 0;                 ///< --smooth-radius N: its window radius (0: ceil(2 sigma); needs --smooth)
+  std::optional<int> maxHoleSize;          ///< --fill-holes N: PointCloud::fillHoles
+  float maxDepthStep = 10.0f;              ///< --max-depth-step MM: depth discontinuity of --smooth and --fill-holes
   std::optional<Downsampling> downsample;  ///< --downsample 2x2|3x3|4x4: k x k block reduction
   bool normals = false;                    ///< --normals: estimate normals on the grid and keep them
   std::optional<Matrix4x4> transform;      ///< --transform: affine row-major 4x4 applied to the points
@@ -49,6 +59,8 @@ struct PipelineStages {
   ///                   row 0 0 0 1), or the path of a text file holding them ('#' starts a
   ///                   comment; at most 64 KiB)
   ///   --roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max    --voxel MM    --min-points N
+  ///   --snr-threshold SNR    --remove-outliers MM    --smooth SIGMA    --smooth-radius N
+  ///   --fill-holes N    --max-depth-step MM
   /// then validate()s the result. Throws InvalidArgument naming the option and the
   /// offending value for an unknown, repeated or incomplete option, a malformed number,
   /// an unreadable or binary matrix file, and everything validate() refuses.
@@ -63,17 +75,24 @@ struct PipelineStages {
   /// a last row other than 0 0 0 1, normals with a transform whose 3x3 part is singular
   /// (normals cannot follow it), an ROI with non-finite values, min > max or coincident
   /// or collinear origin, A and B, a voxel size not finite and > 0, minPointsPerVoxel
-  /// < 1, or minPointsPerVoxel != 1 without a voxel size.
+  /// < 1, or minPointsPerVoxel != 1 without a voxel size; a non-finite SNR threshold, an
+  /// outlier distance or maxDepthStep not finite and >= 0, a smoothing sigma not finite
+  /// and > 0, a smoothing radius outside [0, 15] or other than 0 without --smooth, a hole
+  /// size outside [1, 1024], or maxDepthStep other than 10 without --smooth or
+  /// --fill-holes.
   void validate() const;
 
   /// Checks that `input` suits the stages: it has a valid point; it is organized when
-  /// downsample, normals or ROI is asked for; it has at least k rows and columns for a
+  /// a camera filter, downsample, normals or ROI is asked for; it has SNR values for
+  /// --snr-threshold; it has at least k rows and columns for a
   /// k x k downsample. `inputName` names the cloud in the message. Throws
   /// InvalidArgument.
   void checkInput(const HostPointCloud& input, const std::string& inputName) const;
 
-  /// True when a stage needs the organized grid (downsample, normals, ROI).
-  bool needsOrganizedInput() const noexcept { return downsample || normals || roi; }
+  /// True when a camera filter stage runs.
+  bool filters() const noexcept { return snrThreshold || outlierDistance || smoothingSigma || maxHoleSize; }
+  /// True when a stage needs the organized grid (camera filters, downsample, normals, ROI).
+  bool needsOrganizedInput() const noexcept { return filters() || downsample || normals || roi; }
   /// True when the result is unorganized: unorganize or a voxel size was asked for.
   bool unorganizes() const noexcept { return unorganize || voxelSize.has_value(); }
   /// The number of stages that run (unorganize counted once, also when only implied by
@@ -117,8 +136,12 @@ std::string pipelineCloudText(const HostPointCloud& cloud);
 
 /// Runs `stages` on `input` on `device`: upload, the stages in their fixed order,
 /// download. The result is organized unless stages.unorganizes(); it has normals
-/// exactly when stages.normals (unit length, NaN where they cannot be computed; in a
-/// voxel the normalized mean of its points' normals). Points whose coordinates become
+/// exactly when stages.normals or the input has normals (unit length, NaN where they
+/// cannot be computed or are missing; in a downsampled block or a voxel the normalized
+/// mean of its points' normals). stages.normals replaces the input's normals with
+/// computed ones; otherwise the input's are carried through every stage (rotated by
+/// the transform like computed ones; dropped when a singular transform flattens the
+/// cloud). Points whose coordinates become
 /// non-finite are made missing (NaN in an organized cloud, left out of an unorganized
 /// one) and counted in nonFinitePoints. Colours and SNR are kept as the device stages
 /// keep them. Device times are measured with events on a stream of its own.

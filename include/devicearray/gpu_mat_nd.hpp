@@ -65,6 +65,24 @@ class GpuMatND {
   GpuMatND clone() const;
   /// Continuous deep copy enqueued on `stream`; returns without waiting.
   GpuMatND clone(Stream& stream) const;
+  /// Continuous deep copy on `device`, which may be another device of any backend: a
+  /// peer copy where the two devices reach each other's memory, staged through host
+  /// memory otherwise. Blocking. Throws InvalidState when empty, InvalidArgument for an
+  /// invalid device.
+  GpuMatND clone(const ComputeDevice& device) const;
+
+  /// Copies into `dst`, in any layout of either side: in place when `dst` has this size
+  /// and type, whichever device it lives on; otherwise into a new continuous array, on
+  /// this array's device (blocking overload) or on the stream's device (enqueued
+  /// overload), that replaces `dst` once the copy is enqueued (a failing call leaves
+  /// `dst` as it was). The enqueued overload needs a stream of the destination's device
+  /// and returns without waiting, except that a copy between devices that cannot reach
+  /// each other's memory (another backend or another OpenCL context) waits until the
+  /// source side has been read.
+  ///@{
+  void copyTo(GpuMatND& dst) const;
+  void copyTo(GpuMatND& dst, Stream& stream) const;
+  ///@}
 
   /// Allocates continuous memory on this array's device (defaultDevice() when empty),
   /// reusing the current memory only when same size and type, not empty, not external,

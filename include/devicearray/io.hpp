@@ -1,4 +1,4 @@
-// devicearray — host-side point clouds and images, their files (PLY, PNG), a
+// devicearray — host-side point clouds and images, their files (PLY, PCD, XYZ, PNG), a
 // synthetic 3-D camera scene and a preview renderer: includes every header below.
 //
 // Everything here runs on the host only: nothing touches a GPU, takes a stream or
@@ -12,7 +12,10 @@
 #include "devicearray/host_point_cloud.hpp"  // HostPointCloud
 #include "devicearray/output_files.hpp"      // removeUnfinishedOutputFiles
 #include "devicearray/pinhole_camera.hpp"    // PinholeCamera
+#include "devicearray/pcd.hpp"               // PcdFormat, readPcd, writePcd
 #include "devicearray/ply.hpp"               // PlyFormat, readPly, writePly
+#include "devicearray/point_cloud_file_options.hpp"  // ColorSpace, PointCloudReadOptions, PointCloudWriteOptions
 #include "devicearray/png.hpp"               // readPng, writePng, pngSupported
 #include "devicearray/render.hpp"            // RenderView, RenderProjection, RenderOptions, renderCloud
 #include "devicearray/synthetic_scene.hpp"   // SynthOptions, synthesizeScene
+#include "devicearray/xyz.hpp"               // readXyz, writeXyz

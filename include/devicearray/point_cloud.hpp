@@ -87,6 +87,11 @@ class PointCloud {
   /// Downloads XYZ, sRGB-encoded colours and SNR (normals left empty). Blocking.
   /// Throws InvalidState for an empty cloud.
   HostPointCloud toHost() const;
+  /// A deep copy on `device`, which may be another device of any backend (peer copies
+  /// where the devices reach each other's memory, staged through host memory
+  /// otherwise), with the same transformationMatrix(). Blocking. Throws InvalidState for
+  /// an empty cloud, InvalidArgument for an invalid device.
+  PointCloud clone(const ComputeDevice& device) const;
 
   /// Rows of the cloud (0 when empty).
   int height() const noexcept { return height_; }
@@ -191,6 +196,61 @@ class PointCloud {
   PointCloud maskedByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) const;
   ///@}
 
+  // ---- camera filters (docs/filters.md) ----
+  // Each reads the whole cloud and writes new arrays: the in-place form replaces the
+  // cloud's arrays (as downsample() does; copies keep the old ones), the *ed form returns
+  // a cloud that shares the arrays the filter does not change. transformationMatrix() is
+  // kept. Empty cloud → InvalidState; a parameter out of range → InvalidArgument.
+
+  /// SNR noise removal: points whose SNR is below `snrThreshold` (or NaN) become missing.
+  /// `snrThreshold` must be finite. Throws InvalidState when the cloud has no SNR.
+  ///@{
+  void filterNoise(float snrThreshold);
+  void filterNoise(float snrThreshold, StreamOrQueue sq);
+  PointCloud noiseFiltered(float snrThreshold) const;
+  PointCloud noiseFiltered(float snrThreshold, StreamOrQueue sq) const;
+  ///@}
+
+  /// Outlier removal: a valid point becomes missing when none of the valid points among
+  /// its 8 grid neighbours lies within `maxDistance` (3-D Euclidean distance, mm) of it,
+  /// i.e. when its nearest valid grid neighbour is farther than `maxDistance` (isolated
+  /// points, with no valid neighbour, are removed too). `maxDistance` finite and >= 0.
+  ///@{
+  void filterOutliers(float maxDistance);
+  void filterOutliers(float maxDistance, StreamOrQueue sq);
+  PointCloud outliersFiltered(float maxDistance) const;
+  PointCloud outliersFiltered(float maxDistance, StreamOrQueue sq) const;
+  ///@}
+
+  /// Edge-preserving Gaussian smoothing of depth: each valid point's z becomes the
+  /// weighted mean z' of the valid points q in its (2 radius + 1)^2 window whose depth
+  /// differs from its own by at most `maxDepthDifference` (mm), with weights
+  /// exp(-(dr^2 + dc^2) / (2 sigma^2)) (sigma in pixels); x and y scale by z' / z, so the
+  /// point stays on its camera ray. `radius` 0 picks ceil(2 sigma), capped at 15.
+  /// Missing points and points with z == 0 are unchanged. sigma finite and > 0,
+  /// maxDepthDifference finite and >= 0, radius in [0, 15].
+  ///@{
+  void smoothDepth(float sigma, float maxDepthDifference, int radius = 0);
+  void smoothDepth(float sigma, float maxDepthDifference, int radius, StreamOrQueue sq);
+  PointCloud depthSmoothed(float sigma, float maxDepthDifference, int radius = 0) const;
+  PointCloud depthSmoothed(float sigma, float maxDepthDifference, int radius, StreamOrQueue sq) const;
+  ///@}
+
+  /// Hole repair: a missing point is filled from the run of missing points along its row
+  /// and the one along its column, each used when it holds at most `maxHoleSize` points,
+  /// both its ends are valid points with z != 0 and their depths differ by at most
+  /// `maxDepthDifference` (mm). From a run: depth and ray slopes x/z, y/z interpolated
+  /// linearly between its ends (on an untransformed pinhole cloud the point lands on its
+  /// pixel's ray); the row and column estimates are averaged when both qualify. Colour
+  /// (rounded) and SNR are interpolated with the same weights. One pass: filled points
+  /// do not feed other holes. maxHoleSize in [1, 1024]; maxDepthDifference finite and >= 0.
+  ///@{
+  void fillHoles(int maxHoleSize, float maxDepthDifference);
+  void fillHoles(int maxHoleSize, float maxDepthDifference, StreamOrQueue sq);
+  PointCloud holesFilled(int maxHoleSize, float maxDepthDifference) const;
+  PointCloud holesFilled(int maxHoleSize, float maxDepthDifference, StreamOrQueue sq) const;
+  ///@}
+
   /// The valid points in row-major order (exclusive scan of validity + scatter), with
   /// their colour and SNR and this cloud's transformationMatrix(). The stream overload
   /// enqueues everything on `sq` and then blocks once to read the point count.
@@ -238,6 +298,11 @@ class UnorganizedPointCloud {
   /// Downloads an unorganized HostPointCloud (sRGB colours, normals when the cloud has
   /// them). Blocking.
   HostPointCloud toHost() const;
+  /// A deep copy on `device` (as PointCloud::clone), with the same
+  /// transformationMatrix(); a cloud of 0 points gives one that knows `device`.
+  /// Blocking. Throws InvalidState when the cloud has never been on a device,
+  /// InvalidArgument for an invalid device.
+  UnorganizedPointCloud clone(const ComputeDevice& device) const;
 
   /// Number of points.
   std::size_t size() const noexcept { return xyz_.size(); }

@@ -2,7 +2,9 @@
 
 Everything is implemented in C++ (the ``_devicearray`` extension); this package
 re-exports it. The type stubs (_devicearray.pyi) are generated from it at build
-time.
+time. Batch processing of recorded frames on Dask is the optional submodule
+``devicearray.dask`` (``pip install 'devicearray[dask]'``; ``python -m devicearray.batch``
+is its command line).
 """
 
 import sys as _sys
@@ -21,7 +23,9 @@ from ._devicearray import (
     PipelineResult,
     PipelineStageResult,
     PipelineStages,
+    PinholeCamera,
     PointCloud,
+    RGBDImage,
     RegionOfInterestBox,
     Stream,
     UnorganizedPointCloud,
@@ -36,8 +40,14 @@ from ._devicearray import (
     kDLCUDA,
     kDLOpenCL,
     local_point_cloud_registration,
+    point_cloud_from_depth_image,
     process_ply_file,
+    project_to_rgbd_image,
+    read_image,
+    read_point_cloud,
     synchronize_stream,
+    write_image,
+    write_point_cloud,
 )
 from ._devicearray import _testing
 
@@ -60,7 +70,9 @@ __all__ = [
     "PipelineResult",
     "PipelineStageResult",
     "PipelineStages",
+    "PinholeCamera",
     "PointCloud",
+    "RGBDImage",
     "RegionOfInterestBox",
     "Stream",
     "UnorganizedPointCloud",
@@ -75,6 +87,12 @@ __all__ = [
     "kDLCUDA",
     "kDLOpenCL",
     "local_point_cloud_registration",
+    "point_cloud_from_depth_image",
     "process_ply_file",
+    "project_to_rgbd_image",
+    "read_image",
+    "read_point_cloud",
     "synchronize_stream",
+    "write_image",
+    "write_point_cloud",
 ]

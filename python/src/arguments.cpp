@@ -10,12 +10,6 @@
 
 namespace devicearray::python {
 
-namespace {
-
-std::string typeName(nb::handle value) { return pyStr(nb::handle(Py_TYPE(value.ptr())).attr("__name__")); }
-
-}  // namespace
-
 long long intArgument(nb::handle value, const char* what, long long min, long long max) {
   if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
     throw nb::type_error((std::string(what) + " must be an int, not " + typeName(value)).c_str());

@@ -353,6 +353,29 @@ void bindArrays(nb::module_& m) {
              return readReleased(self, [&](const GpuMatND& m) { return m.clone(s); });
            },
            nb::arg("stream"), "Continuous deep copy enqueued on `stream`. Non-blocking.")
+      .def("to",
+           [](const GpuMatND& self, const ComputeDevice& device) {
+             return readReleased(self, [&](const GpuMatND& m) {
+               if (!m.empty() && m.device() == device) return m;
+               return m.clone(device);
+             });
+           },
+           nb::arg("device"),
+           "This array on `device`: itself (sharing the memory) when it is already there, else a continuous deep "
+           "copy, peer-to-peer where the devices reach each other's memory and staged through host memory otherwise "
+           "(another backend, another OpenCL context). Blocking.")
+      .def("copy_to",
+           [](const GpuMatND& self, GpuMatND& dst, Stream* stream) {
+             const GpuMatND src = self;
+             updateReleased(dst, [&](GpuMatND& d) {
+               if (stream != nullptr) src.copyTo(d, *stream);
+               else src.copyTo(d);
+             });
+           },
+           nb::arg("dst"), nb::arg("stream") = nb::none(),
+           "Copies into `dst`, in place when it has this size and type (on any device), else into a new continuous "
+           "array on this device (without `stream`) or on the stream's device. Without `stream`: blocking; with it: "
+           "enqueued.")
       .def("create",
            [](GpuMatND& self, std::vector<int> size, nb::handle type) {
              const int t = typeFromPython(type, "GpuMatND.create");
@@ -472,6 +495,18 @@ void bindArrays(nb::module_& m) {
            [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.isOrganized(); }); })
       .def("height", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.height(); }); })
       .def("width", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.width(); }); })
+      .def("to",
+           [](const AnyDeviceArray& a, const ComputeDevice& device) {
+             return a.visit([&]<class F>(const DeviceArray<F>& x) {
+               nb::gil_scoped_release release;
+               if (!x.isEmpty() && x.device() == device) return AnyDeviceArray{x};
+               return AnyDeviceArray{x.clone(device)};
+             });
+           },
+           nb::arg("device"),
+           "This array on `device`: itself (sharing the memory) when it is already there, else a packed deep copy, "
+           "peer-to-peer where the devices reach each other's memory and staged through host memory otherwise. "
+           "Blocking.")
       .def("to_host", &toNumpyArray, "Blocking: a numpy copy of shape `shape` (same as to_numpy()).")
       .def("copy_to_host",
            [](const AnyDeviceArray& a, nb::handle dst, Stream& stream) {

@@ -79,6 +79,17 @@ auto withFormat(FormatId id, Fn&& fn) -> decltype(fn.template operator()<PointXY
 /// the copy constructor, which wraps a non-str object instead of calling str().
 inline std::string pyStr(nb::handle value) { return nb::cast<std::string>(nb::str(value)); }
 
+/// The name of `value`'s type, for messages.
+inline std::string typeName(nb::handle value) { return pyStr(nb::handle(Py_TYPE(value.ptr())).attr("__name__")); }
+
+/// A path given as str or os.PathLike (bytes paths are refused: the library takes text).
+inline std::string pathFrom(nb::handle value, const char* what) {
+  nb::object path = nb::module_::import_("os").attr("fspath")(value);
+  if (!PyUnicode_Check(path.ptr()))
+    throw nb::type_error((std::string(what) + " must be a str or os.PathLike of str, not " + typeName(value)).c_str());
+  return nb::cast<std::string>(path);
+}
+
 inline ComputeDevice deviceOrDefault(const std::optional<ComputeDevice>& device) {
   return device ? *device : ComputeDevice::defaultDevice();
 }
@@ -202,8 +213,10 @@ void bindDevices(nb::module_& m);
 void bindArrays(nb::module_& m);
 void bindProtocols(nb::module_& m);
 void bindPointClouds(nb::module_& m);
+void bindCameraData(nb::module_& m);
 void bindFramePipeline(nb::module_& m);
 void bindRegistration(nb::module_& m);
+void bindFiles(nb::module_& m);
 void bindTesting(nb::module_& m);
 
 // ------------------------------------------------ array-API protocols ----

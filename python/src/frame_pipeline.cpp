@@ -18,8 +18,6 @@ namespace devicearray::python {
 
 namespace {
 
-std::string typeName(nb::handle value) { return pyStr(nb::handle(Py_TYPE(value.ptr())).attr("__name__")); }
-
 /// None, a Downsampling, or the command's spelling "2x2" / "3x3" / "4x4".
 std::optional<Downsampling> downsampleFrom(nb::handle value) {
   if (value.is_none()) return std::nullopt;
@@ -29,14 +27,6 @@ std::optional<Downsampling> downsampleFrom(nb::handle value) {
   throw nb::type_error(
       ("PipelineStages: downsample must be None, a Downsampling or '2x2', '3x3', '4x4', not " + typeName(value))
           .c_str());
-}
-
-/// A path given as str or os.PathLike (bytes paths are refused: the library takes text).
-std::string pathFrom(nb::handle value, const char* what) {
-  nb::object path = nb::module_::import_("os").attr("fspath")(value);
-  if (!PyUnicode_Check(path.ptr()))
-    throw nb::type_error((std::string(what) + " must be a str or os.PathLike of str, not " + typeName(value)).c_str());
-  return nb::cast<std::string>(path);
 }
 
 /// The --format names of `devicearray process`.
@@ -59,15 +49,19 @@ std::string argumentsText(const std::vector<std::string>& args) {
 void bindFramePipeline(nb::module_& m) {
   nb::class_<PipelineStages>(
       m, "PipelineStages",
-      "The stages of `devicearray process`, which always run in the order downsample, normals, transform, ROI, "
-      "unorganize, voxel. Build it from the command's options with PipelineStages.parse([...]) or with keywords. "
+      "The stages of `devicearray process`, which always run in the order SNR threshold, outlier removal, "
+      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, voxel. Build it from the command's options with PipelineStages.parse([...]) or with keywords. "
       "Immutable; pickles as its options.")
       .def(
           "__init__",
           [](PipelineStages* self, nb::handle downsample, bool normals, nb::handle transform,
              std::optional<RegionOfInterestBox> roi, bool unorganize, std::optional<float> voxelSize,
-             int minPointsPerVoxel) {
-            PipelineStages s;
+             int minPointsPerVoxel, std::optional<float> snrThreshold, std::optional<float> outlierDistance,
+             std::optional<float> smoothingSigma, int smoothingRadius, std::optional<int> maxHoleSize,
+             float maxDepthStep) {
+            PipelineStages s{.snrThreshold = snrThreshold, .outlierDistance = outlierDistance,
+                             .smoothingSigma = smoothingSigma, .smoothingRadius = smoothingRadius,
+                             .maxHoleSize = maxHoleSize, .maxDepthStep = maxDepthStep};
             s.downsample = downsampleFrom(downsample);
             s.normals = normals;
             if (!transform.is_none()) s.transform = matrixFrom(transform, "PipelineStages");
@@ -81,16 +75,33 @@ void bindFramePipeline(nb::module_& m) {
           nb::kw_only(), nb::arg("downsample") = nb::none(), nb::arg("normals") = false,
           nb::arg("transform") = nb::none(), nb::arg("roi") = nb::none(), nb::arg("unorganize") = false,
           nb::arg("voxel_size") = nb::none(), nb::arg("min_points_per_voxel") = 1,
-          "Stages by keyword: downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals, transform (4x4 affine), roi "
+          nb::arg("snr_threshold") = nb::none(), nb::arg("outlier_distance") = nb::none(),
+          nb::arg("smoothing_sigma") = nb::none(), nb::arg("smoothing_radius") = 0,
+          nb::arg("max_hole_size") = nb::none(), nb::arg("max_depth_step") = 10.0f,
+          "Stages by keyword: the camera filters snr_threshold, outlier_distance (mm), smoothing_sigma (pixels) "
+          "with smoothing_radius (0: ceil(2 sigma)), max_hole_size (points) and max_depth_step (mm, for smoothing "
+          "and hole filling); downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals, transform (4x4 affine), roi "
           "(RegionOfInterestBox), unorganize, voxel_size (mm; implies unorganize), min_points_per_voxel (needs "
           "voxel_size). ValueError for values `devicearray process` would refuse.")
       .def_static("parse", &PipelineStages::parse, nb::arg("args"),
                   "The stages from the options of `devicearray process` (e.g. ['--downsample', '2x2', '--voxel', "
-                  "'5']): --downsample 2x2|3x3|4x4, --normals, --transform M (16 numbers or a file holding them), "
+                  "'5']): --snr-threshold SNR, --remove-outliers MM, --smooth SIGMA, --smooth-radius N, "
+                  "--fill-holes N, --max-depth-step MM, --downsample 2x2|3x3|4x4, --normals, --transform M (16 numbers or a file holding them), "
                   "--roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max, --unorganize, --voxel MM, --min-points N; each as two "
                   "items or as '--name=value'. ValueError with the command's message for anything wrong.")
       .def("to_arguments", &PipelineStages::toArguments,
            "The options that parse() reads back into these stages (the transform inline).")
+      .def_prop_ro("snr_threshold", [](const PipelineStages& s) { return s.snrThreshold; },
+                   "Points with a lower SNR become missing; or None")
+      .def_prop_ro("outlier_distance", [](const PipelineStages& s) { return s.outlierDistance; },
+                   "Outlier removal distance in mm, or None")
+      .def_prop_ro("smoothing_sigma", [](const PipelineStages& s) { return s.smoothingSigma; },
+                   "Depth smoothing sigma in pixels, or None")
+      .def_ro("smoothing_radius", &PipelineStages::smoothingRadius, "Smoothing window radius (0: ceil(2 sigma))")
+      .def_prop_ro("max_hole_size", [](const PipelineStages& s) { return s.maxHoleSize; },
+                   "Largest gap filled, in points, or None")
+      .def_ro("max_depth_step", &PipelineStages::maxDepthStep,
+              "Depth difference (mm) that smoothing and hole filling treat as an edge")
       .def_prop_ro("downsample", [](const PipelineStages& s) { return s.downsample; },
                    "Downsampling, or None")
       .def_ro("normals", &PipelineStages::normals, "Whether normals are estimated and kept")
@@ -106,7 +117,7 @@ void bindFramePipeline(nb::module_& m) {
            "How many stages run (unorganize counted once, also when a voxel size implies it)")
       .def("unorganizes", &PipelineStages::unorganizes, "Whether the result is an unorganized cloud")
       .def("needs_organized_input", &PipelineStages::needsOrganizedInput,
-           "Whether a stage needs an organized input (downsample, normals, roi)")
+           "Whether a stage needs an organized input (camera filters, downsample, normals, roi)")
       .def(
           "__eq__",
           [](const PipelineStages& a, nb::handle b) {

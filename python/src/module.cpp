@@ -179,8 +179,10 @@ NB_MODULE(_devicearray, m) {
   py::bindArrays(m);
   py::bindProtocols(m);
   py::bindPointClouds(m);
+  py::bindCameraData(m);
   py::bindFramePipeline(m);
   py::bindRegistration(m);
+  py::bindFiles(m);
   nanobind::module_ testing = m.def_submodule("_testing", "Private helpers for the devicearray test suite.");
   py::bindTesting(testing);
 }

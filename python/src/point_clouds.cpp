@@ -171,6 +171,14 @@ void bindPointClouds(nb::module_& m) {
       .def("has_colors", &PointCloud::hasColors)
       .def("has_snrs", &PointCloud::hasSNRs)
       .def("device", &PointCloud::device)
+      .def("to",
+           [](const PointCloud& self, const ComputeDevice& device) {
+             return readReleased(self, [&](const PointCloud& c) { return c.device() == device ? c : c.clone(device); });
+           },
+           nb::arg("device"),
+           "This cloud on `device`: itself (sharing the memory) when it is already there, else a deep copy with the "
+           "same transformation_matrix(), peer-to-peer where the devices reach each other's memory and staged "
+           "through host memory otherwise. Blocking.")
       .def("device_points_xyz",
            [](PointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};
@@ -328,6 +336,13 @@ void bindPointClouds(nb::module_& m) {
       .def("has_colors", &UnorganizedPointCloud::hasColors)
       .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
       .def("device", &UnorganizedPointCloud::device)
+      .def("to",
+           [](const UnorganizedPointCloud& self, const ComputeDevice& device) {
+             return readReleased(self, [&](const UnorganizedPointCloud& c) {
+               return c.device() == device ? c : c.clone(device);
+             });
+           },
+           nb::arg("device"), "This cloud on `device`, as PointCloud.to. Blocking.")
       .def("device_points_xyz",
            [](UnorganizedPointCloud pc, const Stream* s) {
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.devicePointsXYZ(sq); })};

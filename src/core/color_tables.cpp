@@ -72,6 +72,8 @@ void bucketTable(bool srgb, std::uint32_t* table) {
   }
 }
 
+}  // namespace
+
 const ColorTables& hostColorTables() {
   static const ColorTables tables = [] {
     ColorTables t{};
@@ -88,8 +90,6 @@ const ColorTables& hostColorTables() {
   }();
   return tables;
 }
-
-}  // namespace
 
 std::shared_ptr<Allocation> deviceColorTables(const std::shared_ptr<DeviceImpl>& device, QueueImpl& q) {
   static const char key = 0;  // identifies this cache entry among the device's

@@ -21,6 +21,9 @@ struct ColorTables {
   std::uint8_t linearToSrgb[256];
 };
 
+/// The tables, computed on first use (thread-safe) and kept for the process lifetime.
+const ColorTables& hostColorTables();
+
 /// The device copy of the colour tables for `device` (the layout the kernels in
 /// src/kernels/convert_formats.h index), uploaded on `q` at first use and kept for the
 /// device's lifetime: the device frees it when it is destroyed, or at exit

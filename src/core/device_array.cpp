@@ -365,6 +365,12 @@ void UntypedDeviceArray::download(FormatId format, void* dst) const {
   downloadSpan(format, ArrayAccess::span(*this), dst, "DeviceArray::toHost");
 }
 
+UntypedDeviceArray UntypedDeviceArray::clone(const ComputeDevice& device) const {
+  if (!device.isValid()) fail(ErrorCode::InvalidArgument, "DeviceArray::clone: invalid ComputeDevice");
+  if (isEmpty()) return {};
+  return UntypedDeviceArray(mat_.clone(device), organized_);
+}
+
 UntypedDeviceArray UntypedDeviceArray::converted(FormatId to, FormatId from, const StreamOrQueue& sq) const {
   constexpr const char* fn = "convert";
   const ArraySpan src = ArrayAccess::span(*this);

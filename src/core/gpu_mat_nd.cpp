@@ -187,6 +187,48 @@ GpuMatND GpuMatND::clone(Stream& stream) const {
   return out;
 }
 
+GpuMatND GpuMatND::clone(const ComputeDevice& device) const {
+  constexpr const char* fn = "GpuMatND::clone";
+  requireNonEmpty(*this, fn);
+  Stream s(checkedDevice(device, fn)->libraryQueue());
+  GpuMatND out;
+  copyTo(out, s);
+  out.data_->waitIdle();
+  return out;
+}
+
+void GpuMatND::copyTo(GpuMatND& dst) const {
+  constexpr const char* fn = "GpuMatND::copyTo";
+  requireNonEmpty(*this, fn);
+  if (&dst == this) return;
+  const bool inPlace = !dst.empty() && dst.size == size && dst.type() == type();
+  // Filled before it replaces dst: a failure leaves dst as it was.
+  GpuMatND fresh = inPlace ? dst : GpuMatND(size, type(), device());
+  detail::enqueueCopy(fn, *fresh.data_->device()->libraryQueue(), size, elemSize(), regionOf(fresh), regionOf(*this))
+      ->synchronize();
+  if (!inPlace) dst = std::move(fresh);
+}
+
+void GpuMatND::copyTo(GpuMatND& dst, Stream& stream) const {
+  constexpr const char* fn = "GpuMatND::copyTo";
+  requireNonEmpty(*this, fn);
+  if (&dst == this) return;
+  if (!dst.empty() && dst.size == size && dst.type() == type()) {
+    detail::enqueueCopy(fn, detail::queueFor(fn, stream, dst.data_->device()), size, elemSize(), regionOf(dst),
+                        regionOf(*this));
+    return;
+  }
+  auto& q = *stream.impl();
+  GpuMatND fresh;
+  fresh.data_ = detail::allocateFor(fn, *q.device(), total() * elemSize(), q);
+  fresh.size = size;
+  fresh.dims = dims;
+  fresh.step = detail::continuousSteps(size, elemSize());
+  fresh.flags = MAGIC_VAL | type() | CONTINUOUS_FLAG;
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(fresh), regionOf(*this));
+  dst = std::move(fresh);
+}
+
 void GpuMatND::create(SizeArray sz, int type) {
   constexpr const char* fn = "GpuMatND::create";
   detail::validateType(fn, type);

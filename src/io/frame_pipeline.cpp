@@ -1,6 +1,6 @@
 // runPipeline and processPlyFile: the stages of PipelineStages on one device, with the
-// normals carried through the stages that the device's unorganized clouds have no
-// normals for, and the device time of every stage.
+// normals (computed, or brought by the input file) carried through the stages that the
+// device's clouds have no normals for, and the device time of every stage.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -106,6 +106,18 @@ std::vector<float> compactNormals(const std::vector<PointXYZ>& xyz, const std::v
   return out;
 }
 
+/// Every normal at unit length (NaN where it is missing or zero).
+std::vector<float> unitNormals(const std::vector<NormalXYZ>& normals) {
+  std::vector<float> out;
+  out.reserve(3 * normals.size());
+  for (const NormalXYZ& v : normals) {
+    const float n[3] = {v.x, v.y, v.z};
+    const auto u = unit(n);
+    out.insert(out.end(), u.begin(), u.end());
+  }
+  return out;
+}
+
 /// Voxel key as UnorganizedPointCloud::voxelDownsampled computes it (integer voxel
 /// coordinates from the min corner, 21 bits per axis).
 std::uint64_t voxelKey(const float* p, const float* minCorner, float size) {
@@ -194,6 +206,56 @@ std::vector<float> organizedNormals(const HostPointCloud& out, const std::vector
   return result;
 }
 
+/// The normals a file brought with an organized input, reduced as the device reduces the
+/// grid (k x k blocks, floor(H/k) x floor(W/k)): the normalized mean of the block's
+/// finite normals. Without a downsample, the input's normals.
+std::vector<NormalXYZ> inputGridNormals(const HostPointCloud& input, int k) {
+  const int h = input.height / k, w = input.width / k;
+  std::vector<NormalXYZ> out(static_cast<std::size_t>(h) * static_cast<std::size_t>(w));
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) {
+      double sum[3] = {0, 0, 0};
+      for (int dr = 0; dr < k; ++dr)
+        for (int dc = 0; dc < k; ++dc) {
+          const std::size_t i = static_cast<std::size_t>(r * k + dr) * static_cast<std::size_t>(input.width) +
+                                static_cast<std::size_t>(c * k + dc);
+          const float* n = &input.normals[3 * i];
+          if (!finite3(n)) continue;
+          for (int a = 0; a < 3; ++a) sum[a] += n[a];
+        }
+      const float mean[3] = {static_cast<float>(sum[0]), static_cast<float>(sum[1]), static_cast<float>(sum[2])};
+      const auto u = k == 1 ? std::array<float, 3>{mean[0], mean[1], mean[2]} : unit(mean);
+      out[static_cast<std::size_t>(r) * static_cast<std::size_t>(w) + static_cast<std::size_t>(c)] =
+          NormalXYZ{u[0], u[1], u[2]};
+    }
+  return out;
+}
+
+/// The normals of an unorganized input's valid points, in the order
+/// UnorganizedPointCloud::fromHost keeps them.
+std::vector<NormalXYZ> inputValidNormals(const HostPointCloud& input) {
+  std::vector<NormalXYZ> out;
+  for (std::size_t i = 0; i < input.size(); ++i)
+    if (input.isValid(i)) out.push_back(NormalXYZ{input.normals[3 * i], input.normals[3 * i + 1], input.normals[3 * i + 2]});
+  return out;
+}
+
+/// Whether normals can follow stages.transform (none, or an invertible one).
+bool transformKeepsNormals(const PipelineStages& stages) {
+  if (!stages.transform) return true;
+  try {
+    (void)pipeline_detail::normalMatrixOf(*stages.transform);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+int downsampleFactor(const std::optional<Downsampling>& d) {
+  if (!d) return 1;
+  return *d == Downsampling::by2x2 ? 2 : *d == Downsampling::by3x3 ? 3 : 4;
+}
+
 void requireNormalCount(std::size_t points, std::size_t normalValues) {
   if (normalValues != 3 * points)
     throw Error(ErrorCode::InvalidState, "process: the unorganized cloud has " + std::to_string(points) +
@@ -228,15 +290,50 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   UnorganizedPointCloud beforeVoxel;  // kept only to carry normals through the voxel stage
   DeviceArray<NormalXYZ> normals;
   bool isOrganizedNow = organized;
+  // Normals the input brought (from its file) are carried like computed ones, unless
+  // the normals stage computes new ones or a singular transform flattens the cloud
+  // (normals cannot follow it: they are dropped).
+  const bool carriesInputNormals = input.hasNormals() && !stages.normals && transformKeepsNormals(stages);
+  const bool hasNormals = stages.normals || carriesInputNormals;
 
   PipelineStageResult* row = &table.onHost("upload", [&] {
     if (organized)
       cloud = PointCloud::fromHost(input, device);
     else
       points = UnorganizedPointCloud::fromHost(input, device);
+    if (!carriesInputNormals) return;
+    if (organized) {
+      const int k = downsampleFactor(stages.downsample);
+      const std::vector<NormalXYZ> n = inputGridNormals(input, k);
+      if (!n.empty()) normals = DeviceArray<NormalXYZ>::fromHost(n.data(), input.height / k, input.width / k, device);
+    } else {
+      const std::vector<NormalXYZ> n = inputValidNormals(input);
+      if (!n.empty()) normals = DeviceArray<NormalXYZ>::fromHost(n.data(), n.size(), device);
+    }
   });
   finishRow(*row, organized ? gridText(cloud.height(), cloud.width()) : pointsText(points.size()), stageDone);
 
+  if (stages.snrThreshold) {
+    row = &table.onStream("snr threshold " + pipeline_detail::numberText(*stages.snrThreshold), stream,
+                          [&] { cloud.filterNoise(*stages.snrThreshold, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.outlierDistance) {
+    row = &table.onStream("remove outliers " + pipeline_detail::numberText(*stages.outlierDistance) + " mm", stream,
+                          [&] { cloud.filterOutliers(*stages.outlierDistance, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.smoothingSigma) {
+    row = &table.onStream("smooth sigma " + pipeline_detail::numberText(*stages.smoothingSigma), stream, [&] {
+      cloud.smoothDepth(*stages.smoothingSigma, stages.maxDepthStep, stages.smoothingRadius, stream);
+    });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
+  if (stages.maxHoleSize) {
+    row = &table.onStream("fill holes " + std::to_string(*stages.maxHoleSize), stream,
+                          [&] { cloud.fillHoles(*stages.maxHoleSize, stages.maxDepthStep, stream); });
+    finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
+  }
   if (stages.downsample) {
     row = &table.onStream(downsampleLabel(*stages.downsample), stream,
                           [&] { cloud.downsample(*stages.downsample, stream); });
@@ -248,13 +345,13 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   }
   if (stages.transform) {
     const Matrix4x4 normalTransform =
-        stages.normals ? pipeline_detail::normalMatrixOf(*stages.transform) : identityMatrix4x4();
+        hasNormals ? pipeline_detail::normalMatrixOf(*stages.transform) : identityMatrix4x4();
     row = &table.onStream("transform", stream, [&] {
       if (organized)
         cloud.transform(*stages.transform, stream);
       else
         points.transform(*stages.transform, stream);
-      if (stages.normals) {
+      if (hasNormals && !normals.isEmpty()) {
         // The normals array seen as points (same layout), rotated in place.
         UnorganizedPointCloud asPoints(DeviceArray<PointXYZ>::fromGpuMatND(normals.toGpuMatND()));
         asPoints.transform(normalTransform, stream);
@@ -279,7 +376,7 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
     char label[64];
     std::snprintf(label, sizeof label, "voxel %g mm, min %d", static_cast<double>(*stages.voxelSize),
                   stages.minPointsPerVoxel);
-    if (stages.normals) beforeVoxel = points;
+    if (hasNormals) beforeVoxel = points;
     row = &table.onStream(label, stream, [&] {
       points = points.voxelDownsampled(*stages.voxelSize, stages.minPointsPerVoxel, stream);
     });
@@ -293,13 +390,14 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   HostPointCloud& out = result.cloud;
   row = &table.onHost("download", [&] {
     out = isOrganizedNow ? cloud.toHost() : points.toHost();
-    if (!stages.normals) return;
-    const std::vector<NormalXYZ> n = normals.toHost();
+    if (!hasNormals) return;
+    const std::vector<NormalXYZ> n = normals.isEmpty() ? std::vector<NormalXYZ>() : normals.toHost();
     if (isOrganizedNow) {
       out.normals = organizedNormals(out, n);
       return;
     }
-    std::vector<float> compact = compactNormals(cloud.storedXYZ().toHost(), n);
+    // An unorganized input's normals are already those of its points, one for one.
+    std::vector<float> compact = organized ? compactNormals(cloud.storedXYZ().toHost(), n) : unitNormals(n);
     if (stages.voxelSize) {
       const std::vector<PointXYZ> xyz = beforeVoxel.storedXYZ().toHost();
       requireNormalCount(xyz.size(), compact.size());

@@ -57,7 +57,12 @@ Matrix4x4 normalMatrixOf(const Matrix4x4& m) {
 namespace {
 
 constexpr const char* kStageOptions =
+    "--snr-threshold, --remove-outliers, --smooth, --smooth-radius, --fill-holes, --max-depth-step, "
     "--downsample, --normals, --transform, --roi, --unorganize, --voxel, --min-points";
+
+constexpr float kDefaultMaxDepthStep = 10.0f;
+constexpr int kLargestSmoothingRadius = 15;
+constexpr int kLargestHole = 1024;
 
 /// Exactly `count` finite numbers separated by commas and/or whitespace; `what` names
 /// the option in the message.
@@ -184,6 +189,47 @@ int parseMinPoints(const std::string& spec) {
   return static_cast<int>(v);
 }
 
+/// A finite number that fits a float; `what` describes it in the message.
+float parseFloat(const std::string& name, const std::string& spec, const std::string& what) {
+  char* stop = nullptr;
+  errno = 0;
+  const double v = std::strtod(spec.c_str(), &stop);
+  if (spec.empty() || std::isspace(static_cast<unsigned char>(spec[0])) || stop != spec.c_str() + spec.size() ||
+      errno == ERANGE || !std::isfinite(static_cast<float>(v)))
+    invalid(name + " '" + printable(spec, 40) + "' is not a finite number (" + what + ")");
+  return static_cast<float>(v);
+}
+
+/// An integer in [lo, hi].
+int parseInteger(const std::string& name, const std::string& spec, int lo, int hi) {
+  const bool digits = !spec.empty() && spec.size() <= 10 &&
+                      std::all_of(spec.begin(), spec.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long long v = digits ? std::stoll(spec) : -1;
+  if (!digits || v < lo || v > hi)
+    invalid(name + " '" + printable(spec, 40) + "' must be an integer in " + std::to_string(lo) + ".." +
+            std::to_string(hi));
+  return static_cast<int>(v);
+}
+
+void checkFilterValues(const PipelineStages& s) {
+  if (s.snrThreshold && !std::isfinite(*s.snrThreshold))
+    invalid("--snr-threshold " + numberText(*s.snrThreshold) + " must be finite");
+  if (s.outlierDistance && !(std::isfinite(*s.outlierDistance) && *s.outlierDistance >= 0))
+    invalid("--remove-outliers " + numberText(*s.outlierDistance) + " must be a finite distance >= 0 (mm)");
+  if (s.smoothingSigma && !(std::isfinite(*s.smoothingSigma) && *s.smoothingSigma > 0))
+    invalid("--smooth " + numberText(*s.smoothingSigma) + " must be a finite sigma > 0 (pixels)");
+  if (s.smoothingRadius < 0 || s.smoothingRadius > kLargestSmoothingRadius)
+    invalid("--smooth-radius " + std::to_string(s.smoothingRadius) + " must be in 0.." +
+            std::to_string(kLargestSmoothingRadius));
+  if (s.smoothingRadius != 0 && !s.smoothingSigma) invalid("--smooth-radius needs --smooth");
+  if (s.maxHoleSize && (*s.maxHoleSize < 1 || *s.maxHoleSize > kLargestHole))
+    invalid("--fill-holes " + std::to_string(*s.maxHoleSize) + " must be in 1.." + std::to_string(kLargestHole));
+  if (!(std::isfinite(s.maxDepthStep) && s.maxDepthStep >= 0))
+    invalid("--max-depth-step " + numberText(s.maxDepthStep) + " must be a finite distance >= 0 (mm)");
+  if (s.maxDepthStep != kDefaultMaxDepthStep && !s.smoothingSigma && !s.maxHoleSize)
+    invalid("--max-depth-step needs --smooth or --fill-holes (the depth step they do not cross)");
+}
+
 Downsampling parseDownsample(const std::string& spec) {
   if (spec == "2x2") return Downsampling::by2x2;
   if (spec == "3x3") return Downsampling::by3x3;
@@ -210,7 +256,14 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   // The text given for each option; a flag's text is "" when given.
   const char* const kFlags[] = {"--normals", "--unorganize"};
   std::optional<std::string> downsample, transform, roi, voxel, minPoints, normals, unorganize;
+  std::optional<std::string> snrThreshold, outliers, smooth, smoothRadius, fillHoles, maxDepthStep;
   const auto slotOf = [&](const std::string& name) -> std::optional<std::string>* {
+    if (name == "--snr-threshold") return &snrThreshold;
+    if (name == "--remove-outliers") return &outliers;
+    if (name == "--smooth") return &smooth;
+    if (name == "--smooth-radius") return &smoothRadius;
+    if (name == "--fill-holes") return &fillHoles;
+    if (name == "--max-depth-step") return &maxDepthStep;
     if (name == "--downsample") return &downsample;
     if (name == "--transform") return &transform;
     if (name == "--roi") return &roi;
@@ -243,6 +296,18 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   }
 
   PipelineStages s;
+  if (snrThreshold) s.snrThreshold = parseFloat("--snr-threshold", *snrThreshold, "an SNR");
+  if (outliers) s.outlierDistance = parseFloat("--remove-outliers", *outliers, "a distance in mm");
+  if (smooth) s.smoothingSigma = parseFloat("--smooth", *smooth, "a sigma in pixels");
+  if (smoothRadius) {
+    if (!smooth) invalid("--smooth-radius needs --smooth");
+    s.smoothingRadius = parseInteger("--smooth-radius", *smoothRadius, 0, kLargestSmoothingRadius);
+  }
+  if (fillHoles) s.maxHoleSize = parseInteger("--fill-holes", *fillHoles, 1, kLargestHole);
+  if (maxDepthStep) {
+    if (!smooth && !fillHoles) invalid("--max-depth-step needs --smooth or --fill-holes (the depth step they do not cross)");
+    s.maxDepthStep = parseFloat("--max-depth-step", *maxDepthStep, "a distance in mm");
+  }
   if (downsample) s.downsample = parseDownsample(*downsample);
   s.normals = normals.has_value();
   if (transform) s.transform = parseTransform(*transform);
@@ -258,6 +323,7 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
 }
 
 void PipelineStages::validate() const {
+  checkFilterValues(*this);
   if (downsample && *downsample != Downsampling::by2x2 && *downsample != Downsampling::by3x3 &&
       *downsample != Downsampling::by4x4)
     invalid("--downsample: " + std::to_string(static_cast<int>(*downsample)) + " is not a Downsampling value");
@@ -292,6 +358,13 @@ void PipelineStages::validate() const {
 std::vector<std::string> PipelineStages::toArguments() const {
   validate();
   std::vector<std::string> args;
+  // "=" keeps a leading minus sign from reading as an option in command lines.
+  if (snrThreshold) args.push_back("--snr-threshold=" + numberText(*snrThreshold));
+  if (outlierDistance) args.insert(args.end(), {"--remove-outliers", numberText(*outlierDistance)});
+  if (smoothingSigma) args.insert(args.end(), {"--smooth", numberText(*smoothingSigma)});
+  if (smoothingRadius != 0) args.insert(args.end(), {"--smooth-radius", std::to_string(smoothingRadius)});
+  if (maxHoleSize) args.insert(args.end(), {"--fill-holes", std::to_string(*maxHoleSize)});
+  if (maxDepthStep != kDefaultMaxDepthStep) args.insert(args.end(), {"--max-depth-step", numberText(maxDepthStep)});
   if (downsample) args.insert(args.end(), {"--downsample", downsampleText(*downsample)});
   if (normals) args.emplace_back("--normals");
   if (transform) args.insert(args.end(), {"--transform", joinedNumbers(transform->data(), 16)});
@@ -312,8 +385,9 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
   if (input.validCount() == 0) invalid(inputName + " has no valid point (every x, y, z is NaN or it is empty)");
   if (needsOrganizedInput() && !input.isOrganized())
     invalid(inputName +
-            " is unorganized (no 'obj_info height/width' in its header); --downsample, "
-            "--normals and --roi need an organized cloud");
+            " is unorganized (its header declares no grid: obj_info height/width or num_rows/num_cols, or a "
+            "camera element); the camera filters, --downsample, --normals and --roi need an organized cloud");
+  if (snrThreshold && !input.hasSNR()) invalid("--snr-threshold needs SNR values; " + inputName + " has none");
   if (downsample && (input.height < factorOf(*downsample) || input.width < factorOf(*downsample)))
     invalid("--downsample " + downsampleText(*downsample) + " needs at least " +
             std::to_string(factorOf(*downsample)) + " rows and columns; " + inputName + " is " +
@@ -321,7 +395,8 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
 }
 
 int PipelineStages::stageCount() const noexcept {
-  return (downsample ? 1 : 0) + (normals ? 1 : 0) + (transform ? 1 : 0) + (roi ? 1 : 0) + (unorganizes() ? 1 : 0) +
+  return (snrThreshold ? 1 : 0) + (outlierDistance ? 1 : 0) + (smoothingSigma ? 1 : 0) + (maxHoleSize ? 1 : 0) +
+         (downsample ? 1 : 0) + (normals ? 1 : 0) + (transform ? 1 : 0) + (roi ? 1 : 0) + (unorganizes() ? 1 : 0) +
          (voxelSize ? 1 : 0);
 }
 
@@ -331,7 +406,9 @@ bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept {
     return samePoint(x.origin, y.origin) && samePoint(x.pointA, y.pointA) && samePoint(x.pointB, y.pointB) &&
            x.minExtent == y.minExtent && x.maxExtent == y.maxExtent;
   };
-  return a.downsample == b.downsample && a.normals == b.normals && a.transform == b.transform &&
+  return a.snrThreshold == b.snrThreshold && a.outlierDistance == b.outlierDistance &&
+         a.smoothingSigma == b.smoothingSigma && a.smoothingRadius == b.smoothingRadius &&
+         a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample && a.normals == b.normals && a.transform == b.transform &&
          a.roi.has_value() == b.roi.has_value() && (!a.roi || sameBox(*a.roi, *b.roi)) &&
          a.unorganize == b.unorganize && a.voxelSize == b.voxelSize && a.minPointsPerVoxel == b.minPointsPerVoxel;
 }

@@ -1,18 +1,16 @@
-// PLY reading and writing, and the HostPointCloud invariants.
+// PLY reading and writing.
 //
 // The reader checks the magic in the first bytes, parses the header (bounded in size
 // and line length, in time linear in its size), checks that a regular file's body can
 // possibly hold what the header declares before allocating anything, then decodes the
-// body record by record without reading past what the header declares (one more byte
-// tells trailing data), so pipes and devices such as /dev/zero cannot make it read or
-// allocate without bound. The writer goes through io_detail::OutputFile: a temporary
-// file renamed over the target, so a failed write leaves an existing file intact.
-// Every problem is reported as one InvalidArgument naming the file, the header line,
-// body line (ascii) or byte offset (binary), and what is wrong.
+// body record by record without reading past what the header declares, so pipes and
+// devices such as /dev/zero cannot make it read or allocate without bound. The writer
+// goes through io_detail::OutputFile: a temporary file renamed over the target, so a
+// failed write leaves an existing file intact. Every problem is reported as one
+// InvalidArgument naming the file, the header line, body line (ascii) or byte offset
+// (binary), and what is wrong.
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -24,125 +22,42 @@
 #include <vector>
 
 #include "devicearray/ply.hpp"
-#include "io/io_detail.hpp"
+#include "io/point_cloud_file_support.hpp"
+#include "io/record_io.hpp"
 
 namespace devicearray {
 
+using io_detail::ByteSource;
 using io_detail::checkedMul;
 using io_detail::invalid;
-
-// ---------------------------------------------------------- HostPointCloud ---
-
-HostPointCloud HostPointCloud::organized(int height, int width, bool withColors, bool withSNR,
-                                         bool withNormals) {
-  if (height <= 0 || width <= 0)
-    invalid("HostPointCloud::organized: size " + std::to_string(height) + " x " + std::to_string(width) +
-            " must be positive");
-  const std::size_t n = checkedMul(static_cast<std::size_t>(height), static_cast<std::size_t>(width),
-                                   "HostPointCloud::organized: point count");
-  const std::size_t xyzCount = checkedMul(n, 3, "HostPointCloud::organized: xyz");
-  const std::size_t rgbaCount = checkedMul(n, 4, "HostPointCloud::organized: rgba");
-  HostPointCloud cloud;
-  cloud.height = height;
-  cloud.width = width;
-  try {
-    cloud.xyz.assign(xyzCount, std::numeric_limits<float>::quiet_NaN());
-    if (withColors) cloud.rgba.assign(rgbaCount, 0);
-    if (withSNR) cloud.snr.assign(n, 0.0f);
-    if (withNormals) cloud.normals.assign(xyzCount, std::numeric_limits<float>::quiet_NaN());
-  } catch (const std::exception&) {  // bad_alloc or length_error
-    io_detail::fail(ErrorCode::OutOfMemory, "HostPointCloud::organized: cannot allocate a " + std::to_string(height) +
-                                                " x " + std::to_string(width) + " cloud");
-  }
-  return cloud;
-}
-
-bool HostPointCloud::isValid(std::size_t i) const noexcept {
-  const float* p = xyz.data() + 3 * i;
-  return std::isfinite(p[0]) && std::isfinite(p[1]) && std::isfinite(p[2]);
-}
-
-std::size_t HostPointCloud::validCount() const noexcept {
-  std::size_t count = 0;
-  for (std::size_t i = 0, n = size(); i < n; ++i) count += isValid(i) ? 1 : 0;
-  return count;
-}
-
-void HostPointCloud::validate() const {
-  const std::string fn = "HostPointCloud::validate: ";
-  if (height < 0 || width < 0 || (height == 0) != (width == 0))
-    invalid(fn + "height " + std::to_string(height) + " and width " + std::to_string(width) +
-            " must both be positive (organized) or both be 0 (unorganized)");
-  if (xyz.size() % 3 != 0)
-    invalid(fn + "xyz has " + std::to_string(xyz.size()) + " floats, which is not a multiple of 3");
-  const std::size_t n = size();
-  if (isOrganized()) {
-    std::size_t hw = 0;
-    if (__builtin_mul_overflow(static_cast<std::size_t>(height), static_cast<std::size_t>(width), &hw) || hw != n)
-      invalid(fn + "organized size " + std::to_string(height) + " x " + std::to_string(width) + " does not match " +
-              std::to_string(n) + " points");
-  }
-  auto checkAttr = [&](std::size_t have, std::size_t perPoint, const char* name) {
-    if (have != 0 && have / perPoint != n) invalid(fn + name + " has " + std::to_string(have) + " values; expected 0 or " +
-                                                   std::to_string(n) + " x " + std::to_string(perPoint));
-    if (have % perPoint != 0) invalid(fn + name + " has " + std::to_string(have) + " values, not a multiple of " +
-                                      std::to_string(perPoint));
-  };
-  checkAttr(rgba.size(), 4, "rgba");
-  checkAttr(snr.size(), 1, "snr");
-  checkAttr(normals.size(), 3, "normals");
-}
+using io_detail::Reporter;
+using io_detail::ScalarType;
+using io_detail::scalarName;
+using io_detail::scalarSize;
+using io_detail::tokenize;
 
 // ------------------------------------------------------------------ reader ---
 
 namespace {
 
-enum class PlyType { i8, u8, i16, u16, i32, u32, f32, f64 };
-
-std::optional<PlyType> parseType(std::string_view s) {
-  if (s == "char" || s == "int8") return PlyType::i8;
-  if (s == "uchar" || s == "uint8") return PlyType::u8;
-  if (s == "short" || s == "int16") return PlyType::i16;
-  if (s == "ushort" || s == "uint16") return PlyType::u16;
-  if (s == "int" || s == "int32") return PlyType::i32;
-  if (s == "uint" || s == "uint32") return PlyType::u32;
-  if (s == "float" || s == "float32") return PlyType::f32;
-  if (s == "double" || s == "float64") return PlyType::f64;
+std::optional<ScalarType> parseType(std::string_view s) {
+  if (s == "char" || s == "int8") return ScalarType::i8;
+  if (s == "uchar" || s == "uint8") return ScalarType::u8;
+  if (s == "short" || s == "int16") return ScalarType::i16;
+  if (s == "ushort" || s == "uint16") return ScalarType::u16;
+  if (s == "int" || s == "int32") return ScalarType::i32;
+  if (s == "uint" || s == "uint32") return ScalarType::u32;
+  if (s == "float" || s == "float32") return ScalarType::f32;
+  if (s == "double" || s == "float64") return ScalarType::f64;
   return std::nullopt;
 }
-
-const char* typeName(PlyType t) {
-  switch (t) {
-    case PlyType::i8: return "char";
-    case PlyType::u8: return "uchar";
-    case PlyType::i16: return "short";
-    case PlyType::u16: return "ushort";
-    case PlyType::i32: return "int";
-    case PlyType::u32: return "uint";
-    case PlyType::f32: return "float";
-    case PlyType::f64: return "double";
-  }
-  return "?";
-}
-
-std::size_t typeSize(PlyType t) {
-  switch (t) {
-    case PlyType::i8: case PlyType::u8: return 1;
-    case PlyType::i16: case PlyType::u16: return 2;
-    case PlyType::i32: case PlyType::u32: case PlyType::f32: return 4;
-    case PlyType::f64: return 8;
-  }
-  return 0;
-}
-
-bool isFloatType(PlyType t) { return t == PlyType::f32 || t == PlyType::f64; }
 
 struct PlyProperty {
   std::string name;
   bool isList = false;
-  PlyType type = PlyType::f32;       // scalar type, or the item type of a list
-  PlyType countType = PlyType::u8;   // list count type
-  std::size_t headerLine = 0;        // where it is declared, for messages
+  ScalarType type = ScalarType::f32;      // scalar type, or the item type of a list
+  ScalarType countType = ScalarType::u8;  // list count type
+  std::size_t headerLine = 0;             // where it is declared, for messages
 };
 
 struct PlyElement {
@@ -156,8 +71,14 @@ struct PlyElement {
   /// Binary bytes of one record without lists, or the least it can take with them.
   std::size_t minBinaryRecordSize() const {
     std::size_t s = 0;
-    for (const auto& p : properties) s += p.isList ? typeSize(p.countType) : typeSize(p.type);
+    for (const auto& p : properties) s += p.isList ? scalarSize(p.countType) : scalarSize(p.type);
     return s;
+  }
+  /// Index of the scalar property `name`, or -1.
+  int find(std::string_view name) const {
+    for (std::size_t i = 0; i < properties.size(); ++i)
+      if (!properties[i].isList && properties[i].name == name) return static_cast<int>(i);
+    return -1;
   }
 };
 
@@ -168,161 +89,33 @@ constexpr std::size_t kMaxHeaderLine = 4096;
 constexpr std::uint64_t kMaxHeaderBytes = 16u << 20;
 constexpr std::size_t kMaxBodyLine = 64 * 1024;
 
-/// Where a problem is: the file, plus a line or byte position. Messages are escaped
-/// (printable()), so bytes from the file cannot break or hide in them.
-class Reporter {
- public:
-  explicit Reporter(const std::string& path) : prefix_("readPly: '" + path + "': ") {}
-  [[noreturn]] void atLine(std::size_t line, const std::string& what) const {
-    invalid(io_detail::printable(prefix_ + "line " + std::to_string(line) + ": " + what));
-  }
-  [[noreturn]] void atByte(std::uint64_t byte, const std::string& what) const {
-    invalid(io_detail::printable(prefix_ + "byte " + std::to_string(byte) + ": " + what));
-  }
-  [[noreturn]] void general(const std::string& what) const { invalid(io_detail::printable(prefix_ + what)); }
-
- private:
-  std::string prefix_;
-};
-
-std::vector<std::string_view> tokenize(std::string_view line) {
-  std::vector<std::string_view> tokens;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    std::size_t j = i;
-    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-    if (j > i) tokens.push_back(line.substr(i, j - i));
-    i = j;
-  }
-  return tokens;
-}
-
-/// Buffered reading of the open file that holds at most one buffer and one line of it,
-/// so pipes and devices (whose size is unknown, or endless) are read only as far as
-/// the header says.
-class ByteSource {
- public:
-  ByteSource(std::FILE* f, const Reporter& rep) : f_(f), rep_(rep), buffer_(kBufferBytes) {}
-
-  /// Offset of the next byte in the file.
-  std::uint64_t offset() const { return consumed_; }
-  /// Number of the last line returned by line() (counted from 1).
-  std::size_t lineNumber() const { return lineNumber_; }
-  void countLine() { ++lineNumber_; }
-
-  /// Copies up to `n` bytes to `dst`; fewer only at the end of the input.
-  std::size_t read(char* dst, std::size_t n) {
-    std::size_t done = 0;
-    while (done < n && (begin_ < end_ || fill())) {
-      const std::size_t k = std::min(n - done, end_ - begin_);
-      std::memcpy(dst + done, buffer_.data() + begin_, k);
-      begin_ += k;
-      consumed_ += k;
-      done += k;
-    }
-    return done;
-  }
-
-  /// Discards `n` bytes; false when the input ends first.
-  bool skip(std::uint64_t n) {
-    while (n > 0) {
-      if (begin_ == end_ && !fill()) return false;
-      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, end_ - begin_));
-      begin_ += k;
-      consumed_ += k;
-      n -= k;
-    }
-    return true;
-  }
-
-  /// True when no byte is left.
-  bool atEnd() { return begin_ == end_ && !fill(); }
-
-  /// The next line without its "\n" / "\r\n", or nullopt at the end of the input.
-  /// Throws (via the reporter) as soon as the line exceeds `maxLength` characters.
-  std::optional<std::string_view> line(std::size_t maxLength) {
-    line_.clear();
-    bool any = false;
-    for (;;) {
-      if (begin_ == end_ && !fill()) break;
-      any = true;
-      const char* b = buffer_.data() + begin_;
-      const std::size_t avail = end_ - begin_;
-      const void* nl = std::memchr(b, '\n', avail);
-      const std::size_t take = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - b) : avail;
-      if (line_.size() + take > maxLength + 1)  // + 1: a "\r" before the "\n"
-        rep_.atLine(lineNumber_ + 1, "line is longer than " + std::to_string(maxLength) + " characters");
-      line_.append(b, take);
-      const std::size_t used = take + (nl ? 1 : 0);
-      begin_ += used;
-      consumed_ += used;
-      if (nl) break;
-    }
-    if (!any) return std::nullopt;
-    ++lineNumber_;
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    if (line_.size() > maxLength)
-      rep_.atLine(lineNumber_, "line is longer than " + std::to_string(maxLength) + " characters");
-    return std::string_view(line_);
-  }
-
- private:
-  static constexpr std::size_t kBufferBytes = 1 << 16;
-
-  /// Refills the (empty) buffer; false at the end of the input.
-  bool fill() {
-    if (eof_) return false;
-    begin_ = end_ = 0;
-    const std::size_t got = std::fread(buffer_.data(), 1, buffer_.size(), f_);
-    if (got == 0) {
-      if (std::ferror(f_))
-        rep_.general("read error after " + std::to_string(consumed_) + " bytes: " + io_detail::systemErrorText(errno));
-      eof_ = true;
-      return false;
-    }
-    end_ = got;
-    return true;
-  }
-
-  std::FILE* f_;
-  const Reporter& rep_;
-  std::vector<char> buffer_;
-  std::size_t begin_ = 0, end_ = 0;
-  std::uint64_t consumed_ = 0;
-  std::size_t lineNumber_ = 0;
-  bool eof_ = false;
-  std::string line_;
-};
-
-std::optional<std::uint64_t> parseCount(std::string_view s) {
-  std::uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 struct PlyHeader {
   PlyFormat format = PlyFormat::ascii;
   std::vector<PlyElement> elements;
-  std::int64_t height = -1, width = -1;  // from obj_info / comment; -1 = absent
+  // The grid from "obj_info height H / width W" (ours) or "obj_info num_rows H /
+  // num_cols W" (PCL, VTK, camera vendors); -1 = absent.
+  std::int64_t height = -1, width = -1;
   int heightLine = 0, widthLine = 0;
+  bool heightIsRowCount = false;  // from num_rows: PCL writes one row for an unorganized cloud
   std::uint64_t bodyOffset = 0;
 };
 
-void setDimension(const Reporter& rep, std::size_t line, std::string_view which, std::string_view value,
+void setDimension(const Reporter& rep, std::size_t line, bool isHeight, std::string_view value, bool rowCount,
                   PlyHeader& h) {
-  auto v = parseCount(value);
+  const char* which = isHeight ? "height" : "width";
+  auto v = io_detail::parseCount(value);
+  if (rowCount && v && *v == 0) return;  // PCL's empty cloud: no grid
   if (!v || *v == 0 || *v > static_cast<std::uint64_t>(INT_MAX))
-    rep.atLine(line, "organized " + std::string(which) + " '" + std::string(value) +
-                         "' must be an integer in 1.." + std::to_string(INT_MAX));
-  std::int64_t& slot = which == "height" ? h.height : h.width;
-  int& slotLine = which == "height" ? h.heightLine : h.widthLine;
+    rep.atLine(line, std::string("organized ") + which + " '" + std::string(value) + "' must be an integer in 1.." +
+                         std::to_string(INT_MAX));
+  std::int64_t& slot = isHeight ? h.height : h.width;
+  int& slotLine = isHeight ? h.heightLine : h.widthLine;
   if (slot >= 0 && slot != static_cast<std::int64_t>(*v))
-    rep.atLine(line, "organized " + std::string(which) + " " + std::to_string(*v) + " contradicts " +
+    rep.atLine(line, std::string("organized ") + which + " " + std::to_string(*v) + " contradicts " +
                          std::to_string(slot) + " given on line " + std::to_string(slotLine));
   slot = static_cast<std::int64_t>(*v);
   slotLine = static_cast<int>(line);
+  if (isHeight) h.heightIsRowCount = rowCount;
 }
 
 /// Checks the magic first, so that a file that is not PLY (or /dev/zero) is refused
@@ -363,16 +156,17 @@ PlyHeader parseHeader(ByteSource& src, const Reporter& rep) {
       if (tokens.size() != 1) rep.atLine(ln, "unexpected text after 'end_header'");
       break;
     }
-    if (key == "comment") {
-      // Tools that cannot write obj_info sometimes keep the grid size in comments.
-      if (tokens.size() == 3 && (tokens[1] == "height" || tokens[1] == "width") && parseCount(tokens[2]))
-        setDimension(rep, ln, tokens[1], tokens[2], h);
-      continue;
-    }
+    // Comments are free text: whatever they say, they never declare anything.
+    if (key == "comment") continue;
     if (key == "obj_info") {
-      if (tokens.size() >= 2 && (tokens[1] == "height" || tokens[1] == "width")) {
-        if (tokens.size() != 3) rep.atLine(ln, "expected 'obj_info " + std::string(tokens[1]) + " <integer>'");
-        setDimension(rep, ln, tokens[1], tokens[2], h);
+      if (tokens.size() >= 2) {
+        const std::string_view what = tokens[1];
+        const bool ours = what == "height" || what == "width";
+        const bool rowsCols = what == "num_rows" || what == "num_cols";
+        if (ours || rowsCols) {
+          if (tokens.size() != 3) rep.atLine(ln, "expected 'obj_info " + std::string(what) + " <integer>'");
+          setDimension(rep, ln, what == "height" || what == "num_rows", tokens[2], rowsCols, h);
+        }
       }
       continue;
     }
@@ -392,7 +186,7 @@ PlyHeader parseHeader(ByteSource& src, const Reporter& rep) {
     if (!sawFormat) rep.atLine(ln, "expected the 'format' line, found '" + std::string(key) + "'");
     if (key == "element") {
       if (tokens.size() != 3) rep.atLine(ln, "expected 'element <name> <count>'");
-      auto count = parseCount(tokens[2]);
+      auto count = io_detail::parseCount(tokens[2]);
       if (!count) rep.atLine(ln, "element count '" + std::string(tokens[2]) + "' is not a non-negative integer");
       PlyElement e;
       e.name = std::string(tokens[1]);
@@ -412,7 +206,7 @@ PlyHeader parseHeader(ByteSource& src, const Reporter& rep) {
         if (tokens.size() != 5) rep.atLine(ln, "expected 'property list <count type> <item type> <name>'");
         auto ct = parseType(tokens[2]);
         auto it = parseType(tokens[3]);
-        if (!ct || isFloatType(*ct))
+        if (!ct || io_detail::isFloatScalar(*ct))
           rep.atLine(ln, "list count type '" + std::string(tokens[2]) + "' is not an integer type");
         if (!it) rep.atLine(ln, "unknown property type '" + std::string(tokens[3]) + "'");
         p.isList = true;
@@ -444,138 +238,67 @@ struct VertexMapping {
   int rgba[4] = {-1, -1, -1, -1};
   int normal[3] = {-1, -1, -1};
   int snr = -1;
+  bool hasColors() const { return rgba[0] >= 0; }
+  bool anyFloatColor = false;
 };
+
+/// The names other tools give each channel; the first one a file declares is read.
+constexpr const char* kXyzNames[3][1] = {{"x"}, {"y"}, {"z"}};
+constexpr const char* kColorNames[4][3] = {
+    {"red", "r", "diffuse_red"}, {"green", "g", "diffuse_green"}, {"blue", "b", "diffuse_blue"},
+    {"alpha", "a", "diffuse_alpha"}};
+constexpr const char* kNormalNames[3][2] = {{"nx", "normal_x"}, {"ny", "normal_y"}, {"nz", "normal_z"}};
+
+template <std::size_t N>
+void mapChannel(const PlyProperty& p, int idx, const char* const (&names)[N], int& slot) {
+  if (slot >= 0) return;
+  for (const char* name : names)
+    if (p.name == name) slot = idx;
+}
 
 VertexMapping mapVertex(const PlyElement& v, const Reporter& rep) {
   VertexMapping m;
-  auto requireFloat = [&](const PlyProperty& p) {
-    if (!isFloatType(p.type))
-      rep.atLine(p.headerLine,
-                 "vertex property '" + p.name + "' has type " + typeName(p.type) + "; expected float or double");
-  };
   for (std::size_t i = 0; i < v.properties.size(); ++i) {
     const PlyProperty& p = v.properties[i];
     if (p.isList)
-      rep.atLine(p.headerLine,
-                 "vertex property '" + p.name + "' is a list; vertex properties must be scalars");
+      rep.atLine(p.headerLine, "vertex property '" + p.name + "' is a list; vertex properties must be scalars");
     const int idx = static_cast<int>(i);
-    static constexpr const char* kXyz[3] = {"x", "y", "z"};
-    static constexpr const char* kRgba[4] = {"red", "green", "blue", "alpha"};
-    static constexpr const char* kNormal[3] = {"nx", "ny", "nz"};
-    for (int c = 0; c < 3; ++c)
-      if (p.name == kXyz[c]) { requireFloat(p); m.xyz[c] = idx; }
-    for (int c = 0; c < 3; ++c)
-      if (p.name == kNormal[c]) { requireFloat(p); m.normal[c] = idx; }
-    if (p.name == "snr") { requireFloat(p); m.snr = idx; }
-    for (int c = 0; c < 4; ++c)
-      if (p.name == kRgba[c]) {
-        if (p.type != PlyType::u8 && p.type != PlyType::u16 && !isFloatType(p.type))
-          rep.atLine(p.headerLine, "vertex property '" + p.name + "' has type " +
-                                                                  typeName(p.type) + "; expected uchar, ushort, float or double");
-        m.rgba[c] = idx;
-      }
+    for (int c = 0; c < 3; ++c) mapChannel(p, idx, kXyzNames[c], m.xyz[c]);
+    for (int c = 0; c < 4; ++c) mapChannel(p, idx, kColorNames[c], m.rgba[c]);
+    for (int c = 0; c < 3; ++c) mapChannel(p, idx, kNormalNames[c], m.normal[c]);
+    if (p.name == "snr" && m.snr < 0) m.snr = idx;
   }
   const std::size_t hl = static_cast<std::size_t>(v.headerLine);
-  if (m.xyz[0] < 0 || m.xyz[1] < 0 || m.xyz[2] < 0)
-    rep.atLine(hl, "element 'vertex' must have float or double properties x, y and z");
+  if (m.xyz[0] < 0 || m.xyz[1] < 0 || m.xyz[2] < 0) rep.atLine(hl, "element 'vertex' must have properties x, y and z");
   const int nNormals = (m.normal[0] >= 0) + (m.normal[1] >= 0) + (m.normal[2] >= 0);
   if (nNormals != 0 && nNormals != 3) rep.atLine(hl, "element 'vertex' has only some of nx, ny, nz");
   const int nColors = (m.rgba[0] >= 0) + (m.rgba[1] >= 0) + (m.rgba[2] >= 0);
   if (nColors != 0 && nColors != 3) rep.atLine(hl, "element 'vertex' has only some of red, green, blue");
-  if (nColors == 0 && m.rgba[3] >= 0) rep.atLine(hl, "element 'vertex' has alpha but no red, green, blue");
+  if (nColors == 0) m.rgba[3] = -1;  // an alpha alone is no colour: ignored
+  for (int c = 0; c < 4; ++c)
+    if (m.rgba[c] >= 0 && io_detail::isFloatScalar(v.properties[static_cast<std::size_t>(m.rgba[c])].type))
+      m.anyFloatColor = true;
   return m;
 }
 
-std::uint8_t colorToByte(double v, PlyType t) {
-  double scaled = v;
-  if (t == PlyType::u16) scaled = v * (255.0 / 65535.0);
-  else if (isFloatType(t)) scaled = v * 255.0;
-  if (!(scaled > 0.0)) return 0;  // also NaN
+/// An integer colour value as an 8-bit code: uchar as is, ushort scaled by 255/65535,
+/// other integer types clamped to [0, 255].
+std::uint8_t integerColorToByte(double v, ScalarType t) {
+  const double scaled = t == ScalarType::u16 ? v * (255.0 / 65535.0) : v;
+  if (!(scaled > 0.0)) return 0;
   if (scaled >= 255.0) return 255;
   return static_cast<std::uint8_t>(std::lround(scaled));
-}
-
-template <class T>
-T loadAs(const char* p, bool swap) {
-  using U = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-            std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
-  U u;
-  std::memcpy(&u, p, sizeof(U));
-  if (swap) {
-    if constexpr (sizeof(U) == 2) u = static_cast<U>(__builtin_bswap16(u));
-    else if constexpr (sizeof(U) == 4) u = __builtin_bswap32(u);
-    else if constexpr (sizeof(U) == 8) u = __builtin_bswap64(u);
-  }
-  T v;
-  std::memcpy(&v, &u, sizeof(T));
-  return v;
-}
-
-double loadBinary(const char* p, PlyType t, bool swap) {
-  switch (t) {
-    case PlyType::i8: return loadAs<std::int8_t>(p, swap);
-    case PlyType::u8: return loadAs<std::uint8_t>(p, swap);
-    case PlyType::i16: return loadAs<std::int16_t>(p, swap);
-    case PlyType::u16: return loadAs<std::uint16_t>(p, swap);
-    case PlyType::i32: return loadAs<std::int32_t>(p, swap);
-    case PlyType::u32: return loadAs<std::uint32_t>(p, swap);
-    case PlyType::f32: return loadAs<float>(p, swap);
-    case PlyType::f64: return loadAs<double>(p, swap);
-  }
-  return 0.0;
-}
-
-/// Parses one ascii token as a value of type `t`; nullopt when it is not a number of
-/// that type (non-numeric, trailing junk, fractional integer, out of range).
-std::optional<double> parseAscii(std::string_view tok, PlyType t) {
-  const char* b = tok.data();
-  const char* e = tok.data() + tok.size();
-  if (e - b >= 2 && *b == '+' && b[1] != '-' && b[1] != '+') ++b;  // from_chars does not take a leading '+'
-  if (t == PlyType::f32) {
-    // Parsed as float directly: going through double could round twice and miss the
-    // value a shortest-form float was printed from.
-    float v = 0;
-    auto [ptr, ec] = std::from_chars(b, e, v);
-    if (ec != std::errc() || ptr != e) return std::nullopt;
-    return static_cast<double>(v);
-  }
-  if (t == PlyType::f64) {
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(b, e, v);
-    if (ec != std::errc() || ptr != e) return std::nullopt;
-    return v;
-  }
-  std::int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(b, e, v);
-  if (ec != std::errc() || ptr != e) return std::nullopt;
-  std::int64_t lo = 0, hi = 0;
-  switch (t) {
-    case PlyType::i8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case PlyType::u8: lo = 0; hi = UINT8_MAX; break;
-    case PlyType::i16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case PlyType::u16: lo = 0; hi = UINT16_MAX; break;
-    case PlyType::i32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case PlyType::u32: lo = 0; hi = UINT32_MAX; break;
-    default: break;
-  }
-  if (v < lo || v > hi) return std::nullopt;
-  return static_cast<double>(v);
-}
-
-/// The float a double value narrows to, or nullopt when a finite value exceeds float's
-/// range (the C++ conversion would be undefined).
-std::optional<float> narrow(double v) {
-  if (std::isfinite(v) && std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) return std::nullopt;
-  return static_cast<float>(v);
 }
 
 /// Stores decoded vertices (values indexed like the vertex properties) into the cloud,
 /// growing its arrays as records arrive when the input's size could not vouch for the
 /// declared count (a pipe or device), so memory follows the data actually read.
+/// Float colours wait in `pending_` until the whole file has told their scale.
 class VertexSink {
  public:
-  VertexSink(HostPointCloud& cloud, const VertexMapping& m, const PlyElement& v, std::size_t count, bool trustCount)
-      : cloud_(cloud), m_(m), v_(v), count_(count) {
+  VertexSink(HostPointCloud& cloud, const VertexMapping& m, const PlyElement& v, std::size_t count, bool trustCount,
+             io_detail::NarrowingWarning& narrowing)
+      : cloud_(cloud), m_(m), v_(v), count_(count), narrowing_(narrowing) {
     if (trustCount) resize(count);
   }
 
@@ -584,41 +307,71 @@ class VertexSink {
   /// the one form writePly writes for it.
   const char* store(std::size_t i, const double* values) {
     if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
+    stored_ = std::max(stored_, i + 1);
     float xyz[3];
     for (int c = 0; c < 3; ++c) {
-      auto f = narrow(values[m_.xyz[c]]);
-      if (!f) return v_.properties[static_cast<std::size_t>(m_.xyz[c])].name.c_str();
+      const double exact = values[m_.xyz[c]];
+      auto f = io_detail::narrowToFloat(exact);
+      if (!f) return propertyName(m_.xyz[c]);
+      narrowing_.check(exact, *f);
       xyz[c] = *f;
     }
     if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
       xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
     std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
-    if (!cloud_.rgba.empty()) {
+    if (m_.hasColors()) {
       for (int c = 0; c < 4; ++c) {
         const int p = m_.rgba[c];
-        cloud_.rgba[4 * i + static_cast<std::size_t>(c)] =
-            p < 0 ? std::uint8_t{255} : colorToByte(values[p], v_.properties[static_cast<std::size_t>(p)].type);
+        const std::size_t k = 4 * i + static_cast<std::size_t>(c);
+        if (p < 0) {
+          cloud_.rgba[k] = 255;  // a missing alpha is opaque
+          continue;
+        }
+        const ScalarType t = v_.properties[static_cast<std::size_t>(p)].type;
+        if (io_detail::isFloatScalar(t)) {
+          const double v = values[p];
+          if (v > largestFloatColor_) largestFloatColor_ = v;
+          pending_[k] = static_cast<float>(std::clamp(v, -1.0, 65536.0));  // NaN stays NaN
+        } else {
+          cloud_.rgba[k] = integerColorToByte(values[p], t);
+        }
       }
     }
     if (!cloud_.normals.empty()) {
       for (int c = 0; c < 3; ++c) {
-        auto f = narrow(values[m_.normal[c]]);
-        if (!f) return v_.properties[static_cast<std::size_t>(m_.normal[c])].name.c_str();
+        auto f = io_detail::narrowToFloat(values[m_.normal[c]]);
+        if (!f) return propertyName(m_.normal[c]);
         cloud_.normals[3 * i + static_cast<std::size_t>(c)] = *f;
       }
     }
     if (!cloud_.snr.empty()) {
-      auto f = narrow(values[m_.snr]);
+      auto f = io_detail::narrowToFloat(values[m_.snr]);
       if (!f) return "snr";
       cloud_.snr[i] = *f;
     }
     return nullptr;
   }
 
+  /// Converts the float colours once their scale is known (floatColorsAre255()).
+  void finish() {
+    if (pending_.empty()) return;
+    const bool range255 = io_detail::floatColorsAre255(largestFloatColor_);
+    for (std::size_t k = 0; k < 4 * stored_; ++k) {
+      const int p = m_.rgba[k % 4];
+      if (p >= 0 && io_detail::isFloatScalar(v_.properties[static_cast<std::size_t>(p)].type))
+        cloud_.rgba[k] = io_detail::floatColorToByte(pending_[k], range255);
+    }
+    pending_.clear();
+    pending_.shrink_to_fit();
+  }
+
  private:
+  const char* propertyName(int p) const { return v_.properties[static_cast<std::size_t>(p)].name.c_str(); }
+
   void resize(std::size_t points) {
     cloud_.xyz.resize(checkedMul(points, 3, "readPly: xyz"));
-    if (m_.rgba[0] >= 0) cloud_.rgba.resize(checkedMul(points, 4, "readPly: rgba"));
+    if (m_.hasColors()) cloud_.rgba.resize(checkedMul(points, 4, "readPly: rgba"));
+    if (m_.anyFloatColor) pending_.resize(checkedMul(points, 4, "readPly: colours"));
     if (m_.normal[0] >= 0) cloud_.normals.resize(checkedMul(points, 3, "readPly: normals"));
     if (m_.snr >= 0) cloud_.snr.resize(points);
     allocated_ = points;
@@ -628,7 +381,26 @@ class VertexSink {
   const VertexMapping& m_;
   const PlyElement& v_;
   std::size_t count_;
+  io_detail::NarrowingWarning& narrowing_;
   std::size_t allocated_ = 0;
+  std::size_t stored_ = 0;
+  std::vector<float> pending_;  // float colours, 4 per point, until finish()
+  double largestFloatColor_ = -std::numeric_limits<double>::infinity();
+};
+
+/// PCL writes the grid of an organized cloud into its "camera" element (viewportx
+/// columns, viewporty rows); the first record's values are kept.
+struct CameraViewport {
+  const PlyElement* element = nullptr;
+  int columns = -1, rows = -1;  // property indices
+  double values[2] = {0, 0};
+  bool seen = false;
+  void take(const PlyElement& e, std::uint64_t record, const double* recordValues) {
+    if (&e != element || record != 0) return;
+    values[0] = recordValues[columns];
+    values[1] = recordValues[rows];
+    seen = true;
+  }
 };
 
 /// Checks, before anything is allocated, that a regular file's body can hold the least
@@ -651,10 +423,11 @@ void checkBodyCanHoldCounts(const PlyHeader& h, std::uint64_t bodyBytes, const R
 }
 
 void readAsciiBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex, VertexSink& sink,
-                   const Reporter& rep) {
-  std::vector<double> values(vertex->properties.size());
+                   CameraViewport& camera, const Reporter& rep) {
+  std::vector<double> values;
   for (const auto& e : h.elements) {
     const bool isVertex = &e == vertex;
+    values.assign(e.properties.size(), 0.0);
     for (std::uint64_t r = 0; r < e.count; ++r) {
       auto line = src.line(kMaxBodyLine);
       const std::size_t ln = src.lineNumber();
@@ -665,14 +438,14 @@ void readAsciiBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex
       std::size_t t = 0;
       for (std::size_t pi = 0; pi < e.properties.size(); ++pi) {
         const PlyProperty& p = e.properties[pi];
-        auto take = [&](PlyType type) -> double {
+        auto take = [&](ScalarType type) -> double {
           if (t >= tokens.size())
             rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has too few values (" +
                                std::to_string(tokens.size()) + "); property '" + p.name + "' is missing");
-          auto v = parseAscii(tokens[t], type);
+          auto v = io_detail::parseScalar(tokens[t], type);
           if (!v)
             rep.atLine(ln, "value '" + std::string(tokens[t].substr(0, 64)) + "' of property '" + p.name +
-                               "' is not a valid " + typeName(type));
+                               "' is not a valid " + scalarName(type));
           ++t;
           return *v;
         };
@@ -681,40 +454,37 @@ void readAsciiBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex
           if (count < 0) rep.atLine(ln, "list '" + p.name + "' has a negative length");
           for (double k = 0; k < count; ++k) take(p.type);
         } else {
-          const double v = take(p.type);
-          if (isVertex) values[pi] = v;
+          values[pi] = take(p.type);
         }
       }
       if (t != tokens.size())
         rep.atLine(ln, "'" + e.name + "' record " + std::to_string(r) + " has " + std::to_string(tokens.size()) +
                            " values; the header declares " + std::to_string(t));
+      camera.take(e, r, values.data());
       if (isVertex)
         if (const char* bad = sink.store(static_cast<std::size_t>(r), values.data()))
           rep.atLine(ln, "value of property '" + std::string(bad) + "' does not fit in a float");
     }
   }
   // Blank lines may follow the last record, but not without end (a stream of newlines).
-  const std::uint64_t trailingStart = src.offset();
-  while (auto line = src.line(kMaxBodyLine)) {
-    if (!tokenize(*line).empty())
-      rep.atLine(src.lineNumber(), "data after the last declared record (do the element counts match the data?)");
-    if (src.offset() - trailingStart > kMaxBodyLine)
-      rep.atLine(src.lineNumber(), "more than " + std::to_string(kMaxBodyLine) +
-                                       " bytes of blank lines follow the last declared record");
-  }
+  io_detail::expectOnlyBlankLines(src, rep, kMaxBodyLine, "record", "do the element counts match the data?");
 }
 
+/// Reads the binary body up to the end of the last declared record. Bytes after it
+/// are not read: tools (Open3D, plyfile) accept them, and a stream is not read further.
 void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* vertex, VertexSink& sink,
-                    std::optional<std::uint64_t> fileSize, const Reporter& rep) {
+                    CameraViewport& camera, const Reporter& rep) {
   const bool swap = (h.format == PlyFormat::binaryBigEndian) != (std::endian::native == std::endian::big);
-  std::vector<double> values(vertex->properties.size());
+  std::vector<double> values;
   std::vector<char> chunk;
   for (const auto& e : h.elements) {
     const bool isVertex = &e == vertex;
+    const bool decode = isVertex || &e == camera.element;
+    values.assign(e.properties.size(), 0.0);
     if (!e.hasList()) {
       const std::size_t recordSize = e.minBinaryRecordSize();
       const std::uint64_t start = src.offset();
-      if (!isVertex) {
+      if (!decode) {
         std::uint64_t bytes = 0;
         if (__builtin_mul_overflow(e.count, static_cast<std::uint64_t>(recordSize), &bytes) || !src.skip(bytes))
           rep.atByte(src.offset(), "the file ends inside the " + std::to_string(e.count) + " '" + e.name +
@@ -725,7 +495,7 @@ void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* verte
       std::size_t off = 0;
       for (const auto& p : e.properties) {
         offsets.push_back(off);
-        off += typeSize(p.type);
+        off += scalarSize(p.type);
       }
       // Whole records at a time, about 64 KiB per read.
       const std::size_t perChunk = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(recordSize, 1));
@@ -734,13 +504,15 @@ void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* verte
         const std::size_t records = static_cast<std::size_t>(std::min<std::uint64_t>(perChunk, e.count - r));
         const std::size_t got = src.read(chunk.data(), records * recordSize);
         if (got != records * recordSize)
-          rep.atByte(src.offset(), "the file ends inside 'vertex' record " + std::to_string(r + got / recordSize) +
-                                       " of " + std::to_string(e.count) +
-                                       " (the file is truncated or the count is wrong)");
+          rep.atByte(src.offset(), "the file ends inside '" + e.name + "' record " +
+                                       std::to_string(r + got / std::max<std::size_t>(recordSize, 1)) + " of " +
+                                       std::to_string(e.count) + " (the file is truncated or the count is wrong)");
         for (std::size_t k = 0; k < records; ++k, ++r) {
           const char* rec = chunk.data() + k * recordSize;
           for (std::size_t pi = 0; pi < e.properties.size(); ++pi)
-            values[pi] = loadBinary(rec + offsets[pi], e.properties[pi].type, swap);
+            values[pi] = io_detail::loadScalar(rec + offsets[pi], e.properties[pi].type, swap);
+          camera.take(e, r, values.data());
+          if (!isVertex) continue;
           if (const char* bad = sink.store(static_cast<std::size_t>(r), values.data()))
             rep.atByte(start + r * recordSize, "value of property '" + std::string(bad) + "' does not fit in a float");
         }
@@ -751,128 +523,104 @@ void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* verte
     char scalar[8];
     for (std::uint64_t r = 0; r < e.count; ++r) {
       for (const auto& p : e.properties) {
-        const std::size_t s = p.isList ? typeSize(p.countType) : typeSize(p.type);
+        const std::size_t s = p.isList ? scalarSize(p.countType) : scalarSize(p.type);
         const std::uint64_t at = src.offset();
         if (src.read(scalar, s) != s)
           rep.atByte(at, "the file ends inside '" + e.name + "' record " + std::to_string(r) + " of " +
                              std::to_string(e.count));
         if (!p.isList) continue;
-        const double count = loadBinary(scalar, p.countType, swap);
+        const double count = io_detail::loadScalar(scalar, p.countType, swap);
         if (count < 0) rep.atByte(at, "list '" + p.name + "' has a negative length");
-        if (!src.skip(static_cast<std::uint64_t>(count) * typeSize(p.type)))
+        if (!src.skip(static_cast<std::uint64_t>(count) * scalarSize(p.type)))
           rep.atByte(src.offset(), "the file ends inside list '" + p.name + "' of '" + e.name + "' record " +
                                        std::to_string(r));
       }
     }
   }
-  if (!src.atEnd()) {
-    const std::uint64_t pos = src.offset();
-    rep.atByte(pos, (fileSize && *fileSize > pos ? std::to_string(*fileSize - pos) + " bytes follow"
-                                                  : std::string("data follows")) +
-                        " the last declared record (do the element counts match the data?)");
-  }
 }
 
-HostPointCloud readPlyImpl(const std::string& path) {
-  io_detail::File file;
-  file.open("readPly", path, "rb");
-  const Reporter rep(path);
-  ByteSource src(file.get(), rep);
+/// The grid the header or the camera element declares (0 x 0: none). A single row
+/// from num_rows or the camera element is PCL's way of writing an unorganized cloud.
+std::pair<std::int64_t, std::int64_t> declaredGrid(const PlyHeader& h, const CameraViewport& camera,
+                                                   const PlyElement& vertex, const Reporter& rep) {
+  if ((h.height >= 0) != (h.width >= 0))
+    rep.atLine(static_cast<std::size_t>(h.height >= 0 ? h.heightLine : h.widthLine),
+               "an organized cloud needs both height and width (obj_info height H / obj_info width W)");
+  if (h.height >= 0) {
+    if (h.heightIsRowCount && h.height == 1) return {0, 0};
+    return {h.height, h.width};
+  }
+  if (camera.seen) {
+    const double cols = camera.values[0], rows = camera.values[1];
+    const bool plausible = cols >= 1 && rows >= 1 && cols <= INT_MAX && rows <= INT_MAX &&
+                           cols == std::floor(cols) && rows == std::floor(rows);
+    // A camera element that does not describe this vertex list (another tool's use of
+    // the name) declares nothing.
+    if (plausible && rows > 1 && static_cast<std::uint64_t>(cols) * static_cast<std::uint64_t>(rows) == vertex.count)
+      return {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  }
+  return {0, 0};
+}
+
+HostPointCloud readPlyImpl(const std::string& path, const PointCloudReadOptions& options) {
+  io_detail::ReaderInput input("readPly", path);
+  const Reporter& rep = input.rep();
+  ByteSource& src = input.src();
   const PlyHeader h = parseHeader(src, rep);
 
   const PlyElement* vertex = nullptr;
-  for (const auto& e : h.elements)
+  CameraViewport camera;
+  for (const auto& e : h.elements) {
     if (e.name == "vertex") vertex = &e;
+    if (e.name == "camera" && !e.hasList() && e.find("viewportx") >= 0 && e.find("viewporty") >= 0) {
+      camera.element = &e;
+      camera.columns = e.find("viewportx");
+      camera.rows = e.find("viewporty");
+    }
+  }
   if (!vertex) rep.general("the header declares no 'vertex' element");
   const VertexMapping mapping = mapVertex(*vertex, rep);
 
   // A regular file's size bounds the counts before anything is allocated; a stream's
   // does not exist, so the cloud then grows with the records that actually arrive.
-  const std::optional<std::uint64_t> fileSize = file.regularFileSize();
+  const std::optional<std::uint64_t> fileSize = input.regularFileSize();
   if (fileSize) checkBodyCanHoldCounts(h, *fileSize > h.bodyOffset ? *fileSize - h.bodyOffset : 0, rep);
   if (vertex->count > std::numeric_limits<std::size_t>::max() / 16)
     rep.atLine(static_cast<std::size_t>(vertex->headerLine),
                "vertex count " + std::to_string(vertex->count) + " exceeds what host memory can address");
   const std::size_t n = static_cast<std::size_t>(vertex->count);
 
-  if ((h.height >= 0) != (h.width >= 0))
-    rep.atLine(static_cast<std::size_t>(h.height >= 0 ? h.heightLine : h.widthLine),
-               "an organized cloud needs both height and width (obj_info height H / obj_info width W)");
   HostPointCloud cloud;
-  if (h.height >= 0) {
-    const std::uint64_t hw = static_cast<std::uint64_t>(h.height) * static_cast<std::uint64_t>(h.width);
-    if (hw != vertex->count)
-      rep.atLine(static_cast<std::size_t>(vertex->headerLine),
-                 "organized size " + std::to_string(h.height) + " x " + std::to_string(h.width) + " = " +
-                     std::to_string(hw) + " points does not match the vertex count " + std::to_string(vertex->count));
-    cloud.height = static_cast<int>(h.height);
-    cloud.width = static_cast<int>(h.width);
-  }
-  VertexSink sink(cloud, mapping, *vertex, n, fileSize.has_value());
+  io_detail::NarrowingWarning narrowing(rep, &options.warning);
+  VertexSink sink(cloud, mapping, *vertex, n, fileSize.has_value(), narrowing);
   if (h.format == PlyFormat::ascii)
-    readAsciiBody(src, h, vertex, sink, rep);
+    readAsciiBody(src, h, vertex, sink, camera, rep);
   else
-    readBinaryBody(src, h, vertex, sink, fileSize, rep);
+    readBinaryBody(src, h, vertex, sink, camera, rep);
+  sink.finish();
+  const auto [height, width] = declaredGrid(h, camera, *vertex, rep);
+  io_detail::finishReadCloud(cloud, height, width, static_cast<std::size_t>(vertex->headerLine), options, rep);
   return cloud;
 }
 }  // namespace
 
-HostPointCloud readPly(const std::string& path) {
-  return io_detail::translateAllocationFailure("readPly", [&] { return readPlyImpl(path); });
+HostPointCloud readPly(const std::string& path, const PointCloudReadOptions& options) {
+  return io_detail::translateAllocationFailure("readPly", [&] { return readPlyImpl(path, options); });
 }
 
 // ------------------------------------------------------------------ writer ---
 
-namespace {
-
-class BufferedWriter {
- public:
-  BufferedWriter(std::FILE* f, const std::string& path) : f_(f), path_(path) { buffer_.reserve(kCapacity); }
-  void put(const char* p, std::size_t n) {
-    if (buffer_.size() + n > kCapacity) flush();
-    buffer_.insert(buffer_.end(), p, p + n);
-  }
-  void put(std::string_view s) { put(s.data(), s.size()); }
-  void flush() {
-    if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), f_) != buffer_.size())
-      invalid("writePly: '" + io_detail::printable(path_) + "': write failed: " + io_detail::systemErrorText(errno));
-    buffer_.clear();
-  }
-
- private:
-  static constexpr std::size_t kCapacity = 1 << 20;
-  std::FILE* f_;
-  const std::string& path_;
-  std::vector<char> buffer_;
-};
-
-template <class T>
-void putBinary(BufferedWriter& w, T v, bool swap) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  if (swap) std::reverse(b, b + sizeof(T));
-  w.put(b, sizeof(T));
-}
-
-void putAsciiFloat(BufferedWriter& w, float v) {
-  if (std::isnan(v)) { w.put("nan"); return; }  // the sign of a NaN carries no meaning here
-  char b[32];
-  auto [ptr, ec] = std::to_chars(b, b + sizeof b, v);  // shortest text that reads back bit-exactly
-  w.put(b, static_cast<std::size_t>(ptr - b));
-}
-
-}  // namespace
-
-void writePly(const std::string& path, const HostPointCloud& cloud, PlyFormat format) {
-  cloud.validate();
-  if (cloud.empty()) invalid("writePly: '" + path + "': the cloud has no points");
+void writePly(const std::string& path, const HostPointCloud& input, PlyFormat format,
+              const PointCloudWriteOptions& options) {
   if (format != PlyFormat::ascii && format != PlyFormat::binaryLittleEndian && format != PlyFormat::binaryBigEndian)
     invalid("writePly: unknown PlyFormat value " + std::to_string(static_cast<int>(format)));
+  const HostPointCloud cloud = io_detail::cloudForWriting(input, options, "writePly", path);
 
   std::string header = "ply\nformat ";
   header += format == PlyFormat::ascii ? "ascii" : format == PlyFormat::binaryLittleEndian ? "binary_little_endian"
                                                                                            : "binary_big_endian";
   header += " 1.0\ncomment written by devicearray\n";
+  if (options.colorSpace == ColorSpace::linear && cloud.hasColors()) header += "comment colors are linear RGB\n";
   if (cloud.isOrganized()) {
     header += "obj_info height " + std::to_string(cloud.height) + "\n";
     header += "obj_info width " + std::to_string(cloud.width) + "\n";
@@ -885,44 +633,25 @@ void writePly(const std::string& path, const HostPointCloud& cloud, PlyFormat fo
   header += "end_header\n";
 
   io_detail::OutputFile file("writePly", path);
-  BufferedWriter w(file.get(), path);
+  io_detail::BufferedWriter w("writePly", file.get(), path);
   w.put(header);
   const bool swap = (format == PlyFormat::binaryBigEndian) != (std::endian::native == std::endian::big);
-  const std::size_t n = cloud.size();
-  constexpr float kMissing[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN(),
-                                 std::numeric_limits<float>::quiet_NaN()};
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0, n = cloud.size(); i < n; ++i) {
     // A point with a non-finite coordinate (an overflowing transform gives inf) is
     // missing: it is written as NaN, NaN, NaN, which readPly reads back as missing.
-    const float* xyz = cloud.isValid(i) ? &cloud.xyz[3 * i] : kMissing;
+    const float* xyz = io_detail::writtenXyz(cloud, i);
     if (format == PlyFormat::ascii) {
-      char b[8];
-      for (int c = 0; c < 3; ++c) {
-        if (c) w.put(" ", 1);
-        putAsciiFloat(w, xyz[c]);
-      }
-      if (cloud.hasColors())
-        for (int c = 0; c < 4; ++c) {
-          auto [ptr, ec] = std::to_chars(b, b + sizeof b, static_cast<unsigned>(cloud.rgba[4 * i + c]));
-          w.put(" ", 1);
-          w.put(b, static_cast<std::size_t>(ptr - b));
-        }
-      if (cloud.hasNormals())
-        for (int c = 0; c < 3; ++c) {
-          w.put(" ", 1);
-          putAsciiFloat(w, cloud.normals[3 * i + c]);
-        }
-      if (cloud.hasSNR()) {
-        w.put(" ", 1);
-        putAsciiFloat(w, cloud.snr[i]);
-      }
+      io_detail::putAsciiFloat(w, xyz[0]);
+      io_detail::putAsciiFloats(w, xyz + 1, 2);
+      if (cloud.hasColors()) io_detail::putAsciiCodes(w, &cloud.rgba[4 * i], 4);
+      if (cloud.hasNormals()) io_detail::putAsciiFloats(w, &cloud.normals[3 * i], 3);
+      if (cloud.hasSNR()) io_detail::putAsciiFloats(w, &cloud.snr[i], 1);
       w.put("\n", 1);
     } else {
-      for (int c = 0; c < 3; ++c) putBinary(w, xyz[c], swap);
+      io_detail::putBinaryFloats(w, xyz, 3, swap);
       if (cloud.hasColors()) w.put(reinterpret_cast<const char*>(&cloud.rgba[4 * i]), 4);
-      if (cloud.hasNormals())
-        for (int c = 0; c < 3; ++c) putBinary(w, cloud.normals[3 * i + c], swap);
-      if (cloud.hasSNR()) putBinary(w, cloud.snr[i], swap);
+      if (cloud.hasNormals()) io_detail::putBinaryFloats(w, &cloud.normals[3 * i], 3, swap);
+      if (cloud.hasSNR()) io_detail::putBinaryFloats(w, &cloud.snr[i], 1, swap);
     }
   }
   w.flush();

@@ -84,6 +84,26 @@ def test_keywords_build_the_same_stages_as_the_options():
     assert da.PipelineStages.parse(by_keyword.to_arguments()) == by_keyword
 
 
+def test_camera_filter_options_and_keywords():
+    s = da.PipelineStages.parse(["--snr-threshold", "3", "--remove-outliers=25", "--smooth", "1.5", "--smooth-radius",
+                                 "4", "--fill-holes", "6", "--max-depth-step", "12"])
+    assert s.snr_threshold == 3 and s.outlier_distance == 25 and s.smoothing_sigma == 1.5
+    assert s.smoothing_radius == 4 and s.max_hole_size == 6 and s.max_depth_step == 12
+    assert s.stage_count() == 4 and s.needs_organized_input() and not s.unorganizes()
+    assert s == da.PipelineStages(snr_threshold=3, outlier_distance=25, smoothing_sigma=1.5, smoothing_radius=4,
+                                  max_hole_size=6, max_depth_step=12)
+    assert da.PipelineStages.parse(s.to_arguments()) == s
+    assert pickle.loads(pickle.dumps(s)) == s
+    empty = da.PipelineStages()
+    assert empty.snr_threshold is None and empty.max_hole_size is None and empty.max_depth_step == 10
+    with pytest.raises(ValueError, match="--smooth-radius needs --smooth"):
+        da.PipelineStages(smoothing_radius=3)
+    with pytest.raises(ValueError, match="--max-depth-step needs --smooth or --fill-holes"):
+        da.PipelineStages(max_depth_step=3)
+    with pytest.raises(ValueError, match="--fill-holes"):
+        da.PipelineStages(max_hole_size=0)
+
+
 def test_stages_pickle_and_print_as_their_options():
     s = da.PipelineStages.parse(["--normals", "--transform", RIGID, "--voxel", "2.5"])
     assert pickle.loads(pickle.dumps(s)) == s
@@ -105,6 +125,10 @@ def test_stages_pickle_and_print_as_their_options():
     (["--voxel"], "--voxel needs a value"),
     (["--normals", "--normals"], "given twice"),
     (["--fast"], "not a stage option"),
+    (["--snr-threshold", "inf"], "--snr-threshold 'inf' is not a finite number"),
+    (["--remove-outliers", "-2"], "--remove-outliers -2 must be a finite distance >= 0"),
+    (["--smooth", "-1"], "--smooth -1 must be a finite sigma > 0"),
+    (["--fill-holes", "2000"], "--fill-holes '2000' must be an integer in 1..1024"),
 ])
 def test_malformed_options_raise_value_error_with_the_commands_message(args, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -134,6 +158,7 @@ OPTION_SETS = [
     ["--normals", "--voxel", "20", "--min-points", "2"],
     ["--downsample", "2x2", "--normals", "--transform", RIGID, f"--roi={WIDE_ROI}", "--voxel", "10"],
     ["--transform", "1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1"],
+    ["--snr-threshold", "5", "--remove-outliers", "20", "--smooth", "1.2", "--fill-holes", "4", "--normals"],
 ]
 
 
