@@ -40,11 +40,26 @@ DA_FN da_u32 da_ng_hash(da_u64 key, da_u32 mask) {
   return (da_u32)key & mask;
 }
 
-/* Cell index along one axis (may lie outside 0..maxIndex for a query point). */
-DA_FN long da_ng_cell(float v, float origin, float cell, float maxIndex) {
-  const float f = da_floorf((v - origin) / cell);
-  /* Far outside the grid: any index more than a few rings away is as good. */
-  return (long)da_fminf(da_fmaxf(f, -8.0f), maxIndex + 8.0f);
+/* The cells along one axis within `rings` of the cell of coordinate v that exist in the
+ * grid: [*lo, *hi] (empty when *lo > *hi). */
+DA_FN void da_ng_axis_cells(float v, float origin, float cell, float maxIndex, int rings, long* lo, long* hi) {
+  /* Clamped before the conversion: a query far outside the grid must not overflow. */
+  const float f = da_fminf(da_fmaxf(da_floorf((v - origin) / cell), -(float)rings - 1.0f), maxIndex + rings + 1.0f);
+  *lo = (long)da_fmaxf(f - (float)rings, 0.0f);
+  *hi = (long)da_fminf(f + (float)rings, maxIndex);
+}
+
+/* The cells of the grid within `rings` of q's cell, as three index ranges. */
+typedef struct {
+  long x0, x1, y0, y1, z0, z1;
+} da_ng_block;
+
+DA_FN da_ng_block da_ng_block_around(float qx, float qy, float qz, int rings, DA_GLOBAL const float* grid) {
+  da_ng_block b;
+  da_ng_axis_cells(qx, grid[0], grid[3], grid[4], rings, &b.x0, &b.x1);
+  da_ng_axis_cells(qy, grid[1], grid[3], grid[5], rings, &b.y0, &b.y1);
+  da_ng_axis_cells(qz, grid[2], grid[3], grid[6], rings, &b.z0, &b.z1);
+  return b;
 }
 
 /* The run [begin, end) of sorted points of cell `key`; 0 when the cell is empty. */
@@ -71,15 +86,10 @@ DA_FN da_u32 da_ng_nearest(float qx, float qy, float qz, float maxDist2, da_u32 
                            DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, float* dist2) {
   da_u32 best = DA_NG_NO_POINT;
   float bestD2 = maxDist2;
-  const long cx = da_ng_cell(qx, grid[0], grid[3], grid[4]);
-  const long cy = da_ng_cell(qy, grid[1], grid[3], grid[5]);
-  const long cz = da_ng_cell(qz, grid[2], grid[3], grid[6]);
-  for (long x = cx - 1; x <= cx + 1; ++x) {
-    if (x < 0 || (float)x > grid[4]) continue;
-    for (long y = cy - 1; y <= cy + 1; ++y) {
-      if (y < 0 || (float)y > grid[5]) continue;
-      for (long z = cz - 1; z <= cz + 1; ++z) {
-        if (z < 0 || (float)z > grid[6]) continue;
+  const da_ng_block b = da_ng_block_around(qx, qy, qz, 1, grid);
+  for (long x = b.x0; x <= b.x1; ++x)
+    for (long y = b.y0; y <= b.y1; ++y)
+      for (long z = b.z0; z <= b.z1; ++z) {
         da_u32 begin = 0, end = 0;
         if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
         for (da_u32 j = begin; j < end; ++j) {
@@ -91,8 +101,6 @@ DA_FN da_u32 da_ng_nearest(float qx, float qy, float qz, float maxDist2, da_u32 
           }
         }
       }
-    }
-  }
   *dist2 = bestD2;
   return best;
 }
@@ -105,15 +113,10 @@ DA_FN int da_ng_knn_search(float qx, float qy, float qz, int k, int rings, float
                            DA_GLOBAL const da_u32* claims, DA_GLOBAL const da_u64* slotKeys,
                            DA_GLOBAL const da_u32* slotRanges, da_u32* found, float* d2) {
   int count = 0;
-  const long cx = da_ng_cell(qx, grid[0], grid[3], grid[4]);
-  const long cy = da_ng_cell(qy, grid[1], grid[3], grid[5]);
-  const long cz = da_ng_cell(qz, grid[2], grid[3], grid[6]);
-  for (long x = cx - rings; x <= cx + rings; ++x) {
-    if (x < 0 || (float)x > grid[4]) continue;
-    for (long y = cy - rings; y <= cy + rings; ++y) {
-      if (y < 0 || (float)y > grid[5]) continue;
-      for (long z = cz - rings; z <= cz + rings; ++z) {
-        if (z < 0 || (float)z > grid[6]) continue;
+  const da_ng_block b = da_ng_block_around(qx, qy, qz, rings, grid);
+  for (long x = b.x0; x <= b.x1; ++x)
+    for (long y = b.y0; y <= b.y1; ++y)
+      for (long z = b.z0; z <= b.z1; ++z) {
         da_u32 begin = 0, end = 0;
         if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
         for (da_u32 j = begin; j < end; ++j) {
@@ -131,8 +134,6 @@ DA_FN int da_ng_knn_search(float qx, float qy, float qz, int k, int rings, float
           found[at] = j;
         }
       }
-    }
-  }
   return count;
 }
 
