@@ -78,6 +78,22 @@ DA_FN int da_ng_find(da_u64 key, da_u32 mask, DA_GLOBAL const da_u32* claims, DA
   return 0;
 }
 
+/* The number of cells of a block (0 when it is empty). */
+DA_FN long da_ng_block_cells(const da_ng_block* b) {
+  if (b->x1 < b->x0 || b->y1 < b->y0 || b->z1 < b->z0) return 0;
+  return (b->x1 - b->x0 + 1) * (b->y1 - b->y0 + 1) * (b->z1 - b->z0 + 1);
+}
+
+/* The run [begin, end) of sorted points of the c-th cell of a block (z fastest); 0 when
+ * the cell is empty. A search is then one loop over the block's cells and their runs. */
+DA_FN int da_ng_block_run(const da_ng_block* b, long c, da_u32 mask, DA_GLOBAL const da_u32* claims,
+                          DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, da_u32* begin,
+                          da_u32* end) {
+  const long nz = b->z1 - b->z0 + 1, ny = b->y1 - b->y0 + 1;
+  const long z = b->z0 + c % nz, y = b->y0 + (c / nz) % ny, x = b->x0 + c / (nz * ny);
+  return da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, begin, end);
+}
+
 /* The sorted position of the point nearest to q closer than sqrt(maxDist2), searching
  * one ring of cells (exact when the cell edge is at least that distance); DA_NG_NO_POINT
  * when there is none. *dist2 receives its squared distance. */
@@ -87,20 +103,18 @@ DA_FN da_u32 da_ng_nearest(float qx, float qy, float qz, float maxDist2, da_u32 
   da_u32 best = DA_NG_NO_POINT;
   float bestD2 = maxDist2;
   const da_ng_block b = da_ng_block_around(qx, qy, qz, 1, grid);
-  for (long x = b.x0; x <= b.x1; ++x)
-    for (long y = b.y0; y <= b.y1; ++y)
-      for (long z = b.z0; z <= b.z1; ++z) {
-        da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
-        for (da_u32 j = begin; j < end; ++j) {
-          const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
-          const float d2 = dx * dx + dy * dy + dz * dz;
-          if (d2 < bestD2) {
-            bestD2 = d2;
-            best = j;
-          }
-        }
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
+      const float d2 = dx * dx + dy * dy + dz * dz;
+      if (d2 < bestD2) {
+        bestD2 = d2;
+        best = j;
       }
+    }
+  }
   *dist2 = bestD2;
   return best;
 }
@@ -114,26 +128,24 @@ DA_FN int da_ng_knn_search(float qx, float qy, float qz, int k, int rings, float
                            DA_GLOBAL const da_u32* slotRanges, da_u32* found, float* d2) {
   int count = 0;
   const da_ng_block b = da_ng_block_around(qx, qy, qz, rings, grid);
-  for (long x = b.x0; x <= b.x1; ++x)
-    for (long y = b.y0; y <= b.y1; ++y)
-      for (long z = b.z0; z <= b.z1; ++z) {
-        da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
-        for (da_u32 j = begin; j < end; ++j) {
-          const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
-          const float dd = dx * dx + dy * dy + dz * dz;
-          if (!(dd < maxDist2) || (count == k && dd >= d2[k - 1])) continue;
-          /* Insertion into the sorted list; the farthest falls off a full list. */
-          int at = count < k ? count++ : k - 1;
-          while (at > 0 && d2[at - 1] > dd) {
-            d2[at] = d2[at - 1];
-            found[at] = found[at - 1];
-            --at;
-          }
-          d2[at] = dd;
-          found[at] = j;
-        }
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
+      const float dd = dx * dx + dy * dy + dz * dz;
+      if (!(dd < maxDist2) || (count == k && dd >= d2[k - 1])) continue;
+      /* Insertion into the sorted list; the farthest falls off a full list. */
+      int at = count < k ? count++ : k - 1;
+      while (at > 0 && d2[at - 1] > dd) {
+        d2[at] = d2[at - 1];
+        found[at] = found[at - 1];
+        --at;
       }
+      d2[at] = dd;
+      found[at] = j;
+    }
+  }
   return count;
 }
 

@@ -169,24 +169,22 @@ DA_FN void da_nrm_neighbourhood(float px, float py, float pz, float reach2, da_u
                                 DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, int* bins,
                                 int lastBin, int* quota, da_nrm_moments* moments) {
   const da_ng_block b = da_ng_block_around(px, py, pz, 1, grid);
-  for (long x = b.x0; x <= b.x1; ++x)
-    for (long y = b.y0; y <= b.y1; ++y)
-      for (long z = b.z0; z <= b.z1; ++z) {
-        da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
-        for (da_u32 j = begin; j < end; ++j) {
-          const float dx = sortedXyz[3 * j] - px, dy = sortedXyz[3 * j + 1] - py, dz = sortedXyz[3 * j + 2] - pz;
-          const float d2 = dx * dx + dy * dy + dz * dz;
-          if (!(d2 < reach2)) continue;
-          const int bin = (int)da_fminf(d2 / reach2 * (float)DA_NRM_DISTANCE_BINS, (float)(DA_NRM_DISTANCE_BINS - 1));
-          if (moments == 0) {
-            ++bins[bin];
-          } else if (bin < lastBin || (bin == lastBin && *quota > 0)) {
-            if (bin == lastBin) --*quota;
-            da_nrm_add(moments, dx, dy, dz);
-          }
-        }
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - px, dy = sortedXyz[3 * j + 1] - py, dz = sortedXyz[3 * j + 2] - pz;
+      const float d2 = dx * dx + dy * dy + dz * dz;
+      if (!(d2 < reach2)) continue;
+      const int bin = (int)da_fminf(d2 / reach2 * (float)DA_NRM_DISTANCE_BINS, (float)(DA_NRM_DISTANCE_BINS - 1));
+      if (moments == 0) {
+        ++bins[bin];
+      } else if (bin < lastBin || (bin == lastBin && *quota > 0)) {
+        if (bin == lastBin) --*quota;
+        da_nrm_add(moments, dx, dy, dz);
       }
+    }
+  }
 }
 
 /* One work item per sorted point j of the grid; the normal goes to its original index.
