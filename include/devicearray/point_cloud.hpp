@@ -340,10 +340,12 @@ class UnorganizedPointCloud {
   /// voxel-hash grid on the device whose cells follow the cloud's point spacing. Oriented
   /// towards the viewpoint, where transformationMatrix() moved the sensor origin (the
   /// origin for a cloud straight from a camera). NaN where fewer than 3 points are near
-  /// or they lie on a line. Throws InvalidArgument unless neighbours is in [3, 32].
-  /// Blocking / on `sq` (the stream overload waits a few times for the point spacing).
+  /// or they lie on a line. The default keeps the median error under 2 degrees on the
+  /// synthetic scene (1920 x 1200) at its default depth noise (docs/stitching.md).
+  /// Throws InvalidArgument unless neighbours is in [3, 256]. Blocking / on `sq` (the
+  /// stream overload waits a few times for the point spacing).
   ///@{
-  static constexpr int kDefaultNormalNeighbours = 30;
+  static constexpr int kDefaultNormalNeighbours = 100;
   void estimateNormals(int neighbours = kDefaultNormalNeighbours);
   void estimateNormals(int neighbours, StreamOrQueue sq);
   ///@}

@@ -12,11 +12,16 @@
   S0(int, width) S(int, height) S(int, radius) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
   B(float, normals)
 
-/* Unorganized cloud: plane fit over each point's k nearest neighbours in a neighbour
- * grid of the same points (see neighbour_grid_signatures.h for the grid buffers); one
- * work item per sorted point, written at its original index. */
+/* Most neighbours of an unorganized cloud's plane fit, and the bins of the squared
+ * distances through which a work item finds its k-th nearest neighbour. */
+#define DA_NRM_MAX_NEIGHBOURS 256
+#define DA_NRM_DISTANCE_BINS 64
+
+/* Unorganized cloud: plane fit over each point's k nearest neighbours closer than one
+ * cell edge in a neighbour grid of the same points (see neighbour_grid_signatures.h for
+ * the grid buffers); one work item per sorted point, written at its original index. */
 #define DA_NRM_KNN_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(int, k) S(int, rings) S(da_u32, mask) S(float, camX) S(float, camY) S(float, camZ)               \
+  S0(da_i64, n) S(int, k) S(da_u32, mask) S(float, camX) S(float, camY) S(float, camZ)                             \
   B(const float, grid) B(const float, sortedXyz) B(const da_u32, order) B(const da_u32, claims)                    \
   B(const da_u64, slotKeys) B(const da_u32, slotRanges) B(float, normals)
 

@@ -40,11 +40,26 @@ DA_FN da_u32 da_ng_hash(da_u64 key, da_u32 mask) {
   return (da_u32)key & mask;
 }
 
-/* Cell index along one axis (may lie outside 0..maxIndex for a query point). */
-DA_FN long da_ng_cell(float v, float origin, float cell, float maxIndex) {
-  const float f = da_floorf((v - origin) / cell);
-  /* Far outside the grid: any index more than a few rings away is as good. */
-  return (long)da_fminf(da_fmaxf(f, -8.0f), maxIndex + 8.0f);
+/* The cells along one axis within `rings` of the cell of coordinate v that exist in the
+ * grid: [*lo, *hi] (empty when *lo > *hi). */
+DA_FN void da_ng_axis_cells(float v, float origin, float cell, float maxIndex, int rings, long* lo, long* hi) {
+  /* Clamped before the conversion: a query far outside the grid must not overflow. */
+  const float f = da_fminf(da_fmaxf(da_floorf((v - origin) / cell), -(float)rings - 1.0f), maxIndex + rings + 1.0f);
+  *lo = (long)da_fmaxf(f - (float)rings, 0.0f);
+  *hi = (long)da_fminf(f + (float)rings, maxIndex);
+}
+
+/* The cells of the grid within `rings` of q's cell, as three index ranges. */
+typedef struct {
+  long x0, x1, y0, y1, z0, z1;
+} da_ng_block;
+
+DA_FN da_ng_block da_ng_block_around(float qx, float qy, float qz, int rings, DA_GLOBAL const float* grid) {
+  da_ng_block b;
+  da_ng_axis_cells(qx, grid[0], grid[3], grid[4], rings, &b.x0, &b.x1);
+  da_ng_axis_cells(qy, grid[1], grid[3], grid[5], rings, &b.y0, &b.y1);
+  da_ng_axis_cells(qz, grid[2], grid[3], grid[6], rings, &b.z0, &b.z1);
+  return b;
 }
 
 /* The run [begin, end) of sorted points of cell `key`; 0 when the cell is empty. */
@@ -63,6 +78,22 @@ DA_FN int da_ng_find(da_u64 key, da_u32 mask, DA_GLOBAL const da_u32* claims, DA
   return 0;
 }
 
+/* The number of cells of a block (0 when it is empty). */
+DA_FN long da_ng_block_cells(const da_ng_block* b) {
+  if (b->x1 < b->x0 || b->y1 < b->y0 || b->z1 < b->z0) return 0;
+  return (b->x1 - b->x0 + 1) * (b->y1 - b->y0 + 1) * (b->z1 - b->z0 + 1);
+}
+
+/* The run [begin, end) of sorted points of the c-th cell of a block (z fastest); 0 when
+ * the cell is empty. A search is then one loop over the block's cells and their runs. */
+DA_FN int da_ng_block_run(const da_ng_block* b, long c, da_u32 mask, DA_GLOBAL const da_u32* claims,
+                          DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, da_u32* begin,
+                          da_u32* end) {
+  const long nz = b->z1 - b->z0 + 1, ny = b->y1 - b->y0 + 1;
+  const long z = b->z0 + c % nz, y = b->y0 + (c / nz) % ny, x = b->x0 + c / (nz * ny);
+  return da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, begin, end);
+}
+
 /* The sorted position of the point nearest to q closer than sqrt(maxDist2), searching
  * one ring of cells (exact when the cell edge is at least that distance); DA_NG_NO_POINT
  * when there is none. *dist2 receives its squared distance. */
@@ -71,25 +102,16 @@ DA_FN da_u32 da_ng_nearest(float qx, float qy, float qz, float maxDist2, da_u32 
                            DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, float* dist2) {
   da_u32 best = DA_NG_NO_POINT;
   float bestD2 = maxDist2;
-  const long cx = da_ng_cell(qx, grid[0], grid[3], grid[4]);
-  const long cy = da_ng_cell(qy, grid[1], grid[3], grid[5]);
-  const long cz = da_ng_cell(qz, grid[2], grid[3], grid[6]);
-  for (long x = cx - 1; x <= cx + 1; ++x) {
-    if (x < 0 || (float)x > grid[4]) continue;
-    for (long y = cy - 1; y <= cy + 1; ++y) {
-      if (y < 0 || (float)y > grid[5]) continue;
-      for (long z = cz - 1; z <= cz + 1; ++z) {
-        if (z < 0 || (float)z > grid[6]) continue;
-        da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
-        for (da_u32 j = begin; j < end; ++j) {
-          const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
-          const float d2 = dx * dx + dy * dy + dz * dz;
-          if (d2 < bestD2) {
-            bestD2 = d2;
-            best = j;
-          }
-        }
+  const da_ng_block b = da_ng_block_around(qx, qy, qz, 1, grid);
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
+      const float d2 = dx * dx + dy * dy + dz * dz;
+      if (d2 < bestD2) {
+        bestD2 = d2;
+        best = j;
       }
     }
   }
@@ -105,32 +127,23 @@ DA_FN int da_ng_knn_search(float qx, float qy, float qz, int k, int rings, float
                            DA_GLOBAL const da_u32* claims, DA_GLOBAL const da_u64* slotKeys,
                            DA_GLOBAL const da_u32* slotRanges, da_u32* found, float* d2) {
   int count = 0;
-  const long cx = da_ng_cell(qx, grid[0], grid[3], grid[4]);
-  const long cy = da_ng_cell(qy, grid[1], grid[3], grid[5]);
-  const long cz = da_ng_cell(qz, grid[2], grid[3], grid[6]);
-  for (long x = cx - rings; x <= cx + rings; ++x) {
-    if (x < 0 || (float)x > grid[4]) continue;
-    for (long y = cy - rings; y <= cy + rings; ++y) {
-      if (y < 0 || (float)y > grid[5]) continue;
-      for (long z = cz - rings; z <= cz + rings; ++z) {
-        if (z < 0 || (float)z > grid[6]) continue;
-        da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
-        for (da_u32 j = begin; j < end; ++j) {
-          const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
-          const float dd = dx * dx + dy * dy + dz * dz;
-          if (!(dd < maxDist2) || (count == k && dd >= d2[k - 1])) continue;
-          /* Insertion into the sorted list; the farthest falls off a full list. */
-          int at = count < k ? count++ : k - 1;
-          while (at > 0 && d2[at - 1] > dd) {
-            d2[at] = d2[at - 1];
-            found[at] = found[at - 1];
-            --at;
-          }
-          d2[at] = dd;
-          found[at] = j;
-        }
+  const da_ng_block b = da_ng_block_around(qx, qy, qz, rings, grid);
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
+      const float dd = dx * dx + dy * dy + dz * dz;
+      if (!(dd < maxDist2) || (count == k && dd >= d2[k - 1])) continue;
+      /* Insertion into the sorted list; the farthest falls off a full list. */
+      int at = count < k ? count++ : k - 1;
+      while (at > 0 && d2[at - 1] > dd) {
+        d2[at] = d2[at - 1];
+        found[at] = found[at - 1];
+        --at;
       }
+      d2[at] = dd;
+      found[at] = j;
     }
   }
   return count;

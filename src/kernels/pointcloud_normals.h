@@ -158,26 +158,65 @@ DA_KERNEL(da_nrm_window)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
   da_nrm_store(normals, i, n);
 }
 
-/* One work item per sorted point j of the grid; the normal goes to its original index. */
+/* One pass over the points closer than sqrt(reach2) to p in the cells around it. The
+ * first pass (moments == 0) counts them by squared distance in DA_NRM_DISTANCE_BINS
+ * equal bins; the second adds to the moments every point of the bins below `lastBin`
+ * and the first *quota points of bin `lastBin`: the k nearest, up to the order of the
+ * points within the bin of the k-th distance. A histogram instead of a sorted list keeps
+ * the work per point constant for any k. */
+DA_FN void da_nrm_neighbourhood(float px, float py, float pz, float reach2, da_u32 mask, DA_GLOBAL const float* grid,
+                                DA_GLOBAL const float* sortedXyz, DA_GLOBAL const da_u32* claims,
+                                DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, int* bins,
+                                int lastBin, int* quota, da_nrm_moments* moments) {
+  const da_ng_block b = da_ng_block_around(px, py, pz, 1, grid);
+  for (long c = 0; c < da_ng_block_cells(&b); ++c) {
+    da_u32 begin = 0, end = 0;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    for (da_u32 j = begin; j < end; ++j) {
+      const float dx = sortedXyz[3 * j] - px, dy = sortedXyz[3 * j + 1] - py, dz = sortedXyz[3 * j + 2] - pz;
+      const float d2 = dx * dx + dy * dy + dz * dz;
+      if (!(d2 < reach2)) continue;
+      const int bin = (int)da_fminf(d2 / reach2 * (float)DA_NRM_DISTANCE_BINS, (float)(DA_NRM_DISTANCE_BINS - 1));
+      if (moments == 0) {
+        ++bins[bin];
+      } else if (bin < lastBin || (bin == lastBin && *quota > 0)) {
+        if (bin == lastBin) --*quota;
+        da_nrm_add(moments, dx, dy, dz);
+      }
+    }
+  }
+}
+
+/* One work item per sorted point j of the grid; the normal goes to its original index.
+ * The neighbours are the k nearest points closer than one cell edge (all of those when
+ * there are fewer), the point itself included. */
 DA_KERNEL(da_nrm_knn)(DA_PARAMS(DA_NRM_KNN_PARAMS)) {
   DA_BUFFERS_INIT(DA_NRM_KNN_PARAMS);
   const long j = DA_ID(0);
   if (j >= n) return;
   const long i = (long)order[j];
   const float px = sortedXyz[3 * j], py = sortedXyz[3 * j + 1], pz = sortedXyz[3 * j + 2];
-  da_nrm_moments m = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (da_pc_valid(px, py, pz)) {
-    da_u32 found[DA_NG_MAX_K];
-    float d2[DA_NG_MAX_K];
-    const int count = da_ng_knn_search(px, py, pz, k, rings, 3.0e38f, mask, grid, sortedXyz, claims, slotKeys,
-                                       slotRanges, found, d2);
-    for (int m2 = 0; m2 < count; ++m2) {
-      const da_u32 f = found[m2];
-      da_nrm_add(&m, sortedXyz[3 * f] - px, sortedXyz[3 * f + 1] - py, sortedXyz[3 * f + 2] - pz);
-    }
-  }
   float nrm[3] = {DA_NAN, DA_NAN, DA_NAN};
-  da_nrm_fit(&m, px, py, pz, camX, camY, camZ, nrm);
+  if (da_pc_valid(px, py, pz)) {
+    const float reach2 = grid[3] * grid[3];
+    int bins[DA_NRM_DISTANCE_BINS];
+    for (int b = 0; b < DA_NRM_DISTANCE_BINS; ++b) bins[b] = 0;
+    int quota = 0;
+    da_nrm_neighbourhood(px, py, pz, reach2, mask, grid, sortedXyz, claims, slotKeys, slotRanges, bins, 0, &quota, 0);
+    /* The bin that holds the k-th nearest point, and how many of its points to take. */
+    int lastBin = DA_NRM_DISTANCE_BINS, below = 0;
+    for (int b = 0; b < DA_NRM_DISTANCE_BINS && lastBin == DA_NRM_DISTANCE_BINS; ++b) {
+      if (below + bins[b] >= k) {
+        lastBin = b;
+        quota = k - below;
+      }
+      below += bins[b];
+    }
+    da_nrm_moments m = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    da_nrm_neighbourhood(px, py, pz, reach2, mask, grid, sortedXyz, claims, slotKeys, slotRanges, bins, lastBin,
+                         &quota, &m);
+    da_nrm_fit(&m, px, py, pz, camX, camY, camZ, nrm);
+  }
   da_nrm_store(normals, i, nrm);
 }
 

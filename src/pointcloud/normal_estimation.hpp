@@ -12,7 +12,7 @@
 namespace devicearray::detail::pc {
 
 /// The plane-fit normals of the `count` points of `xyz` over each point's `neighbours`
-/// (3..DA_NG_MAX_K) nearest points, oriented towards `viewpoint`, on `q`. Blocks a few times
+/// (3..DA_NRM_MAX_NEIGHBOURS) nearest points, oriented towards `viewpoint`, on `q`. Blocks a few times
 /// to size the grid's cells from the points' spacing. The caller keeps `xyz` unchanged
 /// until the work on `q` is done.
 DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t count, int neighbours,

@@ -38,14 +38,15 @@ float largestExtent(QueueImpl& q, BufferRef xyz, std::size_t count, const char* 
 
 DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t count, int neighbours,
                                        const std::array<float, 3>& viewpoint, const char* fn) {
-  if (neighbours < 3 || neighbours > DA_NG_MAX_K)
+  if (neighbours < 3 || neighbours > DA_NRM_MAX_NEIGHBOURS)
     raise(ErrorCode::InvalidArgument, fn,
-          "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " + std::to_string(DA_NG_MAX_K) + "]");
+          "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " +
+              std::to_string(DA_NRM_MAX_NEIGHBOURS) + "]");
   DeviceArray<NormalXYZ> normals = allocateUnorganized<NormalXYZ>(q, count, fn);
   // The cell edge follows the point spacing s: points on a surface fill an occupied cell
   // of edge c with about (c / s)^2 of them, so a coarse grid's occupancy gives s, and the
   // k nearest neighbours lie within about s * sqrt(k / pi), which one ring of cells of
-  // that edge covers.
+  // that edge covers (a margin over it: the k-th nearest may lie farther).
   const float extent = largestExtent(q, xyz, count, fn);
   float coarse = extent > 0.0f ? extent / 64.0f : 1.0f;
   double spacing = coarse;
@@ -57,10 +58,10 @@ DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t 
     if (cells * 4 <= static_cast<double>(count) || coarse >= extent) break;
     coarse *= 4.0f;
   }
-  const float cell = static_cast<float>(std::max(1.2 * spacing * std::sqrt(neighbours / std::numbers::pi), 1e-3));
+  const float cell = static_cast<float>(std::max(1.5 * spacing * std::sqrt(neighbours / std::numbers::pi), 1e-3));
   const NeighbourGrid grid(q, xyz, count, cell, fn);
   OrderedUse use(q, {grid.storage(), storageOf(normals)});
-  launch<kernels::da_nrm_knn>(q, LaunchGeometry::items(count), i64(count), neighbours, 1, grid.mask(), viewpoint[0],
+  launch<kernels::da_nrm_knn>(q, LaunchGeometry::items(count), i64(count), neighbours, grid.mask(), viewpoint[0],
                               viewpoint[1], viewpoint[2], grid.grid(), grid.sortedXyz(), grid.order(), grid.claims(),
                               grid.slotKeys(), grid.slotRanges(), arg(normals));
   use.commit();
@@ -87,10 +88,10 @@ DeviceArray<NormalXYZ> PointCloud::deviceNormalsXYZ(int windowSize, StreamOrQueu
 void UnorganizedPointCloud::estimateNormals(int neighbours, StreamOrQueue sq) {
   constexpr const char* fn = "UnorganizedPointCloud::estimateNormals";
   const auto q = pc::queueOf(device(), sq, fn);
-  if (neighbours < 3 || neighbours > DA_NG_MAX_K)
+  if (neighbours < 3 || neighbours > DA_NRM_MAX_NEIGHBOURS)
     pc::raise(ErrorCode::InvalidArgument, fn,
-              "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " + std::to_string(DA_NG_MAX_K) +
-                  "]");
+              "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " +
+                  std::to_string(DA_NRM_MAX_NEIGHBOURS) + "]");
   if (isEmpty()) return;
   normals_ = pc::estimateNormals(*q, pc::bufferOf(xyz_), size(), neighbours,
                                  {transform_[3], transform_[7], transform_[11]}, fn);
