@@ -34,12 +34,7 @@ struct StitchArgs {
   std::string device;
 };
 
-HostPointCloud readView(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext != ".ply") throw CommandError("'" + printable(path) + "': stitch reads .ply files");
-  return readPly(path);
-}
+HostPointCloud readView(const std::string& path) { return readPointCloudFile(path); }
 
 void runStitch(const StitchArgs& a) {
   const std::filesystem::path parent = std::filesystem::path(a.output).parent_path();
@@ -122,7 +117,7 @@ void addStitchCommand(CLI::App& app) {
       "stitch",
       "Register views of one scene (point-to-plane ICP on the device) into the first view's frame, merge and "
       "voxel-downsample them, and write one cloud. Prints each view's RMS error, coverage and time.");
-  cmd->add_option("views", a->views, "View PLY files, in the order they are merged")
+  cmd->add_option("views", a->views, "View files (.ply, .pcd or .xyz), in the order they are merged")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", a->output, "Output PLY file")->required();

@@ -15,6 +15,7 @@
 #include "devicearray/pcd.hpp"               // PcdFormat, readPcd, writePcd
 #include "devicearray/ply.hpp"               // PlyFormat, readPly, writePly
 #include "devicearray/point_cloud_file_options.hpp"  // ColorSpace, PointCloudReadOptions, PointCloudWriteOptions
+#include "devicearray/point_cloud_files.hpp"  // readPointCloudFile (by extension)
 #include "devicearray/png.hpp"               // readPng, writePng, pngSupported
 #include "devicearray/render.hpp"            // RenderView, RenderProjection, RenderOptions, renderCloud
 #include "devicearray/synthetic_scene.hpp"   // SynthOptions, synthesizeScene

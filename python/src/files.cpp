@@ -18,20 +18,13 @@ namespace devicearray::python {
 
 namespace {
 
-enum class CloudFile { ply, pcd, xyz };
-
-/// The file format `path`'s extension names (case-insensitive).
-CloudFile cloudFileOf(const std::string& path, const char* fn) {
-  const std::size_t dot = path.find_last_of('.');
-  const std::size_t slash = path.find_last_of('/');
-  std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot);
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (ext == ".ply") return CloudFile::ply;
-  if (ext == ".pcd") return CloudFile::pcd;
-  if (ext == ".xyz") return CloudFile::xyz;
-  throw nb::value_error((std::string(fn) + ": cannot tell the format of '" + path +
-                         "' from its extension (expected .ply, .pcd or .xyz)")
-                            .c_str());
+/// The file format `path`'s extension names, as a ValueError naming the function.
+PointCloudFileFormat cloudFileOf(const std::string& path, const char* fn) {
+  try {
+    return pointCloudFileFormatOf(path);
+  } catch (const Error& e) {
+    throw nb::value_error((std::string(fn) + ": " + e.what()).c_str());
+  }
 }
 
 ColorSpace colorSpaceFrom(const std::string& name, const char* fn) {
@@ -49,7 +42,8 @@ void issueWarnings(const std::vector<std::string>& warnings) {
 }
 
 /// The host cloud `cloud` (a PointCloud or UnorganizedPointCloud) downloads to, with
-/// the organized cloud's device normals when `normals`.
+/// the organized cloud's device normals when `normals` (an unorganized cloud brings the
+/// normals it carries).
 HostPointCloud hostCloudOf(nb::handle cloud, bool normals, const char* fn) {
   PointCloud organized;
   if (nb::try_cast(cloud, organized, /*convert=*/false)) {
@@ -67,9 +61,9 @@ HostPointCloud hostCloudOf(nb::handle cloud, bool normals, const char* fn) {
   }
   UnorganizedPointCloud points;
   if (nb::try_cast(cloud, points, /*convert=*/false)) {
-    if (normals)
-      throw nb::value_error((std::string(fn) + ": an UnorganizedPointCloud carries no normals to write; "
-                                               "pass normals=False")
+    if (normals && !points.hasNormals() && !points.isEmpty())
+      throw nb::value_error((std::string(fn) + ": the UnorganizedPointCloud has no normals to write; call "
+                                               "estimate_normals() first or pass normals=False")
                                 .c_str());
     nb::gil_scoped_release release;
     return points.toHost();
@@ -148,7 +142,7 @@ void bindFiles(nb::module_& m) {
          const std::string& colorSpace) -> nb::object {
         constexpr const char* fn = "read_point_cloud";
         const std::string path = pathFrom(pathArg, "read_point_cloud: path");
-        const CloudFile kind = cloudFileOf(path, fn);
+        const PointCloudFileFormat kind = cloudFileOf(path, fn);
         std::vector<std::string> warnings;
         PointCloudReadOptions options;
         options.height = height;
@@ -160,9 +154,8 @@ void bindFiles(nb::module_& m) {
         std::optional<UnorganizedPointCloud> points;
         {
           nb::gil_scoped_release release;
-          const HostPointCloud host = kind == CloudFile::ply   ? readPly(path, options)
-                                      : kind == CloudFile::pcd ? readPcd(path, options)
-                                                               : readXyz(path, options);
+          (void)kind;  // checked above, before the GIL was released
+          const HostPointCloud host = readPointCloudFile(path, options);
           if (host.isOrganized())
             organized = PointCloud::fromHost(host, target);
           else
@@ -176,7 +169,8 @@ void bindFiles(nb::module_& m) {
       "Reads a .ply, .pcd or .xyz file (by extension) onto `device` (default: the default device): a PointCloud "
       "when the file declares a grid (or `height` x `width` states the grid of a file holding one in row order), "
       "an UnorganizedPointCloud of its valid points otherwise. `color_space`: how the file's colours are encoded "
-      "('srgb' or 'linear'). Normals in the file are not kept (PointCloud computes its own). Coordinates that "
+      "('srgb' or 'linear'). Normals in the file are kept by an UnorganizedPointCloud (a PointCloud computes "
+      "its own). Coordinates that "
       "lose precision as float32 give one UserWarning. Blocking; raises ValueError naming the file and the "
       "line or byte offset for a malformed file.");
 
@@ -185,18 +179,18 @@ void bindFiles(nb::module_& m) {
       [](nb::handle pathArg, nb::handle cloud, bool binary, const std::string& colorSpace, bool normals) {
         constexpr const char* fn = "write_point_cloud";
         const std::string path = pathFrom(pathArg, "write_point_cloud: path");
-        const CloudFile kind = cloudFileOf(path, fn);
+        const PointCloudFileFormat kind = cloudFileOf(path, fn);
         PointCloudWriteOptions options;
         options.colorSpace = colorSpaceFrom(colorSpace, fn);
         options.normals = normals;
         const HostPointCloud host = hostCloudOf(cloud, normals, fn);
         nb::gil_scoped_release release;
         switch (kind) {
-          case CloudFile::ply:
+          case PointCloudFileFormat::ply:
             writePly(path, host, binary ? PlyFormat::binaryLittleEndian : PlyFormat::ascii, options);
             break;
-          case CloudFile::pcd: writePcd(path, host, binary ? PcdFormat::binary : PcdFormat::ascii, options); break;
-          case CloudFile::xyz: writeXyz(path, host, options); break;
+          case PointCloudFileFormat::pcd: writePcd(path, host, binary ? PcdFormat::binary : PcdFormat::ascii, options); break;
+          case PointCloudFileFormat::xyz: writeXyz(path, host, options); break;
         }
       },
       nb::arg("path"), nb::arg("cloud"), nb::kw_only(), nb::arg("binary") = true, nb::arg("color_space") = "srgb",

@@ -127,6 +127,23 @@ def test_normals_are_written_from_the_device(device, tmp_path):
         da.write_point_cloud(tmp_path / "u.ply", cloud.to_unorganized_point_cloud(), normals=True)
 
 
+@pytest.mark.parametrize("ext", [".ply", ".pcd", ".xyz"])
+def test_unorganized_normals_round_trip(device, tmp_path, ext):
+    # The normals an unorganized cloud carries are written and read back as they were.
+    points = make_organized(device, 12, 15)[0].to_unorganized_point_cloud()
+    points.estimate_normals(10)
+    want = points.device_normals_xyz().to_numpy().reshape(-1, 3)
+    path = tmp_path / f"normals{ext}"
+    da.write_point_cloud(path, points, normals=True)
+    back = da.read_point_cloud(path, device=device)
+    assert isinstance(back, da.UnorganizedPointCloud) and back.has_normals() and back.size() == points.size()
+    got = back.device_normals_xyz().to_numpy().reshape(-1, 3)
+    ok = ~np.isnan(want).any(axis=1)
+    assert ok.sum() > 0.9 * len(want)
+    np.testing.assert_allclose(got[ok], want[ok], atol=1e-6)
+    np.testing.assert_array_equal(back.device_points_xyz().to_numpy(), points.device_points_xyz().to_numpy())
+
+
 def test_bad_files_and_arguments(device, tmp_path):
     with pytest.raises(ValueError, match="extension"):
         da.read_point_cloud(tmp_path / "cloud.obj")

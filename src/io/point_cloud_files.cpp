@@ -1,0 +1,34 @@
+// The point-cloud reader of a file's extension.
+#include "devicearray/point_cloud_files.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "devicearray/pcd.hpp"
+#include "devicearray/ply.hpp"
+#include "devicearray/xyz.hpp"
+#include "io/io_detail.hpp"
+
+namespace devicearray {
+
+PointCloudFileFormat pointCloudFileFormatOf(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".ply") return PointCloudFileFormat::ply;
+  if (ext == ".pcd") return PointCloudFileFormat::pcd;
+  if (ext == ".xyz") return PointCloudFileFormat::xyz;
+  io_detail::invalid("cannot tell the format of '" + io_detail::printable(path) +
+                      "' from its extension (expected .ply, .pcd or .xyz)");
+}
+
+HostPointCloud readPointCloudFile(const std::string& path, const PointCloudReadOptions& options) {
+  switch (pointCloudFileFormatOf(path)) {
+    case PointCloudFileFormat::ply: return readPly(path, options);
+    case PointCloudFileFormat::pcd: return readPcd(path, options);
+    case PointCloudFileFormat::xyz: break;
+  }
+  return readXyz(path, options);
+}
+
+}  // namespace devicearray
