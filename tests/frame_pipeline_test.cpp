@@ -310,6 +310,27 @@ TEST_P(FramePipeline, WritesTheBytesOfTheProcessCommand) {
   }
 }
 
+TEST_P(FramePipeline, ReadsPcdAndXyzInputsAsTheSameCloud) {
+  // The same cloud as PLY, PCD and XYZ: one output, byte for byte; the first row names the reader.
+  const PipelineStages stages = PipelineStages::parse({"--downsample", "2x2", "--voxel", "10"});
+  const fs::path pcd = tempDir() / "scene.pcd", xyz = tempDir() / "scene.xyz";
+  devicearray::writePcd(pcd.string(), scene_, devicearray::PcdFormat::binary);
+  const fs::path fromPly = tempDir() / "from_ply.ply", fromPcd = tempDir() / "from_pcd.ply";
+  devicearray::processPlyFile(scenePath().string(), fromPly.string(), stages, device());
+  const PipelineResult r = devicearray::processPlyFile(pcd.string(), fromPcd.string(), stages, device());
+  EXPECT_EQ(r.stages.front().stage, "read PCD");
+  EXPECT_EQ(slurp(fromPcd), slurp(fromPly));
+  // XYZ has no SNR, so its cloud is another one; it is read as XYZ and its grid is lost.
+  devicearray::writeXyz(xyz.string(), scene_);
+  const PipelineStages unorganized = PipelineStages::parse({"--voxel", "10"});
+  const PipelineResult x = devicearray::processPlyFile(xyz.string(), (tempDir() / "from_xyz.ply").string(),
+                                                        unorganized, device());
+  EXPECT_EQ(x.stages.front().stage, "read XYZ");
+  EXPECT_GT(x.cloud.size(), 0u);
+  EXPECT_EQ(devicearray::readStageName("/dev/stdin"), "read PLY");
+  EXPECT_EQ(devicearray::readStageName("a.PCD"), "read PCD");
+}
+
 TEST_P(FramePipeline, ReportsEveryStageInOrder) {
   const PipelineStages stages = PipelineStages::parse(
       {"--downsample", "2x2", "--normals", "--transform", kRigid, "--roi", kWideRoi, "--voxel", "10"});

@@ -130,10 +130,10 @@ void runProcess(const ProcessArgs& a) {
 
   HostPointCloud in;
   std::vector<PipelineStageResult> rows;
-  const StageTime read = timeOnHost([&] { in = readPly(a.input); });
+  const StageTime read = timeOnHost([&] { in = readPipelineInput(a.input); });
   stageDone();
   asUsageError([&] { stages.checkInput(in, a.input); });
-  rows.push_back(hostRow("read PLY", pipelineCloudText(in), read));
+  rows.push_back(hostRow(readStageName(a.input), pipelineCloudText(in), read));
 
   PipelineRunOptions options;
   options.inputName = a.input;

@@ -152,12 +152,22 @@ std::string pipelineCloudText(const HostPointCloud& cloud);
 PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& stages, const ComputeDevice& device,
                            const PipelineRunOptions& options = {});
 
-/// `devicearray process INPUT [stages] -o OUTPUT`: reads the PLY file `inputPath`, runs
-/// runPipeline() on it and writes the result to `outputPath` with writePly() in
-/// `format`. The stage table starts with "read PLY" and ends with "write PLY".
+/// The input of `devicearray process`: readPcd() or readXyz() for a .pcd or .xyz path
+/// (any letter case), readPly() for every other path (pipes and devices included).
+/// Blocking; throws what that reader throws.
+HostPointCloud readPipelineInput(const std::string& inputPath);
+/// The stage-table row of reading `inputPath` as readPipelineInput() reads it: "read PLY",
+/// "read PCD" or "read XYZ".
+std::string readStageName(const std::string& inputPath);
+
+/// `devicearray process INPUT [stages] -o OUTPUT`: reads `inputPath` with
+/// readPipelineInput() (PLY, or PCD / XYZ by extension), runs runPipeline() on it and
+/// writes the result to `outputPath` with writePly() in `format`. The stage table starts
+/// with readStageName(inputPath) ("read PLY", "read PCD" or "read XYZ") and ends with
+/// "write PLY".
 /// `options.inputName` / `outputName` default to the paths when left at their defaults.
 ///
-/// Blocking. Throws what readPly(), runPipeline() and writePly() throw, and
+/// Blocking. Throws what the reader, runPipeline() and writePly() throw, and
 /// InvalidArgument when the directory of `outputPath` does not exist (checked before
 /// anything is read). Nothing is written when it throws.
 PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,

@@ -83,6 +83,9 @@ class _FrameKind:
 # point-cloud or depth-image format) is one more entry here.
 _FRAME_KINDS = {
     ".ply": _FrameKind(_process_ply, None),
+    # process reads every point-cloud file the library reads; its output is PLY.
+    ".pcd": _FrameKind(_process_ply, ".ply"),
+    ".xyz": _FrameKind(_process_ply, ".ply"),
 }
 
 

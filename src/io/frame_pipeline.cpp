@@ -3,6 +3,7 @@
 // device's clouds have no normals for, and the device time of every stage.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -420,6 +421,38 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   return result;
 }
 
+namespace {
+
+/// The format `devicearray process` reads `inputPath` as: .pcd and .xyz by their
+/// extension, every other path (pipes and devices included) as PLY.
+PointCloudFileFormat pipelineInputFormat(const std::string& inputPath) {
+  std::string ext = std::filesystem::path(inputPath).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".pcd") return PointCloudFileFormat::pcd;
+  if (ext == ".xyz") return PointCloudFileFormat::xyz;
+  return PointCloudFileFormat::ply;
+}
+
+}  // namespace
+
+std::string readStageName(const std::string& inputPath) {
+  switch (pipelineInputFormat(inputPath)) {
+    case PointCloudFileFormat::pcd: return "read PCD";
+    case PointCloudFileFormat::xyz: return "read XYZ";
+    case PointCloudFileFormat::ply: break;
+  }
+  return "read PLY";
+}
+
+HostPointCloud readPipelineInput(const std::string& inputPath) {
+  switch (pipelineInputFormat(inputPath)) {
+    case PointCloudFileFormat::pcd: return readPcd(inputPath);
+    case PointCloudFileFormat::xyz: return readXyz(inputPath);
+    case PointCloudFileFormat::ply: break;
+  }
+  return readPly(inputPath);
+}
+
 PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
                               const PipelineStages& stages, const ComputeDevice& device, PlyFormat format,
                               const PipelineRunOptions& options) {
@@ -436,7 +469,8 @@ PipelineResult processPlyFile(const std::string& inputPath, const std::string& o
   std::vector<PipelineStageResult> rows;
   StageTable table(rows, options.stageDone);
   HostPointCloud input;
-  PipelineStageResult& read = table.onHost("read PLY", [&] { input = readPly(inputPath); });
+  PipelineStageResult& read =
+      table.onHost(readStageName(inputPath), [&] { input = readPipelineInput(inputPath); });
   finishRow(read, pipelineCloudText(input), options.stageDone);
 
   PipelineResult result = runPipeline(input, stages, device, named);
