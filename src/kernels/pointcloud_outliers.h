@@ -7,7 +7,7 @@
 #define DEVICEARRAY_KERNELS_POINTCLOUD_OUTLIERS_H
 
 #include "prelude.h"
-#include "backend/outlier_signatures.h"
+#include "backend/neighbour_grid_signatures.h"
 #include "point_validity.h"
 #include "pointcloud_neighbours.h"
 

@@ -6,17 +6,15 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backend/outlier_signatures.h"
 #include "pointcloud/neighbour_grid.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
 
 namespace devicearray {
 
-using detail::LaunchGeometry;
-using detail::OrderedUse;
 namespace kernels = detail::kernels;
 namespace pc = detail::pc;
+using detail::LaunchGeometry;
 
 namespace {
 
@@ -51,7 +49,7 @@ UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointClo
   const pc::CompactResult cap =
       pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), cloud.hasNormals(), fn);
   {
-    OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), pc::storageOf(normals),
+    detail::OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), pc::storageOf(normals),
                        scratch.get(), pc::storageOf(cap.xyz)});
     q.device()->primitives().exclusiveScanU32(q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
     detail::launch<kernels::da_pc_compact>(
@@ -92,7 +90,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
   const auto scratch = layout.allocate(*q);
   detail::Allocation* const t = scratch.get();
   {
-    OrderedUse use(*q, {t});
+    detail::OrderedUse use(*q, {t});
     fillU32(*q, t, pendingAt, n, 1u);
     fillU32(*q, t, pendingAt + n * sizeof(std::uint32_t), 1, 0u);
     use.commit();
@@ -108,7 +106,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
     const bool complete = !(cell < extent);
     const pc::NeighbourGrid grid(*q, pc::bufferOf(xyz_), n, cell, fn);
     {
-      OrderedUse use(*q, {grid.storage(), t});
+      detail::OrderedUse use(*q, {grid.storage(), t});
       detail::launch<kernels::da_sor_mean>(*q, LaunchGeometry::items(n), pc::i64(n), neighbours, complete ? 1 : 0,
                                            grid.mask(), grid.grid(), grid.sortedXyz(), grid.order(), grid.claims(),
                                            grid.slotKeys(), grid.slotRanges(), pc::arg(scratch, pendingAt),
@@ -126,7 +124,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
   // The mean and the sample standard deviation of the points' mean distances: sums of
   // (mean, mean^2) in double on the device, read back (a blocking read).
   {
-    OrderedUse use(*q, {t});
+    detail::OrderedUse use(*q, {t});
     q->device()->primitives().sumValidXYZ(*q, {t, statsAt}, n, {t, sumsAt});
     use.commit();
   }
@@ -140,7 +138,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
     threshold = mean + static_cast<double>(stdRatio) * std::sqrt(variance);
   }
   {
-    OrderedUse use(*q, {t});
+    detail::OrderedUse use(*q, {t});
     detail::launch<kernels::da_sor_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), static_cast<float>(threshold),
                                          pc::arg(scratch, statsAt), pc::arg(scratch, pendingAt));
     use.commit();
@@ -180,7 +178,7 @@ UnorganizedPointCloud UnorganizedPointCloud::radiusOutliersRemoved(float radius,
   // point's own (the kernel takes the exact span of cells the radius reaches).
   const pc::NeighbourGrid grid(*q, pc::bufferOf(xyz_), n, radius, fn);
   {
-    OrderedUse use(*q, {grid.storage(), scratch.get()});
+    detail::OrderedUse use(*q, {grid.storage(), scratch.get()});
     detail::launch<kernels::da_ror_flags>(*q, LaunchGeometry::items(n), pc::i64(n), radius, minPoints, grid.mask(),
                                           grid.grid(), grid.sortedXyz(), grid.order(), grid.claims(),
                                           grid.slotKeys(), grid.slotRanges(), pc::arg(scratch, flagsAt));
