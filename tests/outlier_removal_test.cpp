@@ -68,7 +68,7 @@ Reference statisticalReference(const std::vector<PointXYZ>& p, int k, double rat
   const double threshold = m + ratio * std::sqrt(ss / double(means.size() - 1));
   Reference r;
   for (std::size_t i = 0; i < p.size(); ++i) {
-    if (std::abs(means[i] - threshold) <= 1e-4 * threshold) r.borderline.push_back(i);
+    if (std::abs(means[i] - threshold) < 1e-4 * threshold) r.borderline.push_back(i);
     if (means[i] <= threshold) r.kept.push_back(i);
   }
   return r;
