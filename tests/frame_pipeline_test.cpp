@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_support.hpp"
@@ -182,19 +183,24 @@ TEST(PipelineStagesParse, UnorganizedOutlierOptions) {
   EXPECT_FALSE(s.needsOrganizedInput());
   EXPECT_EQ(s.stageCount(), 3);  // unorganize, statistical, radius
   EXPECT_EQ(PipelineStages::parse(s.toArguments()), s);
-  expectRefused({"--statistical-outliers", "20"}, "--statistical-outliers '20' must be K,RATIO");
-  expectRefused({"--statistical-outliers", "20,2,1"}, "must be K,RATIO");
-  expectRefused({"--statistical-outliers", "0,2"}, "--statistical-outliers neighbours '0' must be an integer in 1..32");
-  expectRefused({"--statistical-outliers", "33,2"}, "in 1..32");
-  expectRefused({"--statistical-outliers", "20,-1"}, "ratio -1 must be finite and >= 0");
-  expectRefused({"--statistical-outliers", "20,x"}, "--statistical-outliers ratio 'x' is not a finite number");
-  expectRefused({"--radius-outliers", "5"}, "--radius-outliers '5' must be MM,N");
-  expectRefused({"--radius-outliers", "0,3"}, "radius 0 must be a finite distance > 0");
-  expectRefused({"--radius-outliers", "5,0"}, "--radius-outliers points '0' must be an integer in 1..");
+  // The option's value, and what the message says about it.
+  const std::pair<std::string, std::string> statistical[] = {
+      {"20", "--statistical-outliers '20' must be K,RATIO"},
+      {"20,2,1", "must be K,RATIO"},
+      {"0,2", "--statistical-outliers neighbours '0' must be an integer in 1..32"},
+      {"33,2", "in 1..32"},
+      {"20,-1", "ratio -1 must be finite and >= 0"},
+      {"20,x", "--statistical-outliers ratio 'x' is not a finite number"}};
+  for (const auto& [value, message] : statistical) expectRefused({"--statistical-outliers", value}, message);
+  const std::pair<std::string, std::string> radius[] = {
+      {"5", "--radius-outliers '5' must be MM,N"},
+      {"0,3", "radius 0 must be a finite distance > 0"},
+      {"5,0", "--radius-outliers points '0' must be an integer in 1.."}};
+  for (const auto& [value, message] : radius) expectRefused({"--radius-outliers", value}, message);
   expectRefused({"--radius-outliers", "5,3", "--radius-outliers", "5,3"}, "--radius-outliers is given twice");
   PipelineStages built;
   built.statisticalOutliers = devicearray::StatisticalOutlierStage{40, 2.0f};
-  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "41 neighbours in code");
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "40 neighbours in code");
   built.statisticalOutliers.reset();
   built.radiusOutliers = devicearray::RadiusOutlierStage{std::nanf(""), 2};
   datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "NaN radius in code");

@@ -122,16 +122,16 @@ void bindFramePipeline(nb::module_& m) {
       .def_ro("unorganize", &PipelineStages::unorganize, "Whether --unorganize was asked for")
       .def_prop_ro(
           "statistical_outliers",
-          [](const PipelineStages& s) -> std::optional<std::pair<int, float>> {
-            if (!s.statisticalOutliers) return std::nullopt;
-            return std::pair{s.statisticalOutliers->neighbours, s.statisticalOutliers->stdRatio};
+          [](const PipelineStages& s) {
+            const auto& f = s.statisticalOutliers;
+            return f ? std::optional{std::pair{f->neighbours, f->stdRatio}} : std::nullopt;
           },
           "(neighbours, std_ratio) of the statistical outlier removal, or None")
       .def_prop_ro(
           "radius_outliers",
-          [](const PipelineStages& s) -> std::optional<std::pair<float, int>> {
-            if (!s.radiusOutliers) return std::nullopt;
-            return std::pair{s.radiusOutliers->radius, s.radiusOutliers->minPoints};
+          [](const PipelineStages& s) {
+            return s.radiusOutliers ? std::optional{std::pair{s.radiusOutliers->radius, s.radiusOutliers->minPoints}}
+                                    : std::nullopt;
           },
           "(radius mm, min_points) of the radius outlier removal, or None")
       .def_prop_ro("voxel_size", [](const PipelineStages& s) { return s.voxelSize; }, "Voxel edge in mm, or None")

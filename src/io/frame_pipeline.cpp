@@ -401,20 +401,21 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   }
   const bool removesOutliers = stages.statisticalOutliers || stages.radiusOutliers;
   if (removesOutliers && hasNormals) beforeOutliers = points;
-  if (const auto& f = stages.statisticalOutliers) {
-    row = &table.onStream("statistical outliers " + std::to_string(f->neighbours) + ", ratio " +
-                              pipeline_detail::numberText(f->stdRatio),
-                          stream, [&] { points = points.statisticalOutliersRemoved(f->neighbours, f->stdRatio, stream); });
+  // An outlier stage of the unorganized cloud: its row, then a clear error when it kept nothing.
+  const auto removeOutliers = [&](const std::string& label, const char* option, auto&& filter) {
+    row = &table.onStream(label, stream, [&] { points = filter(); });
     finishRow(*row, pointsText(points.size()), stageDone);
-    requirePointsLeft(points, "--statistical-outliers", options.outputName);
-  }
-  if (const auto& f = stages.radiusOutliers) {
-    row = &table.onStream("radius outliers " + pipeline_detail::numberText(f->radius) + " mm, min " +
-                              std::to_string(f->minPoints),
-                          stream, [&] { points = points.radiusOutliersRemoved(f->radius, f->minPoints, stream); });
-    finishRow(*row, pointsText(points.size()), stageDone);
-    requirePointsLeft(points, "--radius-outliers", options.outputName);
-  }
+    requirePointsLeft(points, option, options.outputName);
+  };
+  if (const auto& f = stages.statisticalOutliers)
+    removeOutliers("statistical outliers " + std::to_string(f->neighbours) + ", ratio " +
+                       pipeline_detail::numberText(f->stdRatio),
+                   "--statistical-outliers",
+                   [&] { return points.statisticalOutliersRemoved(f->neighbours, f->stdRatio, stream); });
+  if (const auto& f = stages.radiusOutliers)
+    removeOutliers("radius outliers " + pipeline_detail::numberText(f->radius) + " mm, min " +
+                       std::to_string(f->minPoints),
+                   "--radius-outliers", [&] { return points.radiusOutliersRemoved(f->radius, f->minPoints, stream); });
   if (stages.voxelSize) {
     char label[64];
     std::snprintf(label, sizeof label, "voxel %g mm, min %d", static_cast<double>(*stages.voxelSize),
