@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_support.hpp"
@@ -171,6 +172,40 @@ TEST(PipelineStagesParse, BadBoxesVoxelsAndCountsAreRefused) {
   expectRefused({"--voxel", "5", "--min-points", "99999999999"}, "--min-points '99999999999'");
 }
 
+TEST(PipelineStagesParse, UnorganizedOutlierOptions) {
+  const PipelineStages s = PipelineStages::parse({"--statistical-outliers", "20,2.5", "--radius-outliers=4.5,3"});
+  ASSERT_TRUE(s.statisticalOutliers && s.radiusOutliers);
+  EXPECT_EQ(s.statisticalOutliers->neighbours, 20);
+  EXPECT_EQ(s.statisticalOutliers->stdRatio, 2.5f);
+  EXPECT_EQ(s.radiusOutliers->radius, 4.5f);
+  EXPECT_EQ(s.radiusOutliers->minPoints, 3);
+  EXPECT_TRUE(s.unorganizes());
+  EXPECT_FALSE(s.needsOrganizedInput());
+  EXPECT_EQ(s.stageCount(), 3);  // unorganize, statistical, radius
+  EXPECT_EQ(PipelineStages::parse(s.toArguments()), s);
+  // The option's value, and what the message says about it.
+  const std::pair<std::string, std::string> statistical[] = {
+      {"20", "--statistical-outliers '20' must be K,RATIO"},
+      {"20,2,1", "must be K,RATIO"},
+      {"0,2", "--statistical-outliers neighbours '0' must be an integer in 1..32"},
+      {"33,2", "in 1..32"},
+      {"20,-1", "ratio -1 must be finite and >= 0"},
+      {"20,x", "--statistical-outliers ratio 'x' is not a finite number"}};
+  for (const auto& [value, message] : statistical) expectRefused({"--statistical-outliers", value}, message);
+  const std::pair<std::string, std::string> radius[] = {
+      {"5", "--radius-outliers '5' must be MM,N"},
+      {"0,3", "radius 0 must be a finite distance > 0"},
+      {"5,0", "--radius-outliers points '0' must be an integer in 1.."}};
+  for (const auto& [value, message] : radius) expectRefused({"--radius-outliers", value}, message);
+  expectRefused({"--radius-outliers", "5,3", "--radius-outliers", "5,3"}, "--radius-outliers is given twice");
+  PipelineStages built;
+  built.statisticalOutliers = devicearray::StatisticalOutlierStage{40, 2.0f};
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "40 neighbours in code");
+  built.statisticalOutliers.reset();
+  built.radiusOutliers = devicearray::RadiusOutlierStage{std::nanf(""), 2};
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "NaN radius in code");
+}
+
 TEST(PipelineStages, ValidateChecksValuesBuiltInCode) {
   PipelineStages s;
   s.minPointsPerVoxel = 2;
@@ -287,6 +322,7 @@ TEST_P(FramePipeline, WritesTheBytesOfTheProcessCommand) {
       std::string("--downsample 2x2 --normals --transform ") + kRigid + " --roi=" + kWideRoi + " --voxel 10",
       "--transform 1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1",
       "--snr-threshold 3 --remove-outliers 25 --smooth 1.2 --fill-holes 4 --max-depth-step 15 --normals",
+      "--normals --statistical-outliers 16,1 --radius-outliers 30,4 --voxel 15",
   };
   int n = 0;
   for (const std::string& options : optionSets) {
@@ -456,6 +492,34 @@ TEST_P(FramePipeline, NormalsOfTheInputSurviveEveryStage) {
   std::size_t along = 0;
   for (std::size_t i = 0; i < computed.cloud.size(); ++i) along += computed.cloud.normals[3 * i] > 0.999f ? 1 : 0;
   EXPECT_LT(along, computed.cloud.size() / 2);
+}
+
+TEST_P(FramePipeline, OutlierStagesOfTheUnorganizedCloudMatchTheCloudMethods) {
+  const PipelineStages stages =
+      PipelineStages::parse({"--downsample", "2x2", "--statistical-outliers", "12,1", "--radius-outliers", "60,3"});
+  const PipelineResult r = devicearray::runPipeline(scene_, stages, device());
+  std::vector<std::string> names;
+  for (const auto& row : r.stages) names.push_back(row.stage);
+  EXPECT_EQ(names, (std::vector<std::string>{"upload", "downsample 2x2", "unorganize", "statistical outliers 12, ratio 1",
+                                             "radius outliers 60 mm, min 3", "download"}));
+  devicearray::PointCloud cloud = devicearray::PointCloud::fromHost(scene_, device());
+  cloud.downsample(Downsampling::by2x2);
+  const devicearray::UnorganizedPointCloud expected =
+      cloud.toUnorganizedPointCloud().statisticalOutliersRemoved(12, 1.0f).radiusOutliersRemoved(60.0f, 3);
+  const HostPointCloud want = expected.toHost();
+  ASSERT_LT(want.size(), r.stages[2].result.empty() ? 0u : std::stoul(r.stages[2].result));  // something removed
+  EXPECT_EQ(r.cloud.xyz, want.xyz);
+  EXPECT_EQ(r.cloud.rgba, want.rgba);
+  EXPECT_EQ(r.cloud.snr, want.snr);
+  // Normals of the input follow the kept points.
+  HostPointCloud withNormals = scene_;
+  withNormals.normals.assign(3 * scene_.size(), 0.0f);
+  for (std::size_t i = 0; i < scene_.size(); ++i) withNormals.normals[3 * i + 1] = 1.0f;
+  const PipelineResult n = devicearray::runPipeline(
+      withNormals, PipelineStages::parse({"--statistical-outliers", "12,1", "--radius-outliers", "60,3"}), device());
+  ASSERT_TRUE(n.cloud.hasNormals());
+  EXPECT_EQ(n.cloud.normals.size(), n.cloud.xyz.size());
+  for (std::size_t i = 0; i < n.cloud.size(); ++i) EXPECT_EQ(n.cloud.normals[3 * i + 1], 1.0f);
 }
 
 TEST_P(FramePipeline, NothingLeftIsAClearError) {

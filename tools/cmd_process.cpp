@@ -35,6 +35,7 @@ struct ProcessArgs {
   std::string transform;
   std::string roi;
   std::string voxel;
+  std::string statisticalOutliers, radiusOutliers;  // "K,RATIO" and "MM,N", checked by PipelineStages::parse
   // The camera filters' values, passed to PipelineStages::parse as given (it checks them).
   std::string snrThreshold, removeOutliers, smooth, smoothRadius, fillHoles, maxDepthStep;
   bool normals = false;
@@ -168,12 +169,13 @@ void addProcessCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "process",
       "Run the point-cloud pipeline on a PLY file on one device, in this order: SNR threshold, outlier removal, "
-      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, voxel. Prints the GPU time of "
+      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, statistical outliers, radius "
+      "outliers, voxel. Prints the GPU time of "
       "every stage.");
   cmd->add_option("input", a->input, "Input PLY file (organized clouds keep their rows and columns)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", a->output, "Output PLY file (organized unless --unorganize or --voxel)")->required();
+  cmd->add_option("-o,--output", a->output, "Output PLY file (organized unless --unorganize, an outlier option of unorganized clouds or --voxel)")->required();
   // Camera filters (docs/filters.md), on the organized grid before every other stage.
   struct FilterOption {
     const char* name;
@@ -206,6 +208,13 @@ void addProcessCommand(CLI::App& app) {
                                      "[min, max] the extent along the normal (A-O) x (B-O); points outside become "
                                      "missing");
   cmd->add_flag("--unorganize", a->unorganize, "Keep only the valid points, as an unorganized cloud");
+  CLI::Option* statisticalOutliers = cmd->add_option(
+      "--statistical-outliers", a->statisticalOutliers,
+      "K,RATIO: drop points whose mean distance to their K nearest points (themselves included) exceeds the mean "
+      "of those distances by more than RATIO standard deviations (implies --unorganize)");
+  CLI::Option* radiusOutliers = cmd->add_option(
+      "--radius-outliers", a->radiusOutliers,
+      "MM,N: drop points with fewer than N other points closer than MM (implies --unorganize)");
   CLI::Option* voxel =
       cmd->add_option("--voxel", a->voxel, "Voxel size in mm: one point per occupied voxel (implies --unorganize)");
   CLI::Option* minPoints = cmd->add_option("--min-points", a->minPoints, "Drop voxels with fewer points than this")
@@ -225,7 +234,7 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
-  cmd->callback([a, filterArgs, downsample, transform, roi, voxel, minPoints] {
+  cmd->callback([a, filterArgs, downsample, transform, roi, statisticalOutliers, radiusOutliers, voxel, minPoints] {
     // The stage options go to the library as the arguments PipelineStages::parse reads.
     std::vector<std::string>& args = a->stageArgs;
     args.clear();
@@ -236,6 +245,8 @@ void addProcessCommand(CLI::App& app) {
     if (transform->count() > 0) args.insert(args.end(), {"--transform", a->transform});
     if (roi->count() > 0) args.insert(args.end(), {"--roi", a->roi});
     if (a->unorganize) args.emplace_back("--unorganize");
+    if (statisticalOutliers->count() > 0) args.insert(args.end(), {"--statistical-outliers", a->statisticalOutliers});
+    if (radiusOutliers->count() > 0) args.insert(args.end(), {"--radius-outliers", a->radiusOutliers});
     if (voxel->count() > 0) args.insert(args.end(), {"--voxel", a->voxel});
     if (minPoints->count() > 0) args.insert(args.end(), {"--min-points", std::to_string(a->minPoints)});
     runProcess(*a);

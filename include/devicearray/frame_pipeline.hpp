@@ -5,11 +5,13 @@
 //
 // The stages always run in one order — the camera filters (SNR noise removal, outlier
 // removal, depth smoothing, hole repair), downsample, normals, transform, ROI,
-// unorganize, voxel — because each later stage needs what the earlier ones keep: the
-// camera filters work on the camera's full-resolution grid (so they come first, noise
-// and outliers removed before smoothing and repair can spread them), normals need the
-// organized grid (so they come before unorganize), and the ROI is given in the frame the
-// transform produces (so it comes after).
+// unorganize, statistical and radius outlier removal, voxel — because each later stage
+// needs what the earlier ones keep: the camera filters work on the camera's
+// full-resolution grid (so they come first, noise and outliers removed before smoothing
+// and repair can spread them), normals need the organized grid (so they come before
+// unorganize), the ROI is given in the frame the transform produces (so it comes after),
+// and the outlier removal of the unorganized cloud judges the measured points, before
+// voxels average outliers into their neighbours.
 //
 // Normals are computed on the device, or brought by the input (a file with normals).
 // The device's clouds carry no normals, so the pipeline carries them along the stages
@@ -31,6 +33,22 @@
 
 namespace devicearray {
 
+/// Statistical outlier removal of the unorganized cloud: --statistical-outliers K,RATIO
+/// (UnorganizedPointCloud::statisticalOutliersRemoved).
+struct StatisticalOutlierStage {
+  int neighbours = 20;    ///< k nearest points, the point itself included (1..32)
+  float stdRatio = 2.0f;  ///< kept: mean distance <= mean + stdRatio * standard deviation
+  friend bool operator==(const StatisticalOutlierStage&, const StatisticalOutlierStage&) = default;
+};
+
+/// Radius outlier removal of the unorganized cloud: --radius-outliers MM,N
+/// (UnorganizedPointCloud::radiusOutliersRemoved).
+struct RadiusOutlierStage {
+  float radius = 1.0f;  ///< mm (> 0)
+  int minPoints = 1;    ///< kept: at least this many other points closer than radius (>= 1)
+  friend bool operator==(const RadiusOutlierStage&, const RadiusOutlierStage&) = default;
+};
+
 /// Which stages of the frame pipeline run, with their parameters. A default-constructed
 /// value runs none (the cloud goes up and comes back down unchanged).
 ///
@@ -49,6 +67,8 @@ struct PipelineStages {
   std::optional<Matrix4x4> transform;      ///< --transform: affine row-major 4x4 applied to the points
   std::optional<RegionOfInterestBox> roi;  ///< --roi: points outside the box become missing
   bool unorganize = false;                 ///< --unorganize: keep only the valid points, unorganized
+  std::optional<StatisticalOutlierStage> statisticalOutliers;  ///< --statistical-outliers K,RATIO (implies unorganize)
+  std::optional<RadiusOutlierStage> radiusOutliers;            ///< --radius-outliers MM,N (implies unorganize)
   std::optional<float> voxelSize;          ///< --voxel MM: one point per occupied voxel (implies unorganize)
   int minPointsPerVoxel = 1;               ///< --min-points N: drop voxels with fewer points (needs voxelSize)
 
@@ -61,6 +81,7 @@ struct PipelineStages {
   ///   --roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max    --voxel MM    --min-points N
   ///   --snr-threshold SNR    --remove-outliers MM    --smooth SIGMA    --smooth-radius N
   ///   --fill-holes N    --max-depth-step MM
+  ///   --statistical-outliers K,RATIO    --radius-outliers MM,N
   /// then validate()s the result. Throws InvalidArgument naming the option and the
   /// offending value for an unknown, repeated or incomplete option, a malformed number,
   /// an unreadable or binary matrix file, and everything validate() refuses.
@@ -79,7 +100,8 @@ struct PipelineStages {
   /// outlier distance or maxDepthStep not finite and >= 0, a smoothing sigma not finite
   /// and > 0, a smoothing radius outside [0, 15] or other than 0 without --smooth, a hole
   /// size outside [1, 1024], or maxDepthStep other than 10 without --smooth or
-  /// --fill-holes.
+  /// --fill-holes; statistical outlier neighbours outside [1, 32] or a ratio not finite
+  /// and >= 0; an outlier radius not finite and > 0 or a minimum point count < 1.
   void validate() const;
 
   /// Checks that `input` suits the stages: it has a valid point; it is organized when
@@ -93,10 +115,14 @@ struct PipelineStages {
   bool filters() const noexcept { return snrThreshold || outlierDistance || smoothingSigma || maxHoleSize; }
   /// True when a stage needs the organized grid (camera filters, downsample, normals, ROI).
   bool needsOrganizedInput() const noexcept { return filters() || downsample || normals || roi; }
-  /// True when the result is unorganized: unorganize or a voxel size was asked for.
-  bool unorganizes() const noexcept { return unorganize || voxelSize.has_value(); }
+  /// True when the result is unorganized: unorganize, an outlier removal of the
+  /// unorganized cloud or a voxel size was asked for.
+  bool unorganizes() const noexcept {
+    return unorganize || statisticalOutliers.has_value() || radiusOutliers.has_value() || voxelSize.has_value();
+  }
   /// The number of stages that run (unorganize counted once, also when only implied by
-  /// a voxel size): the rows between "upload" and "download" of the stage table.
+  /// an unorganized-cloud stage): the rows between "upload" and "download" of the stage
+  /// table.
   int stageCount() const noexcept;
 
   /// Equal stages with equal parameters (matrices and boxes compared element by element).

@@ -364,6 +364,38 @@ class UnorganizedPointCloud {
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
   ///@}
 
+  /// Statistical outlier removal (Open3D's definition): for each point, the mean d of
+  /// its distances to its `neighbours` nearest points, the point itself counted among
+  /// them at distance 0; over all points, the mean m and the sample standard deviation s
+  /// (divided by N - 1) of those d. A point stays when d <= m + stdRatio * s. The
+  /// neighbours are exact: they are searched on a voxel-hash grid whose cells follow the
+  /// point spacing, and points whose nearest neighbours lie farther away (isolated ones)
+  /// are searched again on coarser grids. With fewer than `neighbours` points in the
+  /// cloud, d is the mean over all of them. Missing points are dropped. The kept points
+  /// keep their order, colours, SNR and normals. Throws InvalidArgument unless
+  /// neighbours is in [1, 32] and stdRatio is finite and >= 0. Blocking / on `sq` (the
+  /// stream overload waits a few times: for the point spacing, for the points left after
+  /// each grid, for the mean and deviation and for the kept count).
+  ///@{
+  UnorganizedPointCloud statisticalOutliersRemoved(int neighbours, float stdRatio) const;
+  UnorganizedPointCloud statisticalOutliersRemoved(int neighbours, float stdRatio, StreamOrQueue sq) const;
+  void removeStatisticalOutliers(int neighbours, float stdRatio);
+  void removeStatisticalOutliers(int neighbours, float stdRatio, StreamOrQueue sq);
+  ///@}
+
+  /// Radius outlier removal (Open3D's definition): a point stays when more than
+  /// `minPoints` points lie closer than `radius` (mm) to it, the point itself counted,
+  /// i.e. when at least `minPoints` other points do. Missing points are dropped. The kept
+  /// points keep their order, colours, SNR and normals. Throws InvalidArgument unless
+  /// radius is finite and > 0 and minPoints >= 1. Blocking / on `sq` (the stream overload
+  /// waits once, for the kept count).
+  ///@{
+  UnorganizedPointCloud radiusOutliersRemoved(float radius, int minPoints) const;
+  UnorganizedPointCloud radiusOutliersRemoved(float radius, int minPoints, StreamOrQueue sq) const;
+  void removeRadiusOutliers(float radius, int minPoints);
+  void removeRadiusOutliers(float radius, int minPoints, StreamOrQueue sq);
+  ///@}
+
   /// As PointCloud::transform (affine, accumulated into transformationMatrix()); normals
   /// are turned by the matrix's rotation part (the upper-left 3x3, taken as a rotation).
   ///@{

@@ -52,6 +52,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     stages.add_argument("--roi", action=_StageOption, metavar="ox,oy,oz,ax,ay,az,bx,by,bz,min,max",
                         help="oriented box; points outside become missing")
     stages.add_argument("--unorganize", action=_StageOption, nargs=0, help="keep only the valid points")
+    stages.add_argument("--statistical-outliers", action=_StageOption, metavar="K,RATIO",
+                        help="drop points whose mean distance to their K nearest points exceeds the mean by more "
+                             "than RATIO standard deviations (implies --unorganize)")
+    stages.add_argument("--radius-outliers", action=_StageOption, metavar="MM,N",
+                        help="drop points with fewer than N other points closer than MM (implies --unorganize)")
     stages.add_argument("--voxel", action=_StageOption, metavar="MM",
                         help="voxel size in mm: one point per occupied voxel (implies --unorganize)")
     stages.add_argument("--min-points", action=_StageOption, metavar="N", help="drop voxels with fewer points")

@@ -3,6 +3,7 @@
 // writer, so a file written here is byte for byte the file the command writes.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -50,7 +51,8 @@ void bindFramePipeline(nb::module_& m) {
   nb::class_<PipelineStages>(
       m, "PipelineStages",
       "The stages of `devicearray process`, which always run in the order SNR threshold, outlier removal, "
-      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, voxel. Build it from the command's options with PipelineStages.parse([...]) or with keywords. "
+      "smoothing, hole filling, downsample, normals, transform, ROI, unorganize, statistical outliers, radius "
+      "outliers, voxel. Build it from the command's options with PipelineStages.parse([...]) or with keywords. "
       "Immutable; pickles as its options.")
       .def(
           "__init__",
@@ -58,7 +60,8 @@ void bindFramePipeline(nb::module_& m) {
              std::optional<RegionOfInterestBox> roi, bool unorganize, std::optional<float> voxelSize,
              int minPointsPerVoxel, std::optional<float> snrThreshold, std::optional<float> outlierDistance,
              std::optional<float> smoothingSigma, int smoothingRadius, std::optional<int> maxHoleSize,
-             float maxDepthStep) {
+             float maxDepthStep, std::optional<std::pair<int, float>> statisticalOutliers,
+             std::optional<std::pair<float, int>> radiusOutliers) {
             PipelineStages s{.snrThreshold = snrThreshold, .outlierDistance = outlierDistance,
                              .smoothingSigma = smoothingSigma, .smoothingRadius = smoothingRadius,
                              .maxHoleSize = maxHoleSize, .maxDepthStep = maxDepthStep};
@@ -67,6 +70,9 @@ void bindFramePipeline(nb::module_& m) {
             if (!transform.is_none()) s.transform = matrixFrom(transform, "PipelineStages");
             s.roi = roi;
             s.unorganize = unorganize;
+            if (statisticalOutliers)
+              s.statisticalOutliers = StatisticalOutlierStage{statisticalOutliers->first, statisticalOutliers->second};
+            if (radiusOutliers) s.radiusOutliers = RadiusOutlierStage{radiusOutliers->first, radiusOutliers->second};
             s.voxelSize = voxelSize;
             s.minPointsPerVoxel = minPointsPerVoxel;
             s.validate();
@@ -78,16 +84,19 @@ void bindFramePipeline(nb::module_& m) {
           nb::arg("snr_threshold") = nb::none(), nb::arg("outlier_distance") = nb::none(),
           nb::arg("smoothing_sigma") = nb::none(), nb::arg("smoothing_radius") = 0,
           nb::arg("max_hole_size") = nb::none(), nb::arg("max_depth_step") = 10.0f,
+          nb::arg("statistical_outliers") = nb::none(), nb::arg("radius_outliers") = nb::none(),
           "Stages by keyword: the camera filters snr_threshold, outlier_distance (mm), smoothing_sigma (pixels) "
           "with smoothing_radius (0: ceil(2 sigma)), max_hole_size (points) and max_depth_step (mm, for smoothing "
           "and hole filling); downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals, transform (4x4 affine), roi "
-          "(RegionOfInterestBox), unorganize, voxel_size (mm; implies unorganize), min_points_per_voxel (needs "
-          "voxel_size). ValueError for values `devicearray process` would refuse.")
+          "(RegionOfInterestBox), unorganize, statistical_outliers ((neighbours, std_ratio); implies unorganize), "
+          "radius_outliers ((radius mm, min_points); implies unorganize), voxel_size (mm; implies unorganize), "
+          "min_points_per_voxel (needs voxel_size). ValueError for values `devicearray process` would refuse.")
       .def_static("parse", &PipelineStages::parse, nb::arg("args"),
                   "The stages from the options of `devicearray process` (e.g. ['--downsample', '2x2', '--voxel', "
                   "'5']): --snr-threshold SNR, --remove-outliers MM, --smooth SIGMA, --smooth-radius N, "
                   "--fill-holes N, --max-depth-step MM, --downsample 2x2|3x3|4x4, --normals, --transform M (16 numbers or a file holding them), "
-                  "--roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max, --unorganize, --voxel MM, --min-points N; each as two "
+                  "--roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max, --unorganize, --statistical-outliers K,RATIO, "
+                  "--radius-outliers MM,N, --voxel MM, --min-points N; each as two "
                   "items or as '--name=value'. ValueError with the command's message for anything wrong.")
       .def("to_arguments", &PipelineStages::toArguments,
            "The options that parse() reads back into these stages (the transform inline).")
@@ -111,6 +120,20 @@ void bindFramePipeline(nb::module_& m) {
           "The affine transform as a 4x4 float32 array, or None")
       .def_prop_ro("roi", [](const PipelineStages& s) { return s.roi; }, "RegionOfInterestBox, or None")
       .def_ro("unorganize", &PipelineStages::unorganize, "Whether --unorganize was asked for")
+      .def_prop_ro(
+          "statistical_outliers",
+          [](const PipelineStages& s) {
+            const auto& f = s.statisticalOutliers;
+            return f ? std::optional{std::pair{f->neighbours, f->stdRatio}} : std::nullopt;
+          },
+          "(neighbours, std_ratio) of the statistical outlier removal, or None")
+      .def_prop_ro(
+          "radius_outliers",
+          [](const PipelineStages& s) {
+            return s.radiusOutliers ? std::optional{std::pair{s.radiusOutliers->radius, s.radiusOutliers->minPoints}}
+                                    : std::nullopt;
+          },
+          "(radius mm, min_points) of the radius outlier removal, or None")
       .def_prop_ro("voxel_size", [](const PipelineStages& s) { return s.voxelSize; }, "Voxel edge in mm, or None")
       .def_ro("min_points_per_voxel", &PipelineStages::minPointsPerVoxel, "Voxels with fewer points are dropped")
       .def("stage_count", &PipelineStages::stageCount,

@@ -372,6 +372,43 @@ void bindPointClouds(nb::module_& m) {
                                  : pc.voxelDownsampled(voxelSize, minPoints);
            },
            nb::arg("voxel_size"), nb::arg("min_points_per_voxel"), nb::arg("stream") = nb::none())
+      .def("statistical_outliers_removed",
+           [](UnorganizedPointCloud pc, int neighbours, float stdRatio, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.statisticalOutliersRemoved(neighbours, stdRatio, s->handle())
+                                 : pc.statisticalOutliersRemoved(neighbours, stdRatio);
+           },
+           nb::arg("neighbours") = 20, nb::arg("std_ratio") = 2.0f, nb::arg("stream") = nb::none(),
+           "The points whose mean distance to their `neighbours` nearest points (themselves included) is at most "
+           "the cloud's mean of those distances plus std_ratio sample standard deviations (Open3D's statistical "
+           "outlier removal), in their order, with their attributes.")
+      .def("remove_statistical_outliers",
+           [](UnorganizedPointCloud& pc, int neighbours, float stdRatio, const Stream* s) {
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.removeStatisticalOutliers(neighbours, stdRatio, s->handle());
+               else cloud.removeStatisticalOutliers(neighbours, stdRatio);
+             });
+           },
+           nb::arg("neighbours") = 20, nb::arg("std_ratio") = 2.0f, nb::arg("stream") = nb::none(),
+           "In-place statistical_outliers_removed.")
+      .def("radius_outliers_removed",
+           [](UnorganizedPointCloud pc, float radius, int minPoints, const Stream* s) {
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.radiusOutliersRemoved(radius, minPoints, s->handle())
+                                 : pc.radiusOutliersRemoved(radius, minPoints);
+           },
+           nb::arg("radius"), nb::arg("min_points"), nb::arg("stream") = nb::none(),
+           "The points with at least min_points other points closer than radius (mm) (Open3D's radius outlier "
+           "removal, whose count includes the point itself and must exceed min_points), in their order, with "
+           "their attributes.")
+      .def("remove_radius_outliers",
+           [](UnorganizedPointCloud& pc, float radius, int minPoints, const Stream* s) {
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.removeRadiusOutliers(radius, minPoints, s->handle());
+               else cloud.removeRadiusOutliers(radius, minPoints);
+             });
+           },
+           nb::arg("radius"), nb::arg("min_points"), nb::arg("stream") = nb::none(), "In-place radius_outliers_removed.")
       .def("transform",
            [](UnorganizedPointCloud& pc, nb::handle matrix, const Stream* s) {
              const Matrix4x4 mat = matrixFrom(matrix, "transform");

@@ -1,4 +1,5 @@
-/* Parameters of the neighbour-grid kernels (src/kernels/pointcloud_neighbours.h), declared
+/* Parameters of the neighbour-grid kernels (src/kernels/pointcloud_neighbours.h) and of
+ * the outlier removal built on them (src/kernels/pointcloud_outliers.h), declared
  * once for the kernels and for the host code that launches them (kernel_params.h).
  *
  * The grid's geometry lives on the device, in a small `grid` buffer of DA_NG_GRID_FLOATS
@@ -48,6 +49,31 @@
   B(const float, grid) B(const float, sortedXyz) B(const da_u32, order) B(const da_u32, claims)                        \
   B(const da_u64, slotKeys) B(const da_u32, slotRanges) B(da_u32, neighbours) B(float, distances)
 
+/* The outlier removal of unorganized clouds (src/kernels/pointcloud_outliers.h): one work
+ * item per sorted point of a grid over the cloud itself, results at the point's original
+ * index. */
+
+/* Mean distance to the k nearest points (the point itself included) of each point still
+ * pending (pending[i] != 0): stats[3i..3i+2] = (mean, mean^2, 0) and pending[i] = 0 once
+ * the k nearest are certain, that is when k points lie within one cell edge (less a
+ * rounding margin) or when `complete` says the search sees every point. Missing points
+ * get NaN statistics. */
+#define DA_SOR_MEAN_PARAMS(S0, B0, S, B)                                                                            \
+  S0(da_i64, n) S(int, k) S(int, complete) S(da_u32, mask) B(const float, grid) B(const float, sortedXyz)          \
+  B(const da_u32, order) B(const da_u32, claims) B(const da_u64, slotKeys) B(const da_u32, slotRanges)             \
+  B(da_u32, pending) B(float, stats)
+
+/* flags[i] = 1 where stats[3i] (a point's mean neighbour distance) <= threshold, for
+ * i < n; flags[n] = 0 (the scan's total). */
+#define DA_SOR_KEEP_PARAMS(S0, B0, S, B) S0(da_i64, n) S(float, threshold) B(const float, stats) B(da_u32, flags)
+
+/* flags[i] = 1 where more than minPoints points (the point itself included) lie within
+ * `radius` of point i; flags[n] = 0 (the scan's total). */
+#define DA_ROR_FLAGS_PARAMS(S0, B0, S, B)                                                                           \
+  S0(da_i64, n) S(float, radius) S(int, minPoints) S(da_u32, mask) B(const float, grid) B(const float, sortedXyz)  \
+  B(const da_u32, order) B(const da_u32, claims) B(const da_u64, slotKeys) B(const da_u32, slotRanges)             \
+  B(da_u32, flags)
+
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"
 
@@ -58,6 +84,9 @@ DA_KERNEL_SIGNATURE(da_ng_insert, DA_NG_INSERT_PARAMS);
 DA_KERNEL_SIGNATURE(da_ng_gather, DA_NG_GATHER_PARAMS);
 DA_KERNEL_SIGNATURE(da_ng_ends, DA_NG_ENDS_PARAMS);
 DA_KERNEL_SIGNATURE(da_ng_knn, DA_NG_KNN_PARAMS);
+DA_KERNEL_SIGNATURE(da_sor_mean, DA_SOR_MEAN_PARAMS);
+DA_KERNEL_SIGNATURE(da_sor_keep, DA_SOR_KEEP_PARAMS);
+DA_KERNEL_SIGNATURE(da_ror_flags, DA_ROR_FLAGS_PARAMS);
 }  // namespace devicearray::detail::kernels
 #endif
 

@@ -37,10 +37,11 @@
 /* flags[i] = point i is valid, flags[n] = 0. */
 #define DA_PC_VALID_FLAGS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, flags)
 
-/* Order-preserving compaction by the exclusive scan of the validity flags. */
+/* Order-preserving compaction by the exclusive scan of keep flags (validity, outlier tests). */
 #define DA_PC_COMPACT_PARAMS(S0, B0, S, B)                                                                          \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) B(const da_u32, offsets) B(const float, xyzIn)                      \
-  B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
+  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) S(int, hasNormal) B(const da_u32, offsets) B(const float, xyzIn)  \
+  B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
+  B(float, snrOut) B(float, normalOut)
 
 /* Voxel keys (and point indices) relative to the min corner of `bounds` (min xyz, max
  * xyz); compact keys of at most 31 bits when `compact`. status[0] = 1 on overflow,

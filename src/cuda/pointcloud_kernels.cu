@@ -5,6 +5,7 @@
 #include "kernels/pointcloud.h"
 #include "kernels/pointcloud_neighbours.h"
 #include "kernels/pointcloud_normals.h"
+#include "kernels/pointcloud_outliers.h"
 #include "kernels/pointcloud_registration.h"
 #include "cuda/kernel_registry.hpp"
 
@@ -29,5 +30,8 @@ DA_CUDA_REGISTER(da_ng_knn);
 DA_CUDA_REGISTER(da_nrm_window);
 DA_CUDA_REGISTER(da_nrm_knn);
 DA_CUDA_REGISTER(da_nrm_rotate);
+DA_CUDA_REGISTER(da_sor_mean);
+DA_CUDA_REGISTER(da_sor_keep);
+DA_CUDA_REGISTER(da_ror_flags);
 DA_CUDA_REGISTER(da_icp_terms);
 DA_CUDA_REGISTER(da_icp_sum);

@@ -263,6 +263,32 @@ void requireNormalCount(std::size_t points, std::size_t normalValues) {
                                              " points but " + std::to_string(normalValues / 3) + " normals");
 }
 
+/// The normals of the points an outlier stage kept: `kept` is an ordered subsequence of
+/// `before` (whose normals are `normals`, 3 floats each). Equal points have equal
+/// neighbourhoods, so an outlier stage keeps all or none of them, and the first equal
+/// point is the right one to match.
+std::vector<float> keptNormals(const std::vector<PointXYZ>& before, const std::vector<float>& normals,
+                               const std::vector<PointXYZ>& kept) {
+  std::vector<float> out;
+  out.reserve(3 * kept.size());
+  std::size_t i = 0;
+  for (const PointXYZ& p : kept) {
+    while (i < before.size() && !(before[i].x == p.x && before[i].y == p.y && before[i].z == p.z)) ++i;
+    if (i == before.size())
+      throw Error(ErrorCode::InvalidState, "process: a point the outlier removal kept is not one of its input");
+    out.insert(out.end(), &normals[3 * i], &normals[3 * i] + 3);
+    ++i;
+  }
+  return out;
+}
+
+/// Throws when an unorganized-cloud stage (`option`) left no point.
+void requirePointsLeft(const UnorganizedPointCloud& points, const char* option, const std::string& outputName) {
+  if (points.size() == 0)
+    throw Error(ErrorCode::InvalidArgument,
+                std::string("process: no point is left after ") + option + "; nothing to write to " + outputName);
+}
+
 std::string downsampleLabel(Downsampling d) {
   const std::string k = d == Downsampling::by2x2 ? "2" : d == Downsampling::by3x3 ? "3" : "4";
   return "downsample " + k + "x" + k;
@@ -288,7 +314,8 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
   Stream stream(device);
   PointCloud cloud;
   UnorganizedPointCloud points;
-  UnorganizedPointCloud beforeVoxel;  // kept only to carry normals through the voxel stage
+  UnorganizedPointCloud beforeOutliers;  // kept only to carry normals through the outlier stages
+  UnorganizedPointCloud beforeVoxel;     // kept only to carry normals through the voxel stage
   DeviceArray<NormalXYZ> normals;
   bool isOrganizedNow = organized;
   // Normals the input brought (from its file) are carried like computed ones, unless
@@ -373,6 +400,23 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
                                                   std::string(stages.roi ? "--roi" : "the earlier stages") +
                                                   "; nothing to write to " + options.outputName);
   }
+  const bool removesOutliers = stages.statisticalOutliers || stages.radiusOutliers;
+  if (removesOutliers && hasNormals) beforeOutliers = points;
+  // An outlier stage of the unorganized cloud: its row, then a clear error when it kept nothing.
+  const auto removeOutliers = [&](const std::string& label, const char* option, auto&& filter) {
+    row = &table.onStream(label, stream, [&] { points = filter(); });
+    finishRow(*row, pointsText(points.size()), stageDone);
+    requirePointsLeft(points, option, options.outputName);
+  };
+  if (const auto& f = stages.statisticalOutliers)
+    removeOutliers("statistical outliers " + std::to_string(f->neighbours) + ", ratio " +
+                       pipeline_detail::numberText(f->stdRatio),
+                   "--statistical-outliers",
+                   [&] { return points.statisticalOutliersRemoved(f->neighbours, f->stdRatio, stream); });
+  if (const auto& f = stages.radiusOutliers)
+    removeOutliers("radius outliers " + pipeline_detail::numberText(f->radius) + " mm, min " +
+                       std::to_string(f->minPoints),
+                   "--radius-outliers", [&] { return points.radiusOutliersRemoved(f->radius, f->minPoints, stream); });
   if (stages.voxelSize) {
     char label[64];
     std::snprintf(label, sizeof label, "voxel %g mm, min %d", static_cast<double>(*stages.voxelSize),
@@ -399,6 +443,11 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
     }
     // An unorganized input's normals are already those of its points, one for one.
     std::vector<float> compact = organized ? compactNormals(cloud.storedXYZ().toHost(), n) : unitNormals(n);
+    if (removesOutliers) {
+      const std::vector<PointXYZ> before = beforeOutliers.storedXYZ().toHost();
+      requireNormalCount(before.size(), compact.size());
+      compact = keptNormals(before, compact, (stages.voxelSize ? beforeVoxel : points).storedXYZ().toHost());
+    }
     if (stages.voxelSize) {
       const std::vector<PointXYZ> xyz = beforeVoxel.storedXYZ().toHost();
       requireNormalCount(xyz.size(), compact.size());

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <utility>
 
 #include "devicearray/error.hpp"
 #include "devicearray/frame_pipeline.hpp"
@@ -58,11 +59,13 @@ namespace {
 
 constexpr const char* kStageOptions =
     "--snr-threshold, --remove-outliers, --smooth, --smooth-radius, --fill-holes, --max-depth-step, "
-    "--downsample, --normals, --transform, --roi, --unorganize, --voxel, --min-points";
+    "--downsample, --normals, --transform, --roi, --unorganize, --statistical-outliers, --radius-outliers, --voxel, "
+    "--min-points";
 
 constexpr float kDefaultMaxDepthStep = 10.0f;
 constexpr int kLargestSmoothingRadius = 15;
 constexpr int kLargestHole = 1024;
+constexpr int kMostStatisticalNeighbours = 32;
 
 /// Exactly `count` finite numbers separated by commas and/or whitespace; `what` names
 /// the option in the message.
@@ -230,6 +233,43 @@ void checkFilterValues(const PipelineStages& s) {
     invalid("--max-depth-step needs --smooth or --fill-holes (the depth step they do not cross)");
 }
 
+void checkUnorganizedFilters(const PipelineStages& s) {
+  if (const auto& f = s.statisticalOutliers) {
+    if (f->neighbours < 1 || f->neighbours > kMostStatisticalNeighbours)
+      invalid("--statistical-outliers: " + std::to_string(f->neighbours) + " neighbours; it must be in 1.." +
+              std::to_string(kMostStatisticalNeighbours));
+    if (!(std::isfinite(f->stdRatio) && f->stdRatio >= 0))
+      invalid("--statistical-outliers: ratio " + numberText(f->stdRatio) + " must be finite and >= 0");
+  }
+  if (const auto& f = s.radiusOutliers) {
+    if (!(std::isfinite(f->radius) && f->radius > 0))
+      invalid("--radius-outliers: radius " + numberText(f->radius) + " must be a finite distance > 0 (mm)");
+    if (f->minPoints < 1)
+      invalid("--radius-outliers: " + std::to_string(f->minPoints) + " points; it must be at least 1");
+  }
+}
+
+/// "A,B": two items separated by one comma; `form` names them in the message.
+std::pair<std::string, std::string> splitPair(const std::string& name, const std::string& spec,
+                                              const std::string& form) {
+  const std::size_t comma = spec.find(',');
+  if (comma == std::string::npos || spec.find(',', comma + 1) != std::string::npos)
+    invalid(name + " '" + printable(spec, 40) + "' must be " + form);
+  return {spec.substr(0, comma), spec.substr(comma + 1)};
+}
+
+StatisticalOutlierStage parseStatisticalOutliers(const std::string& spec) {
+  const auto [k, ratio] = splitPair("--statistical-outliers", spec, "K,RATIO (e.g. 20,2)");
+  return {parseInteger("--statistical-outliers neighbours", k, 1, kMostStatisticalNeighbours),
+          parseFloat("--statistical-outliers ratio", ratio, "a multiple of the standard deviation")};
+}
+
+RadiusOutlierStage parseRadiusOutliers(const std::string& spec) {
+  const auto [radius, points] = splitPair("--radius-outliers", spec, "MM,N (e.g. 5,3)");
+  return {parseFloat("--radius-outliers radius", radius, "a distance in mm"),
+          parseInteger("--radius-outliers points", points, 1, INT_MAX)};
+}
+
 Downsampling parseDownsample(const std::string& spec) {
   if (spec == "2x2") return Downsampling::by2x2;
   if (spec == "3x3") return Downsampling::by3x3;
@@ -257,6 +297,7 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   const char* const kFlags[] = {"--normals", "--unorganize"};
   std::optional<std::string> downsample, transform, roi, voxel, minPoints, normals, unorganize;
   std::optional<std::string> snrThreshold, outliers, smooth, smoothRadius, fillHoles, maxDepthStep;
+  std::optional<std::string> statisticalOutliers, radiusOutliers;
   const auto slotOf = [&](const std::string& name) -> std::optional<std::string>* {
     if (name == "--snr-threshold") return &snrThreshold;
     if (name == "--remove-outliers") return &outliers;
@@ -271,6 +312,8 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
     if (name == "--min-points") return &minPoints;
     if (name == "--normals") return &normals;
     if (name == "--unorganize") return &unorganize;
+    if (name == "--statistical-outliers") return &statisticalOutliers;
+    if (name == "--radius-outliers") return &radiusOutliers;
     return nullptr;
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -313,6 +356,8 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   if (transform) s.transform = parseTransform(*transform);
   if (roi) s.roi = parseRoi(*roi);
   s.unorganize = unorganize.has_value();
+  if (statisticalOutliers) s.statisticalOutliers = parseStatisticalOutliers(*statisticalOutliers);
+  if (radiusOutliers) s.radiusOutliers = parseRadiusOutliers(*radiusOutliers);
   if (voxel) s.voxelSize = parseVoxelSize(*voxel);
   if (minPoints) {
     if (!voxel) invalid("--min-points needs --voxel (it counts the points of a voxel)");
@@ -348,6 +393,7 @@ void PipelineStages::validate() const {
       if (!std::isfinite(x)) invalid("--roi: every value of the box must be finite (one is " + numberText(x) + ")");
     checkRoiValues(v);
   }
+  checkUnorganizedFilters(*this);
   if (voxelSize) checkVoxelSize(*voxelSize);
   if (minPointsPerVoxel < 1)
     invalid("--min-points " + std::to_string(minPointsPerVoxel) + " must be at least 1");
@@ -376,6 +422,12 @@ std::vector<std::string> PipelineStages::toArguments() const {
     args.push_back("--roi=" + joinedNumbers(v, 11));
   }
   if (unorganize) args.emplace_back("--unorganize");
+  if (statisticalOutliers)
+    args.insert(args.end(), {"--statistical-outliers", std::to_string(statisticalOutliers->neighbours) + "," +
+                                                           numberText(statisticalOutliers->stdRatio)});
+  if (radiusOutliers)
+    args.insert(args.end(), {"--radius-outliers", numberText(radiusOutliers->radius) + "," +
+                                                      std::to_string(radiusOutliers->minPoints)});
   if (voxelSize) args.insert(args.end(), {"--voxel", numberText(*voxelSize)});
   if (minPointsPerVoxel != 1) args.insert(args.end(), {"--min-points", std::to_string(minPointsPerVoxel)});
   return args;
@@ -397,7 +449,7 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
 int PipelineStages::stageCount() const noexcept {
   return (snrThreshold ? 1 : 0) + (outlierDistance ? 1 : 0) + (smoothingSigma ? 1 : 0) + (maxHoleSize ? 1 : 0) +
          (downsample ? 1 : 0) + (normals ? 1 : 0) + (transform ? 1 : 0) + (roi ? 1 : 0) + (unorganizes() ? 1 : 0) +
-         (voxelSize ? 1 : 0);
+         (statisticalOutliers ? 1 : 0) + (radiusOutliers ? 1 : 0) + (voxelSize ? 1 : 0);
 }
 
 bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept {
@@ -410,7 +462,8 @@ bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept {
          a.smoothingSigma == b.smoothingSigma && a.smoothingRadius == b.smoothingRadius &&
          a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample && a.normals == b.normals && a.transform == b.transform &&
          a.roi.has_value() == b.roi.has_value() && (!a.roi || sameBox(*a.roi, *b.roi)) &&
-         a.unorganize == b.unorganize && a.voxelSize == b.voxelSize && a.minPointsPerVoxel == b.minPointsPerVoxel;
+         a.unorganize == b.unorganize && a.statisticalOutliers == b.statisticalOutliers &&
+         a.radiusOutliers == b.radiusOutliers && a.voxelSize == b.voxelSize && a.minPointsPerVoxel == b.minPointsPerVoxel;
 }
 
 }  // namespace devicearray

@@ -227,7 +227,7 @@ DA_KERNEL(da_pc_valid_flags)(DA_PARAMS(DA_PC_VALID_FLAGS_PARAMS)) {
 }
 
 /* Order-preserving compaction: point i is kept when offsets[i + 1] != offsets[i] (the
- * exclusive scan of the validity flags) and goes to position offsets[i]. */
+ * exclusive scan of the keep flags) and goes to position offsets[i]. */
 DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_COMPACT_PARAMS);
   const long i = DA_ID(0);
@@ -242,6 +242,11 @@ DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
     rgbaOut[4 * o + 3] = rgbaIn[4 * i + 3];
   }
   if (hasSnr) snrOut[o] = snrIn[i];
+  if (hasNormal) {
+    normalOut[3 * o] = normalIn[3 * i];
+    normalOut[3 * o + 1] = normalIn[3 * i + 1];
+    normalOut[3 * o + 2] = normalIn[3 * i + 2];
+  }
 }
 
 /* Bits that hold voxel indices 0..maxIndex (maxIndex >= 0, below DA_VOXEL_AXIS_LIMIT). */

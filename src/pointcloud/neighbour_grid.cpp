@@ -1,7 +1,9 @@
 #include "pointcloud/neighbour_grid.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "pointcloud/pointcloud_internal.hpp"
@@ -85,6 +87,46 @@ std::size_t NeighbourGrid::occupiedCells(QueueImpl& q) const {
   std::uint32_t cells = 0;
   readBack(q, offsets.get(), slots_ * sizeof(std::uint32_t), &cells, sizeof(cells));
   return cells;
+}
+
+namespace {
+
+/// The largest extent of the valid points along an axis (0 for fewer than two distinct
+/// points; blocks).
+float largestExtent(QueueImpl& q, BufferRef xyz, std::size_t count, const char* fn) {
+  const auto bounds = scratch(q, 6, sizeof(float), fn);
+  {
+    OrderedUse use(q, {xyz.allocation, bounds.get()});
+    q.device()->primitives().boundsValidXYZ(q, xyz, count, {bounds.get(), 0});
+    use.commit();
+  }
+  float b[6];
+  readBack(q, bounds.get(), 0, b, sizeof(b));
+  const float extent = std::max({b[3] - b[0], b[4] - b[1], b[5] - b[2]});
+  return std::isfinite(extent) ? extent : 0.0f;
+}
+
+}  // namespace
+
+float neighbourCellSize(QueueImpl& q, BufferRef xyz, std::size_t count, int neighbours, float margin,
+                        float* extent, const char* fn) {
+  // The cell edge follows the point spacing s: points on a surface fill an occupied cell
+  // of edge c with about (c / s)^2 of them, so a coarse grid's occupancy gives s, and the
+  // k nearest neighbours lie within about s * sqrt(k / pi), which one ring of cells of
+  // that edge covers.
+  const float largest = largestExtent(q, xyz, count, fn);
+  if (extent) *extent = largest;
+  float coarse = largest > 0.0f ? largest / 64.0f : 1.0f;
+  double spacing = coarse;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const NeighbourGrid probe(q, xyz, count, coarse, fn);
+    const double cells = static_cast<double>(probe.occupiedCells(q));
+    spacing = coarse * std::sqrt(cells / static_cast<double>(std::max<std::size_t>(count, 1)));
+    // Nearly one point per cell says little about the spacing: try coarser cells.
+    if (cells * 4 <= static_cast<double>(count) || coarse >= largest) break;
+    coarse *= 4.0f;
+  }
+  return static_cast<float>(std::max(margin * spacing * std::sqrt(neighbours / std::numbers::pi), 1e-3));
 }
 
 }  // namespace devicearray::detail::pc

@@ -65,4 +65,12 @@ class NeighbourGrid {
   std::size_t gridAt_ = 0, sortedXyzAt_ = 0, orderAt_ = 0, claimsAt_ = 0, slotKeysAt_ = 0, slotRangesAt_ = 0;
 };
 
+/// A cell edge with which one ring of cells around a point usually holds its `neighbours`
+/// nearest points: `margin` times their typical distance on a surface, from the points'
+/// spacing (which the occupancy of coarse grids gives; blocks a few times). `extent`,
+/// when given, receives the largest extent of the valid points along an axis (0 for
+/// fewer than two distinct points).
+float neighbourCellSize(QueueImpl& q, BufferRef xyz, std::size_t count, int neighbours, float margin, float* extent,
+                        const char* fn);
+
 }  // namespace devicearray::detail::pc

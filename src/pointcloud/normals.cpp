@@ -1,9 +1,5 @@
 // Plane-fit normals: organized clouds over a window of the grid, unorganized clouds over
 // their nearest neighbours (kernels: src/kernels/pointcloud_normals.h).
-#include <algorithm>
-#include <cmath>
-#include <numbers>
-
 #include "pointcloud/neighbour_grid.hpp"
 #include "pointcloud/normal_estimation.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
@@ -17,25 +13,6 @@ namespace pc = detail::pc;
 
 namespace detail::pc {
 
-namespace {
-
-/// The largest extent of the valid points along an axis (0 for fewer than two distinct
-/// points; blocks).
-float largestExtent(QueueImpl& q, BufferRef xyz, std::size_t count, const char* fn) {
-  const auto bounds = scratch(q, 6, sizeof(float), fn);
-  {
-    OrderedUse use(q, {xyz.allocation, bounds.get()});
-    q.device()->primitives().boundsValidXYZ(q, xyz, count, {bounds.get(), 0});
-    use.commit();
-  }
-  float b[6];
-  readBack(q, bounds.get(), 0, b, sizeof(b));
-  const float extent = std::max({b[3] - b[0], b[4] - b[1], b[5] - b[2]});
-  return std::isfinite(extent) ? extent : 0.0f;
-}
-
-}  // namespace
-
 DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t count, int neighbours,
                                        const std::array<float, 3>& viewpoint, const char* fn) {
   if (neighbours < 3 || neighbours > DA_NRM_MAX_NEIGHBOURS)
@@ -43,22 +20,9 @@ DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t 
           "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " +
               std::to_string(DA_NRM_MAX_NEIGHBOURS) + "]");
   DeviceArray<NormalXYZ> normals = allocateUnorganized<NormalXYZ>(q, count, fn);
-  // The cell edge follows the point spacing s: points on a surface fill an occupied cell
-  // of edge c with about (c / s)^2 of them, so a coarse grid's occupancy gives s, and the
-  // k nearest neighbours lie within about s * sqrt(k / pi), which one ring of cells of
-  // that edge covers (a margin over it: the k-th nearest may lie farther).
-  const float extent = largestExtent(q, xyz, count, fn);
-  float coarse = extent > 0.0f ? extent / 64.0f : 1.0f;
-  double spacing = coarse;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    const NeighbourGrid probe(q, xyz, count, coarse, fn);
-    const double cells = static_cast<double>(probe.occupiedCells(q));
-    spacing = coarse * std::sqrt(cells / static_cast<double>(std::max<std::size_t>(count, 1)));
-    // Nearly one point per cell says little about the spacing: try coarser cells.
-    if (cells * 4 <= static_cast<double>(count) || coarse >= extent) break;
-    coarse *= 4.0f;
-  }
-  const float cell = static_cast<float>(std::max(1.5 * spacing * std::sqrt(neighbours / std::numbers::pi), 1e-3));
+  // A margin over the typical k-th nearest distance: the plane fit wants every one of the
+  // k nearest inside the searched ring.
+  const float cell = neighbourCellSize(q, xyz, count, neighbours, 1.5f, nullptr, fn);
   const NeighbourGrid grid(q, xyz, count, cell, fn);
   OrderedUse use(q, {grid.storage(), storageOf(normals)});
   launch<kernels::da_nrm_knn>(q, LaunchGeometry::items(count), i64(count), neighbours, grid.mask(), viewpoint[0],

@@ -414,9 +414,10 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
                                                pc::arg(scratch, flagsAt));
     q->device()->primitives().exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
     detail::launch<kernels::da_pc_compact>(*q, LaunchGeometry::items(n), pc::i64(n), hasColors() ? 1 : 0,
-                                           hasSNRs() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz_),
-                                           pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(cap.xyz),
-                                           pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz));
+                                           hasSNRs() ? 1 : 0, 0, pc::arg(scratch, offsetsAt), pc::arg(xyz_),
+                                           pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(xyz_),
+                                           pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+                                           pc::argOr(cap.snrs, cap.xyz), pc::arg(cap.xyz));
     use.commit();
   }
   // The one host sync of this operation: the output size.

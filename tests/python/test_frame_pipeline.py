@@ -104,6 +104,24 @@ def test_camera_filter_options_and_keywords():
         da.PipelineStages(max_hole_size=0)
 
 
+def test_unorganized_outlier_options_and_keywords():
+    s = da.PipelineStages.parse(["--statistical-outliers", "20,2.5", "--radius-outliers=4.5,3"])
+    assert s.statistical_outliers == (20, 2.5)
+    assert s.radius_outliers == (4.5, 3)
+    assert s.unorganizes() and not s.needs_organized_input() and s.stage_count() == 3
+    assert s == da.PipelineStages(statistical_outliers=(20, 2.5), radius_outliers=(4.5, 3))
+    assert da.PipelineStages.parse(s.to_arguments()) == s
+    assert pickle.loads(pickle.dumps(s)) == s
+    empty = da.PipelineStages()
+    assert empty.statistical_outliers is None and empty.radius_outliers is None
+    with pytest.raises(ValueError, match="in 1..32"):
+        da.PipelineStages(statistical_outliers=(40, 2.0))
+    with pytest.raises(ValueError, match="radius 0 must be a finite distance > 0"):
+        da.PipelineStages(radius_outliers=(0.0, 3))
+    with pytest.raises(ValueError, match="must be K,RATIO"):
+        da.PipelineStages.parse(["--statistical-outliers", "20"])
+
+
 def test_stages_pickle_and_print_as_their_options():
     s = da.PipelineStages.parse(["--normals", "--transform", RIGID, "--voxel", "2.5"])
     assert pickle.loads(pickle.dumps(s)) == s
@@ -159,6 +177,7 @@ OPTION_SETS = [
     ["--downsample", "2x2", "--normals", "--transform", RIGID, f"--roi={WIDE_ROI}", "--voxel", "10"],
     ["--transform", "1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1"],
     ["--snr-threshold", "5", "--remove-outliers", "20", "--smooth", "1.2", "--fill-holes", "4", "--normals"],
+    ["--normals", "--statistical-outliers", "16,1", "--radius-outliers", "30,4", "--voxel", "15"],
 ]
 
 

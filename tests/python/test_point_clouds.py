@@ -892,3 +892,79 @@ def test_wrong_enum_types_are_type_errors(device):
         cloud.image_device_array(F.PointXYZ)
     with pytest.raises(ValueError):
         u.device_colors(F.SNR)
+
+
+# ------------------------------------------------------- outlier removal --
+
+def uneven_cloud(seed):
+    """A dense patch, a sparse patch and isolated far points (distinct points)."""
+    rng = np.random.default_rng(seed)
+    dense = np.c_[rng.uniform(0, 80, (900, 2)), rng.uniform(500, 502, 900)]
+    sparse = np.c_[rng.uniform(200, 400, (200, 2)), rng.uniform(650, 655, 200)]
+    far = rng.uniform(-2000, 2000, (15, 3))
+    xyz = np.concatenate([dense, sparse, far]).astype(np.float32)
+    return xyz[rng.permutation(len(xyz))]
+
+
+def statistical_reference(xyz, k, ratio):
+    """Kept indices and the points too close to the threshold for float rounding to be sure."""
+    p = xyz.astype(np.float64)
+    d = np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1))
+    means = np.sort(d, axis=1)[:, :min(k, len(p))].mean(axis=1)
+    threshold = means.mean() + ratio * means.std(ddof=1)
+    return np.flatnonzero(means <= threshold), np.abs(means - threshold) <= 1e-4 * threshold
+
+
+def radius_reference(xyz, radius, min_points):
+    d2 = ((xyz[:, None, :] - xyz[None, :, :]) ** 2).sum(-1, dtype=np.float32)
+    return np.flatnonzero((d2 < np.float32(radius) * np.float32(radius)).sum(1) > min_points)
+
+
+def kept_indices(xyz, out):
+    """Indices of the rows of `out` in `xyz` (distinct points, in order)."""
+    lookup = {tuple(p): i for i, p in enumerate(xyz.tolist())}
+    return np.array([lookup[tuple(p)] for p in out.tolist()], dtype=np.int64)
+
+
+@pytest.mark.parametrize("k, ratio", [(20, 2.0), (6, 1.0), (32, 0.5)])
+def test_statistical_outliers_removed_matches_brute_force(device, on, k, ratio):
+    xyz = uneven_cloud(3)
+    rgba = reference((len(xyz), 4), np.uint8, 4)
+    snr = np.arange(len(xyz), dtype=np.float32)
+    u = upload_unorganized(device, xyz, rgba, snr)
+    out = u.statistical_outliers_removed(k, ratio, **on.kw)
+    on.sync()
+    want, borderline = statistical_reference(xyz, k, ratio)
+    assert borderline.sum() < 3
+    got = kept_indices(xyz, out.device_points_xyz().to_numpy())
+    sure = ~borderline
+    np.testing.assert_array_equal(got[sure[got]], want[sure[want]])
+    assert np.all(np.diff(got) > 0) and len(got) < len(xyz)  # in order, something removed
+    np.testing.assert_array_equal(out.device_colors(F.ColorRGBA).to_numpy(), rgba[got])
+    np.testing.assert_array_equal(out.device_snrs().to_numpy(), snr[got])
+    assert u.size() == len(xyz)  # source unchanged
+    u.remove_statistical_outliers(k, ratio, **on.kw)
+    on.sync()
+    assert u.size() == out.size()
+
+
+@pytest.mark.parametrize("radius, min_points", [(6.0, 3), (15.0, 12), (0.01, 1)])
+def test_radius_outliers_removed_matches_brute_force(device, on, radius, min_points):
+    xyz = uneven_cloud(5)
+    u = upload_unorganized(device, xyz)
+    out = u.radius_outliers_removed(radius, min_points, **on.kw)
+    on.sync()
+    got = kept_indices(xyz, out.device_points_xyz().to_numpy()) if out.size() else np.zeros(0, np.int64)
+    np.testing.assert_array_equal(got, radius_reference(xyz, radius, min_points))
+    u.remove_radius_outliers(radius, min_points, **on.kw)
+    on.sync()
+    assert u.size() == out.size()
+
+
+def test_outlier_removal_refuses_bad_parameters(device):
+    u = upload_unorganized(device, uneven_cloud(1))
+    for bad in [lambda: u.statistical_outliers_removed(0, 2.0), lambda: u.statistical_outliers_removed(33, 2.0),
+                lambda: u.statistical_outliers_removed(20, -1.0), lambda: u.radius_outliers_removed(0.0, 2),
+                lambda: u.radius_outliers_removed(5.0, 0)]:
+        with pytest.raises(ValueError):
+            bad()
