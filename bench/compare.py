@@ -261,6 +261,8 @@ def size_label(arg: int | None, op: str = "") -> str:
     if op.startswith("convert") or op.startswith("pc_"):
         if arg == FRAME_ELEMENTS:
             return "1920×1200"
+        if arg == FIVE_MP_ELEMENTS:
+            return "2448×2048"
         if arg == LARGE_ELEMENTS:
             return "64M"
         return f"{arg:,}"
@@ -626,14 +628,17 @@ def render_section(m: Measurements, verdicts: list[Verdict], info: dict, chart: 
                                bound, f"{int(c.get('points_in', 0)):,}", f"{int(c.get('points_out', 0)):,}"]))
 
     dl = [(op, m.get(da, op, None)) for op in ("dlpack_export", "dlpack_import", "dlpack_roundtrip")]
-    py = sorted((op, r) for (s, op, _a, _v), r in m.results.items() if s == "python")
+    # Python rows: DLPack calls (host time), the pipeline (device time) at each camera size,
+    # the per-call costs of a transform.
+    py = sorted(((op, a), r) for (s, op, a, _v), r in m.results.items() if s == "python")
     if any(r for _, r in dl) or py:
-        lines += ["", "### DLPack (host µs per call)", "", _row(["operation", "µs"]), _row(["---"] * 2)]
+        lines += ["", "### DLPack and Python calls (µs per call)", "", _row(["operation", "µs"]), _row(["---"] * 2)]
         for op, r in dl:
             if r is not None:
                 lines.append(_row([f"C++ {op.removeprefix('dlpack_')} (1920×1200 PointXYZ)", f"{r.seconds * 1e6:.2f}"]))
-        for op, r in py:
-            lines.append(_row([f"Python {op}", f"{r.seconds * 1e6:.2f}"]))
+        for (op, arg), r in py:
+            size = f" ({size_label(arg, op)})" if arg is not None else ""
+            lines.append(_row([f"Python {op}{size}", f"{r.seconds * 1e6:.2f}"]))
 
     if chart:
         lines += ["", f"![bandwidth against size]({chart})"]

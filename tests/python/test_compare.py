@@ -244,6 +244,9 @@ def test_an_opencl_device_is_reported_without_cuda_baselines():
 
 def test_report_tables_and_section_replacement():
     m = with_peers(compare.load_results(canned_docs(), None))
+    # Python rows of one operation at two sizes (the pipeline at both camera sizes).
+    m.add(compare.Result("python", "pc_pipeline", FIVE_MP, 0.4e-3))
+    m.add(compare.Result("python", "transformed_stream_host", None, 4.5e-6))
     section = compare.render_section(m, compare.evaluate_targets(m), {"date": "2026-11-29", "gpu": "NVIDIA H200",
                                                                       "driver": "580.159.04"}, "perf_bandwidth.png")
     assert section.startswith(compare.BEGIN) and section.rstrip().endswith(compare.END)
@@ -255,6 +258,9 @@ def test_report_tables_and_section_replacement():
     assert "| 1 KiB | 1.70 | 0.67 | 0.39 | - | - |" in section  # allocation: 0.67 / 1.70 = 0.39
     assert "| XYZ→XYZW | 64M | 1990.0 | 47% | 900.0 | 2.21 |" in section
     assert "| pipeline | 850 | 870 | - | 2,304,000 | 3,315 |" in section
+    assert "| Python pc_pipeline (1920×1200) | 200.00 |" in section
+    assert "| Python pc_pipeline (2448×2048) | 400.00 |" in section
+    assert "| Python transformed_stream_host | 4.50 |" in section
     assert "| C++ export (1920×1200 PointXYZ) | 4.00 |" in section
     assert f"benchmark error: convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time: out of memory" in section
     assert "![bandwidth against size](perf_bandwidth.png)" in section
