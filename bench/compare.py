@@ -395,6 +395,15 @@ def _copy_bandwidth(m: Measurements) -> float | None:
     return r.bytes_per_second if r is not None else None
 
 
+def _time_verdict(name: str, r: Result | None, need_us: float, bound_if_missed: str) -> Verdict:
+    """A device time against its limit in µs."""
+    if r is None:
+        return Verdict(name, "-", f"≤ {need_us:g} µs", None, "not measured")
+    us = r.seconds * 1e6
+    ok = us <= need_us
+    return Verdict(name, f"{us:.0f} µs", f"≤ {need_us:g} µs", ok, f"{need_us - us:+.0f} µs", "" if ok else bound_if_missed)
+
+
 def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
     """The frame-pipeline targets: pipeline and stage times, each stage against its own
     memory bound, the OpenCL/CUDA ratio, frame-sized fixed costs, pageable transfers at
@@ -402,26 +411,12 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
     v: list[Verdict] = []
     da = "devicearray"
     for frame, label in ((FRAME_ELEMENTS, "1920×1200"), (FIVE_MP_ELEMENTS, "2448×2048")):
-        need = PIPELINE_TARGET_US[frame]
-        name = f"{label} pipeline (downsample→normals→transform→ROI→unorganize→voxel)"
-        r = pipeline_result(m, frame)
-        if r is None:
-            v.append(Verdict(name, "-", f"≤ {need:g} µs", None, "not measured"))
-            continue
-        us = r.seconds * 1e6
-        ok = us <= need
-        v.append(Verdict(name, f"{us:.0f} µs", f"≤ {need:g} µs", ok, f"{need - us:+.0f} µs",
-                         "" if ok else "two count read-backs (unorganize, voxel) block the host; the voxel sort"))
+        v.append(_time_verdict(f"{label} pipeline (downsample→normals→transform→ROI→unorganize→voxel)",
+                               pipeline_result(m, frame), PIPELINE_TARGET_US[frame],
+                               "two count read-backs (unorganize, voxel) block the host; the voxel sort"))
     for op, need in STAGE_TARGET_US.items():
-        name = f"1920×1200 {op.removeprefix('pc_')} stage"
-        r = pipeline_result(m, FRAME_ELEMENTS, op)
-        if r is None:
-            v.append(Verdict(name, "-", f"≤ {need:g} µs", None, "not measured"))
-            continue
-        us = r.seconds * 1e6
-        ok = us <= need
-        v.append(Verdict(name, f"{us:.0f} µs", f"≤ {need:g} µs", ok, f"{need - us:+.0f} µs",
-                         "" if ok else "the count read-back blocks the host; sort/scan launches"))
+        v.append(_time_verdict(f"1920×1200 {op.removeprefix('pc_')} stage", pipeline_result(m, FRAME_ELEMENTS, op),
+                               need, "the count read-back blocks the host; sort/scan launches"))
 
     bandwidth = _copy_bandwidth(m)
     for op in PIPELINE_STAGES[:-1]:
