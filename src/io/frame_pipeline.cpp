@@ -3,7 +3,6 @@
 // device's clouds have no normals for, and the device time of every stage.
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include "devicearray/stream.hpp"
 #include "io/frame_pipeline_internal.hpp"
 #include "io/io_detail.hpp"
+#include "io/point_cloud_file_format.hpp"
 
 namespace devicearray {
 
@@ -475,11 +475,7 @@ namespace {
 /// The format `devicearray process` reads `inputPath` as: .pcd and .xyz by their
 /// extension, every other path (pipes and devices included) as PLY.
 PointCloudFileFormat pipelineInputFormat(const std::string& inputPath) {
-  std::string ext = std::filesystem::path(inputPath).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (ext == ".pcd") return PointCloudFileFormat::pcd;
-  if (ext == ".xyz") return PointCloudFileFormat::xyz;
-  return PointCloudFileFormat::ply;
+  return io_detail::formatOfExtension(inputPath).value_or(PointCloudFileFormat::ply);
 }
 
 }  // namespace
@@ -494,12 +490,7 @@ std::string readStageName(const std::string& inputPath) {
 }
 
 HostPointCloud readPipelineInput(const std::string& inputPath) {
-  switch (pipelineInputFormat(inputPath)) {
-    case PointCloudFileFormat::pcd: return readPcd(inputPath);
-    case PointCloudFileFormat::xyz: return readXyz(inputPath);
-    case PointCloudFileFormat::ply: break;
-  }
-  return readPly(inputPath);
+  return io_detail::readPointCloudAs(pipelineInputFormat(inputPath), inputPath);
 }
 
 PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
