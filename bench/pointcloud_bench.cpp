@@ -109,14 +109,16 @@ void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
       state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
 }
 
-// The clouds each stage starts from, built with the stages before it.
+// The clouds each stage starts from, built with the stages before it, and the sizes
+// the stages' byte counts need.
 struct Inputs {
-  da::PointCloud full;         ///< 1920 x 1200 as uploaded
-  da::PointCloud downsampled;  ///< 960 x 600
+  da::PointCloud full;         ///< the camera frame as uploaded
+  da::PointCloud downsampled;  ///< downsampled 2x2
   da::PointCloud transformed;  ///< downsampled, then transformed
   da::PointCloud masked;       ///< transformed, then ROI-masked
   da::UnorganizedPointCloud unorganized;
   std::size_t transformedValid = 0;  ///< valid points before the ROI
+  std::size_t voxels = 0;            ///< points the voxel grid leaves of `unorganized`
 };
 
 Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device, const da::RegionOfInterestBox& box) {
@@ -127,19 +129,18 @@ Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device,
   in.masked = in.transformed.maskedByRegionOfInterest(box);
   in.unorganized = in.masked.toUnorganizedPointCloud();
   in.transformedValid = in.transformed.toHost().validCount();
+  in.voxels = in.unorganized.voxelDownsampled(kVoxelMm, 1).size();
   return in;
 }
+
+enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline };
 
 // Bytes a point carries through the stages: XYZ, RGBA and SNR.
 constexpr double kPointBytes = 12 + 4 + 4;
 
-// The bytes each stage must read plus write at the least, from the sizes of its input
-// and output; the pipeline's is the sum over its stages.
-double stageBytes(const Inputs& in, std::size_t voxels, int which);
-
-enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline };
-
-double stageBytes(const Inputs& in, std::size_t voxels, int which) {
+// The bytes a stage must read plus write at the least, from the sizes of its input and
+// output; the pipeline's is the sum over its stages.
+double stageBytes(const Inputs& in, Stage which) {
   const auto full = static_cast<double>(in.full.size()), quarter = static_cast<double>(in.downsampled.size());
   const auto kept = static_cast<double>(in.unorganized.size());
   const double bytes[] = {
@@ -148,9 +149,9 @@ double stageBytes(const Inputs& in, std::size_t voxels, int which) {
       quarter * (12 + 12),                                                       // transform: XYZ in place
       quarter * 12 + static_cast<double>(in.transformedValid - in.unorganized.size()) * 12,  // ROI: read, mask
       (quarter + kept) * kPointBytes,                                            // unorganize: grid in, kept out
-      (kept + static_cast<double>(voxels)) * kPointBytes,                        // voxel: points in, voxels out
+      (kept + static_cast<double>(in.voxels)) * kPointBytes,                     // voxel: points in, voxels out
   };
-  if (which < 6) return bytes[which];
+  if (which != Stage::pipeline) return bytes[static_cast<int>(which)];
   double sum = 0;
   for (double b : bytes) sum += b;
   return sum;
@@ -227,9 +228,7 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
                                                         : which == Stage::voxel ? in.unorganized.size()
                                                                                 : in.downsampled.size());
   state.counters["points_out"] = static_cast<double>(pointsOut);
-  const std::size_t voxels =
-      which == Stage::voxel || which == Stage::pipeline ? pointsOut : in.unorganized.voxelDownsampled(kVoxelMm, 1).size();
-  state.counters["bytes"] = stageBytes(in, voxels, static_cast<int>(which));
+  state.counters["bytes"] = stageBytes(in, which);
 }
 
 }  // namespace
