@@ -26,6 +26,15 @@ detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(detai
 
 detail::Region regionOf(const HostMat& m) { return detail::Region::host(m.data(), m.step); }
 
+/// A continuous copy of `src` in new memory on the device of `q`, enqueued on `q`
+/// (clone, and copyTo into an array of another shape or on another device).
+GpuMatND continuousCopyOn(const GpuMatND& src, detail::QueueImpl& q, const char* fn) {
+  GpuMatND out = detail::makeGpuMatND(detail::allocateFor(fn, *q.device(), src.total() * src.elemSize(), q), 0,
+                                      src.size, src.type(), detail::continuousSteps(src.size, src.elemSize()));
+  detail::enqueueCopy(fn, q, src.size, src.elemSize(), regionOf(out), regionOf(src));
+  return out;
+}
+
 }  // namespace
 
 GpuMatND::GpuMatND() = default;
@@ -176,15 +185,7 @@ GpuMatND GpuMatND::clone(Stream& stream) const {
   constexpr const char* fn = "GpuMatND::clone";
   requireNonEmpty(*this, fn);
   detail::requireNotForked(fn);
-  auto& q = detail::queueFor(fn, stream, data_->device());
-  GpuMatND out;
-  out.data_ = detail::allocateFor(fn, *data_->device(), total() * elemSize(), q);
-  out.size = size;
-  out.dims = dims;
-  out.step = detail::continuousSteps(size, elemSize());
-  out.flags = MAGIC_VAL | type() | CONTINUOUS_FLAG;
-  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(out), regionOf(*this));
-  return out;
+  return continuousCopyOn(*this, detail::queueFor(fn, stream, data_->device()), fn);
 }
 
 GpuMatND GpuMatND::clone(const ComputeDevice& device) const {
@@ -218,15 +219,7 @@ void GpuMatND::copyTo(GpuMatND& dst, Stream& stream) const {
                         regionOf(*this));
     return;
   }
-  auto& q = *stream.impl();
-  GpuMatND fresh;
-  fresh.data_ = detail::allocateFor(fn, *q.device(), total() * elemSize(), q);
-  fresh.size = size;
-  fresh.dims = dims;
-  fresh.step = detail::continuousSteps(size, elemSize());
-  fresh.flags = MAGIC_VAL | type() | CONTINUOUS_FLAG;
-  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(fresh), regionOf(*this));
-  dst = std::move(fresh);
+  dst = continuousCopyOn(*this, *stream.impl(), fn);
 }
 
 void GpuMatND::create(SizeArray sz, int type) {
