@@ -3,12 +3,22 @@
 //                  read it back, solve): the time of a registration running K steps
 //                  minus that of one running none, divided by K;
 //   registration   a whole localPointCloudRegistration of two 1920x1200 views
-//                  downsampled 2x2, the target's normals estimated inside.
+//                  downsampled 2x2, the target's normals estimated inside; counters
+//                  rotation_error_deg and translation_error_mm against the known pose;
+//   normals_plane_fit  PointCloud::deviceNormalsXYZ(window) on a 1920x1200 view
+//                  downsampled 2x2 (the frame pipeline's normals stage), device time;
+//   normals_knn    UnorganizedPointCloud::estimateNormals(k) on the valid points of
+//                  the same view, device time.
+// The normals rows count median_error_deg against the scene's exact normals and
+// missing (valid points that got no normal).
 // Each run is named <name>/<device>/<source points>. Registration blocks (each step
 // reads its sums back), so times are host wall-clock times of the blocking call. CPU
 // OpenCL devices (PoCL) run quarter-resolution views: the full ones take minutes there.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numbers>
+#include <vector>
 #include <map>
 #include <string>
 
@@ -40,6 +50,15 @@ da::UnorganizedPointCloud view(const da::ComputeDevice& device, int width, int h
   o.withSNR = false;
   const da::PointCloud organized = da::PointCloud::fromHost(da::synthesizeScene(o), device);
   return organized.downsampled(da::Downsampling::by2x2).toUnorganizedPointCloud();
+}
+
+/// The rotation angle (degrees) of a^T b and the distance of the translations (mm).
+std::pair<double, double> poseError(const da::Matrix4x4& a, const da::Matrix4x4& b) {
+  double trace = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k) trace += double(a[4 * k + i]) * b[4 * k + i];
+  const double angle = std::acos(std::clamp((trace - 1) / 2, -1.0, 1.0)) * 180.0 / std::numbers::pi;
+  return {angle, std::hypot(a[3] - b[3], a[7] - b[7], a[11] - b[11])};
 }
 
 double seconds(const std::chrono::steady_clock::time_point& since) {
@@ -91,6 +110,67 @@ void registration(benchmark::State& state, da::ComputeDevice device) {
   state.counters["converged"] = result.converged() ? 1 : 0;
   state.counters["rms_mm"] = result.rootMeanSquareError();
   state.counters["coverage"] = result.sourceCoverage();
+  const auto [angle, shift] = poseError(result.transform(), kSourcePose);
+  state.counters["rotation_error_deg"] = angle;
+  state.counters["translation_error_mm"] = shift;
+}
+
+/// A view with the scene's exact normals, at the pipeline's resolution after 2x2.
+da::HostPointCloud exactView(bool gpu) {
+  da::SynthOptions o;
+  o.camera = da::PinholeCamera::withFieldOfView(gpu ? 960 : 480, gpu ? 600 : 300, 60.0);
+  o.withNormals = true;
+  o.withColors = false;
+  return da::synthesizeScene(o);
+}
+
+/// Median angle (degrees) between `got` and the exact normals of the valid points of
+/// `exact` (in their order), and how many of those points got no normal.
+void countNormalErrors(benchmark::State& state, const std::vector<da::NormalXYZ>& got, const da::HostPointCloud& exact) {
+  std::vector<double> errors;
+  std::size_t missing = 0, j = 0;
+  const bool organized = got.size() == exact.size();
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    if (!exact.isValid(i)) continue;
+    const da::NormalXYZ& n = got[organized ? i : j++];
+    if (std::isnan(n.x)) {
+      ++missing;
+      continue;
+    }
+    const double d = n.x * exact.normals[3 * i] + n.y * exact.normals[3 * i + 1] + n.z * exact.normals[3 * i + 2];
+    errors.push_back(std::acos(std::clamp(d, -1.0, 1.0)) * 180.0 / std::numbers::pi);
+  }
+  std::nth_element(errors.begin(), errors.begin() + std::ptrdiff_t(errors.size() / 2), errors.end());
+  state.counters["median_error_deg"] = errors.empty() ? -1.0 : errors[errors.size() / 2];
+  state.counters["missing"] = static_cast<double>(missing);
+  state.counters["points"] = static_cast<double>(got.size());
+}
+
+void normalsPlaneFit(benchmark::State& state, da::ComputeDevice device) {
+  const da::HostPointCloud exact = exactView(dabench::isGpu(device));
+  da::HostPointCloud input = exact;
+  input.normals.clear();
+  const da::PointCloud cloud = da::PointCloud::fromHost(input, device);
+  da::Stream stream(device);
+  da::DeviceArray<da::NormalXYZ> normals;
+  dabench::timeOnDevice(state, stream, [&] {
+    normals = cloud.deviceNormalsXYZ(da::PointCloud::kDefaultNormalWindowSize, stream);
+  });
+  countNormalErrors(state, normals.toHost(), exact);
+}
+
+void normalsKnn(benchmark::State& state, da::ComputeDevice device) {
+  const da::HostPointCloud exact = exactView(dabench::isGpu(device));
+  da::HostPointCloud input = exact;
+  input.normals.clear();
+  const da::UnorganizedPointCloud valid = da::PointCloud::fromHost(input, device).toUnorganizedPointCloud();
+  da::Stream stream(device);
+  da::UnorganizedPointCloud cloud = valid;
+  dabench::timeOnDevice(state, stream, [&] {
+    cloud = valid;
+    cloud.estimateNormals(da::UnorganizedPointCloud::kDefaultNormalNeighbours, stream);
+  });
+  countNormalErrors(state, cloud.deviceNormalsXYZ(stream).toHost(), exact);
 }
 
 }  // namespace
@@ -104,6 +184,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("registration/" + tag).c_str(), registration, device)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("normals_plane_fit/" + tag).c_str(), normalsPlaneFit, device)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("normals_knn/" + tag).c_str(), normalsKnn, device)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
