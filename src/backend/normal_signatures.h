@@ -7,7 +7,12 @@
 #include "backend/kernel_params.h"
 
 /* Organized cloud: plane fit over the valid points of the (2 radius + 1)^2 window around
- * each point. */
+ * each point. One work-group of DA_NRM_TILE_W x DA_NRM_TILE_H work items per tile of the
+ * grid, row-major over the tiles; radius <= DA_NRM_MAX_RADIUS. */
+#define DA_NRM_TILE_W 32
+#define DA_NRM_TILE_H 8
+#define DA_NRM_WINDOW_GROUP (DA_NRM_TILE_W * DA_NRM_TILE_H)
+#define DA_NRM_MAX_RADIUS 7
 #define DA_NRM_WINDOW_PARAMS(S0, B0, S, B)                                                                          \
   S0(int, width) S(int, height) S(int, radius) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
   B(float, normals)

@@ -111,50 +111,78 @@ DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
   out[3 * i + 2] = n[2];
 }
 
-/* Global size W x H. The neighbours are the valid points of the window that lie on the
- * point's surface: within 3 grid steps' worth of distance per window ring, a step being
- * the distance to the nearest valid 4-neighbour, so that a window straddling a depth
- * edge does not mix two surfaces. When they are fewer than 3 or lie on a line, all valid
- * ones count. */
-DA_KERNEL(da_nrm_window)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
+/* The points of a tile and its halo of `radius`, staged in local memory: every point of
+ * the grid is read by up to (2 radius + 1)^2 work items, which then read it from the
+ * work-group's copy instead of global memory. Points outside the grid are NaN. */
+#define DA_NRM_SPAN_POINTS ((DA_NRM_TILE_W + 2 * DA_NRM_MAX_RADIUS) * (DA_NRM_TILE_H + 2 * DA_NRM_MAX_RADIUS))
+
+/* The neighbours are the valid points of the window that lie on the point's surface:
+ * within 3 grid steps' worth of distance per window ring, a step being the distance to
+ * the nearest valid 4-neighbour, so that a window straddling a depth edge does not mix
+ * two surfaces. When they are fewer than 3 or lie on a line, all valid ones count. */
+DA_KERNEL_GROUP(da_nrm_window, DA_NRM_WINDOW_GROUP, 2)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
   DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);
-  const long c = DA_ID(0);
-  const long r = DA_ID(1);
+  DA_LOCAL_ARRAY(float, tileX, DA_NRM_SPAN_POINTS);
+  DA_LOCAL_ARRAY(float, tileY, DA_NRM_SPAN_POINTS);
+  DA_LOCAL_ARRAY(float, tileZ, DA_NRM_SPAN_POINTS);
+  const int tilesPerRow = (width + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W;
+  const int group = (int)DA_GROUP_ID();
+  const int left = (group % tilesPerRow) * DA_NRM_TILE_W - radius, top = (group / tilesPerRow) * DA_NRM_TILE_H - radius;
+  const int spanW = DA_NRM_TILE_W + 2 * radius, spanH = DA_NRM_TILE_H + 2 * radius;
+  for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {
+    const int x = left + t % spanW, y = top + t / spanW;
+    const int inside = x >= 0 && y >= 0 && x < width && y < height;
+    const long j = inside ? (long)y * width + x : 0;
+    tileX[t] = inside ? xyz[3 * j] : DA_NAN;
+    tileY[t] = inside ? xyz[3 * j + 1] : DA_NAN;
+    tileZ[t] = inside ? xyz[3 * j + 2] : DA_NAN;
+  }
+  DA_BARRIER();
+  const int lx = DA_LOCAL_ID() % DA_NRM_TILE_W, ly = DA_LOCAL_ID() / DA_NRM_TILE_W;
+  const int c = left + radius + lx, r = top + radius + ly;
   if (c >= width || r >= height) return;
-  const long i = r * (long)width + c;
-  const float px = xyz[3 * i], py = xyz[3 * i + 1], pz = xyz[3 * i + 2];
+  const long i = (long)r * width + c;
+  const int centre = (ly + radius) * spanW + lx + radius;
+  const float px = tileX[centre], py = tileY[centre], pz = tileZ[centre];
   if (!da_pc_valid(px, py, pz)) {
     normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;
     return;
   }
   float step2 = -1.0f;
   for (int k = 0; k < 4; ++k) {
-    const long nc = c + (k == 0 ? -1 : k == 1 ? 1 : 0), nr = r + (k == 2 ? -1 : k == 3 ? 1 : 0);
-    if (nc < 0 || nr < 0 || nc >= width || nr >= height) continue;
-    const long j = nr * (long)width + nc;
-    const float dx = xyz[3 * j] - px, dy = xyz[3 * j + 1] - py, dz = xyz[3 * j + 2] - pz;
+    const int j = centre + (k == 0 ? -1 : k == 1 ? 1 : k == 2 ? -spanW : spanW);
+    const float dx = tileX[j] - px, dy = tileY[j] - py, dz = tileZ[j] - pz;
     const float d2 = dx * dx + dy * dy + dz * dz;
     if (da_pc_finite(d2) && (step2 < 0.0f || d2 < step2)) step2 = d2;
   }
+  /* Only the near points are summed here; the fallback to all valid points is rare
+   * (isolated points, lines), so it walks the window again. */
   da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  const long r0 = r - radius < 0 ? 0 : r - radius, r1 = r + radius >= height ? height - 1 : r + radius;
-  const long c0 = c - radius < 0 ? 0 : c - radius, c1 = c + radius >= width ? width - 1 : c + radius;
-  for (long y = r0; y <= r1; ++y) {
-    const long ring = y > r ? y - r : r - y;
-    for (long x = c0; x <= c1; ++x) {
-      const long j = y * (long)width + x;
-      const float dx = xyz[3 * j] - px, dy = xyz[3 * j + 1] - py, dz = xyz[3 * j + 2] - pz;
-      const float d2 = dx * dx + dy * dy + dz * dz;
-      if (!da_pc_finite(d2)) continue;
-      da_nrm_add(&all, dx, dy, dz);
-      const long cring = x > c ? x - c : c - x;
-      const float reach = 3.0f * (float)(cring > ring ? cring : ring);
-      if (step2 >= 0.0f && d2 <= reach * reach * step2) da_nrm_add(&near, dx, dy, dz);
+  if (step2 >= 0.0f) {
+    for (int dy = -radius; dy <= radius; ++dy) {
+      const int ring = dy < 0 ? -dy : dy;
+      const int row = centre + dy * spanW;
+      for (int dx = -radius; dx <= radius; ++dx) {
+        const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;
+        const float d2 = ox * ox + oy * oy + oz * oz;
+        const int cring = dx < 0 ? -dx : dx;
+        const float reach = 3.0f * (float)(cring > ring ? cring : ring);
+        if (da_pc_finite(d2) && d2 <= reach * reach * step2) da_nrm_add(&near, ox, oy, oz);
+      }
     }
   }
   float n[3] = {DA_NAN, DA_NAN, DA_NAN};
-  if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);
+  if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) {
+    da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int dy = -radius; dy <= radius; ++dy) {
+      const int row = centre + dy * spanW;
+      for (int dx = -radius; dx <= radius; ++dx) {
+        const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;
+        if (da_pc_finite(ox * ox + oy * oy + oz * oz)) da_nrm_add(&all, ox, oy, oz);
+      }
+    }
+    da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);
+  }
   da_nrm_store(normals, i, n);
 }
 

@@ -36,15 +36,17 @@ DeviceArray<NormalXYZ> estimateNormals(QueueImpl& q, BufferRef xyz, std::size_t 
 
 DeviceArray<NormalXYZ> PointCloud::deviceNormalsXYZ(int windowSize, StreamOrQueue sq) const {
   constexpr const char* fn = "PointCloud::deviceNormalsXYZ";
-  if (windowSize < 3 || windowSize > 15 || windowSize % 2 == 0)
+  if (windowSize < 3 || windowSize > 2 * DA_NRM_MAX_RADIUS + 1 || windowSize % 2 == 0)
     pc::raise(ErrorCode::InvalidArgument, fn,
               "windowSize is " + std::to_string(windowSize) + "; it must be odd and in [3, 15]");
   const auto q = pc::queueOf(device(), sq, fn);
   DeviceArray<NormalXYZ> normals = pc::allocateOrganized<NormalXYZ>(*q, height_, width_, fn);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(normals)});
-  detail::launch<kernels::da_nrm_window>(
-      *q, LaunchGeometry::grid(static_cast<std::size_t>(width_), static_cast<std::size_t>(height_)), width_, height_,
-      windowSize / 2, transform_[3], transform_[7], transform_[11], pc::arg(xyz_), pc::arg(normals));
+  const auto tiles = static_cast<std::size_t>((width_ + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W) *
+                     static_cast<std::size_t>((height_ + DA_NRM_TILE_H - 1) / DA_NRM_TILE_H);
+  detail::launch<kernels::da_nrm_window>(*q, LaunchGeometry::groups(tiles, DA_NRM_WINDOW_GROUP), width_, height_,
+                                         windowSize / 2, transform_[3], transform_[7], transform_[11], pc::arg(xyz_),
+                                         pc::arg(normals));
   use.commit();
   return normals;
 }
