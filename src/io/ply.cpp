@@ -13,6 +13,7 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -290,6 +291,35 @@ std::uint8_t integerColorToByte(double v, ScalarType t) {
   return static_cast<std::uint8_t>(std::lround(scaled));
 }
 
+/// Byte offsets in a binary vertex record of the channels the cloud keeps, when each is
+/// stored as the cloud stores it (float coordinates, normals and SNR, uchar colours) in
+/// the machine's byte order: then records are copied field by field instead of going
+/// through the generic decode to double and back, which dominates reading a frame.
+struct DirectVertexLayout {
+  static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+  std::size_t xyz[3] = {kAbsent, kAbsent, kAbsent};
+  std::size_t rgba[4] = {kAbsent, kAbsent, kAbsent, kAbsent};
+  std::size_t normal[3] = {kAbsent, kAbsent, kAbsent};
+  std::size_t snr = kAbsent;
+};
+
+std::optional<DirectVertexLayout> directVertexLayout(const PlyElement& v, const VertexMapping& m,
+                                                     const std::vector<std::size_t>& offsets, bool swap) {
+  if (swap) return std::nullopt;
+  auto offsetIf = [&](int p, ScalarType type, std::size_t& out) {
+    if (p < 0) return true;
+    if (v.properties[static_cast<std::size_t>(p)].type != type) return false;
+    out = offsets[static_cast<std::size_t>(p)];
+    return true;
+  };
+  DirectVertexLayout l;
+  bool direct = offsetIf(m.snr, ScalarType::f32, l.snr);
+  for (int c = 0; c < 3; ++c)
+    direct = direct && offsetIf(m.xyz[c], ScalarType::f32, l.xyz[c]) && offsetIf(m.normal[c], ScalarType::f32, l.normal[c]);
+  for (int c = 0; c < 4; ++c) direct = direct && offsetIf(m.rgba[c], ScalarType::u8, l.rgba[c]);
+  return direct ? std::optional<DirectVertexLayout>(l) : std::nullopt;
+}
+
 /// Stores decoded vertices (values indexed like the vertex properties) into the cloud,
 /// growing its arrays as records arrive when the input's size could not vouch for the
 /// declared count (a pipe or device), so memory follows the data actually read.
@@ -352,6 +382,24 @@ class VertexSink {
     return nullptr;
   }
 
+  /// store() for a record of a DirectVertexLayout: the same values without the decode.
+  void storeDirect(std::size_t i, const char* record, const DirectVertexLayout& l) {
+    if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
+    stored_ = std::max(stored_, i + 1);
+    float xyz[3];
+    for (int c = 0; c < 3; ++c) std::memcpy(&xyz[c], record + l.xyz[c], sizeof(float));
+    if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
+      xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
+    if (m_.hasColors())
+      for (std::size_t c = 0; c < 4; ++c)
+        cloud_.rgba[4 * i + c] =
+            l.rgba[c] == DirectVertexLayout::kAbsent ? std::uint8_t{255} : static_cast<std::uint8_t>(record[l.rgba[c]]);
+    if (!cloud_.normals.empty())
+      for (std::size_t c = 0; c < 3; ++c) std::memcpy(&cloud_.normals[3 * i + c], record + l.normal[c], sizeof(float));
+    if (!cloud_.snr.empty()) std::memcpy(&cloud_.snr[i], record + l.snr, sizeof(float));
+  }
+
   /// Converts the float colours once their scale is known (floatColorsAre255()).
   void finish() {
     if (pending_.empty()) return;
@@ -364,6 +412,8 @@ class VertexSink {
     pending_.clear();
     pending_.shrink_to_fit();
   }
+
+  const VertexMapping& mapping() const noexcept { return m_; }
 
  private:
   const char* propertyName(int p) const { return v_.properties[static_cast<std::size_t>(p)].name.c_str(); }
@@ -497,6 +547,8 @@ void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* verte
         offsets.push_back(off);
         off += scalarSize(p.type);
       }
+      const std::optional<DirectVertexLayout> direct =
+          isVertex && &e != camera.element ? directVertexLayout(e, sink.mapping(), offsets, swap) : std::nullopt;
       // Whole records at a time, about 64 KiB per read.
       const std::size_t perChunk = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(recordSize, 1));
       chunk.resize(perChunk * recordSize);
@@ -507,6 +559,11 @@ void readBinaryBody(ByteSource& src, const PlyHeader& h, const PlyElement* verte
           rep.atByte(src.offset(), "the file ends inside '" + e.name + "' record " +
                                        std::to_string(r + got / std::max<std::size_t>(recordSize, 1)) + " of " +
                                        std::to_string(e.count) + " (the file is truncated or the count is wrong)");
+        if (direct) {
+          for (std::size_t k = 0; k < records; ++k, ++r)
+            sink.storeDirect(static_cast<std::size_t>(r), chunk.data() + k * recordSize, *direct);
+          continue;
+        }
         for (std::size_t k = 0; k < records; ++k, ++r) {
           const char* rec = chunk.data() + k * recordSize;
           for (std::size_t pi = 0; pi < e.properties.size(); ++pi)
