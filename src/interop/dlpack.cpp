@@ -9,6 +9,7 @@
 #include "devicearray/dlpack.hpp"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -101,10 +102,13 @@ const char* typeCodeName(std::uint8_t code) {
 }
 
 Depth depthOf(const DLDataType& dtype, const char* fn) {
-  const std::string what = std::string(fn) + ": dl_tensor.dtype {code " + std::to_string(dtype.code) + " (" +
+  // Built only for a refusal: this runs on every import.
+  auto what = [&] {
+    return std::string(fn) + ": dl_tensor.dtype {code " + std::to_string(dtype.code) + " (" +
                            typeCodeName(dtype.code) + "), bits " + std::to_string(dtype.bits) + ", lanes " +
                            std::to_string(dtype.lanes) + "}";
-  if (dtype.lanes != 1) raise(ErrorCode::Unsupported, what + " is a vector type; only lanes = 1 is supported");
+  };
+  if (dtype.lanes != 1) raise(ErrorCode::Unsupported, what() + " is a vector type; only lanes = 1 is supported");
   const int bits = dtype.bits;
   if (dtype.code == kDLUInt && bits == 8) return Depth::U8;
   if (dtype.code == kDLInt && bits == 8) return Depth::S8;
@@ -114,7 +118,7 @@ Depth depthOf(const DLDataType& dtype, const char* fn) {
   if (dtype.code == kDLFloat && bits == 16) return Depth::F16;
   if (dtype.code == kDLFloat && bits == 32) return Depth::F32;
   if (dtype.code == kDLFloat && bits == 64) return Depth::F64;
-  raise(ErrorCode::Unsupported, what +
+  raise(ErrorCode::Unsupported, what() +
                                     " has no devicearray Depth; supported: uint8, int8, uint16, int16, int32, "
                                     "float16, float32, float64");
 }
@@ -149,6 +153,8 @@ void describeLayout(const Array& array, ExportContext& ctx, const char* fn) {
   if (dims < 1 || static_cast<int>(array.size.size()) != dims || array.step.size() + 1 < static_cast<std::size_t>(dims))
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": array has inconsistent dims (" + std::to_string(dims) +
                                           "), size and step entries");
+  ctx.shape.reserve(static_cast<std::size_t>(dims) + 1);
+  ctx.strides.reserve(static_cast<std::size_t>(dims) + 1);
   for (int i = 0; i < dims; ++i) {
     const std::size_t stepBytes = i < static_cast<int>(array.step.size()) ? array.step[i] : array.elemSize();
     if (stepBytes % elem1 != 0)
@@ -319,18 +325,19 @@ struct ImportLayout {
 };
 
 ImportLayout planLayout(const DLTensor& t, const char* fn) {
-  const std::string f(fn);
-  if (t.data == nullptr) raise(ErrorCode::InvalidArgument, f + ": dl_tensor.data is NULL");
-  if (t.ndim < 0) raise(ErrorCode::InvalidArgument, f + ": dl_tensor.ndim = " + str(t.ndim) + " is negative");
+  if (t.data == nullptr) raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.data is NULL");
+  if (t.ndim < 0) raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.ndim = " + str(t.ndim) + " is negative");
   if (t.ndim == 0)
-    raise(ErrorCode::Unsupported, f + ": dl_tensor.ndim = 0 (a scalar) has no GpuMatND equivalent; at least 1 axis is needed");
+    raise(ErrorCode::Unsupported, std::string(fn) + ": dl_tensor.ndim = 0 (a scalar) has no GpuMatND equivalent; at least 1 axis is needed");
   if (t.ndim > detail::kMaxDims)
-    raise(ErrorCode::Unsupported, f + ": dl_tensor.ndim = " + str(t.ndim) + " exceeds GpuMatND's limit of " +
+    raise(ErrorCode::Unsupported, std::string(fn) + ": dl_tensor.ndim = " + str(t.ndim) + " exceeds GpuMatND's limit of " +
                                       std::to_string(detail::kMaxDims) + " axes");
-  if (t.shape == nullptr) raise(ErrorCode::InvalidArgument, f + ": dl_tensor.shape is NULL");
+  if (t.shape == nullptr) raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.shape is NULL");
 
   ImportLayout layout;
   layout.depth = depthOf(t.dtype, fn);
+  layout.size.reserve(static_cast<std::size_t>(t.ndim));
+  layout.step.reserve(static_cast<std::size_t>(t.ndim));
   const std::uint64_t elem = depthSize(layout.depth);
   const int n = t.ndim;
 
@@ -338,37 +345,37 @@ ImportLayout planLayout(const DLTensor& t, const char* fn) {
   for (int i = 0; i < n; ++i) {
     const std::int64_t len = t.shape[i];
     if (len <= 0)
-      raise(ErrorCode::InvalidArgument, f + ": dl_tensor.shape[" + std::to_string(i) + "] = " + str(len) +
+      raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.shape[" + std::to_string(i) + "] = " + str(len) +
                                             " is not positive; every axis needs a length of at least 1");
     if (len > INT_MAX)
-      raise(ErrorCode::OutOfRange, f + ": dl_tensor.shape[" + std::to_string(i) + "] = " + str(len) +
+      raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.shape[" + std::to_string(i) + "] = " + str(len) +
                                        " exceeds GpuMatND's axis limit of " + std::to_string(INT_MAX));
     if (mulOverflows(total, static_cast<std::uint64_t>(len), total) || total > kMaxBytes)
-      raise(ErrorCode::OutOfRange, f + ": dl_tensor.shape makes a byte count that overflows (axis " +
+      raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.shape makes a byte count that overflows (axis " +
                                        std::to_string(i) + " of length " + str(len) + ")");
     layout.size.push_back(static_cast<int>(len));
   }
 
   // Element strides, with those of length-1 axes replaced by the compact value
   // (they never move the address, and GpuMatND wants descending steps).
-  std::vector<std::uint64_t> stride(n);
+  std::array<std::uint64_t, detail::kMaxDims> stride{};
   for (int i = n - 1; i >= 0; --i) {
     std::uint64_t minimum = 1;  // the compact stride of axis i
     if (i + 1 < n && mulOverflows(stride[i + 1], static_cast<std::uint64_t>(t.shape[i + 1]), minimum))
-      raise(ErrorCode::OutOfRange, f + ": dl_tensor.strides make an offset that overflows");
+      raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.strides make an offset that overflows");
     if (t.strides == nullptr || t.shape[i] == 1) {
       stride[i] = minimum;
       continue;
     }
     const std::int64_t s = t.strides[i];
-    const std::string axis = "dl_tensor.strides[" + std::to_string(i) + "] = " + str(s);
-    if (s < 0) raise(ErrorCode::InvalidArgument, f + ": " + axis + " is negative; GpuMatND cannot hold reversed axes");
+    auto axis = [&] { return "dl_tensor.strides[" + std::to_string(i) + "] = " + str(s); };
+    if (s < 0) raise(ErrorCode::InvalidArgument, std::string(fn) + ": " + axis() + " is negative; GpuMatND cannot hold reversed axes");
     if (i == n - 1 && s != 1)
-      raise(ErrorCode::InvalidArgument, f + ": " + axis + " leaves gaps in the last axis; GpuMatND needs the last "
+      raise(ErrorCode::InvalidArgument, std::string(fn) + ": " + axis() + " leaves gaps in the last axis; GpuMatND needs the last "
                                             "axis contiguous (stride 1)");
     if (static_cast<std::uint64_t>(s) < minimum)
       raise(ErrorCode::InvalidArgument,
-            f + ": " + axis + " is smaller than " + ustr(minimum) + " (strides[" + std::to_string(i + 1) +
+            std::string(fn) + ": " + axis() + " is smaller than " + ustr(minimum) + " (strides[" + std::to_string(i + 1) +
                 "] * shape[" + std::to_string(i + 1) +
                 "]); axes would overlap or are not in descending stride order, which GpuMatND cannot hold");
     stride[i] = static_cast<std::uint64_t>(s);
@@ -381,7 +388,7 @@ ImportLayout planLayout(const DLTensor& t, const char* fn) {
     if (mulOverflows(stride[i], elem, stepBytes) || stepBytes > kMaxBytes ||
         mulOverflows(stepBytes, static_cast<std::uint64_t>(t.shape[i] - 1), span) ||
         addOverflows(extent, span, extent) || extent > kMaxBytes)
-      raise(ErrorCode::OutOfRange, f + ": dl_tensor.strides[" + std::to_string(i) +
+      raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.strides[" + std::to_string(i) +
                                        "] make a byte offset that overflows");
     layout.step.push_back(static_cast<std::size_t>(stepBytes));
   }
@@ -404,12 +411,12 @@ struct ResolvedMemory {
 };
 
 ResolvedMemory resolveCuda(const DLTensor& t, const ImportLayout& layout, const ComputeDevice& requested,
-                           const ComputeDevice& exported, const std::string& f) {
+                           const ComputeDevice& exported, const char* fn) {
   const int id = t.device.device_id;
   ResolvedMemory r;
   if (requested.isValid()) {
     if (requested.backend() != ComputeBackend::cuda || requested.ordinal() != id)
-      raise(ErrorCode::InvalidArgument, f + ": the tensor is on CUDA device " + std::to_string(id) +
+      raise(ErrorCode::InvalidArgument, std::string(fn) + ": the tensor is on CUDA device " + std::to_string(id) +
                                             " but the requested device is " + requested.toString());
     r.device = requested;
   } else if (exported.isValid() && exported.backend() == ComputeBackend::cuda && exported.ordinal() == id) {
@@ -422,7 +429,7 @@ ResolvedMemory resolveCuda(const DLTensor& t, const ImportLayout& layout, const 
       if (d.ordinal() == id) r.device = d;
     }
     if (!r.device.isValid()) {
-      std::string why = f + ": dl_tensor.device {kDLCUDA, " + std::to_string(id) + "} is not a CUDA device of this process (" +
+      std::string why = std::string(fn) + ": dl_tensor.device {kDLCUDA, " + std::to_string(id) + "} is not a CUDA device of this process (" +
                         std::to_string(cudaCount) + " CUDA devices)";
       const std::string reason = detail::backendOf(ComputeBackend::cuda).unavailableReason();
       if (cudaCount == 0 && !reason.empty()) why += ": " + reason;
@@ -431,10 +438,10 @@ ResolvedMemory resolveCuda(const DLTensor& t, const ImportLayout& layout, const 
   }
   const auto address = reinterpret_cast<std::uintptr_t>(t.data);
   if (t.byte_offset > std::numeric_limits<std::uintptr_t>::max() - address)
-    raise(ErrorCode::OutOfRange, f + ": dl_tensor.data + byte_offset (" + ustr(t.byte_offset) + ") overflows");
+    raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.data + byte_offset (" + ustr(t.byte_offset) + ") overflows");
   const std::uintptr_t first = address + static_cast<std::uintptr_t>(t.byte_offset);
   if (first % depthSize(layout.depth) != 0)
-    raise(ErrorCode::InvalidArgument, f + ": dl_tensor.data + byte_offset is not aligned to the " +
+    raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.data + byte_offset is not aligned to the " +
                                           ustr(depthSize(layout.depth)) + "-byte element type");
   r.handle = reinterpret_cast<void*>(first);
   r.bytes = static_cast<std::size_t>(layout.extent);
@@ -443,21 +450,21 @@ ResolvedMemory resolveCuda(const DLTensor& t, const ImportLayout& layout, const 
 }
 
 ResolvedMemory resolveOpenCL(const DLTensor& t, const ImportLayout& layout, const ComputeDevice& requested,
-                             const ComputeDevice& exported, const std::string& f) {
+                             const ComputeDevice& exported, const char* fn) {
 #if defined(DEVICEARRAY_HAS_OPENCL)
   cl_context context = nullptr;
   std::size_t memSize = 0;
   if (!memInfo(t.data, CL_MEM_CONTEXT, context) || !memInfo(t.data, CL_MEM_SIZE, memSize))
-    raise(ErrorCode::InvalidArgument, f + ": dl_tensor.data is not a valid cl_mem (kDLOpenCL tensors carry the "
+    raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.data is not a valid cl_mem (kDLOpenCL tensors carry the "
                                           "cl_mem in data)");
   if (t.device.device_id < 0)
-    raise(ErrorCode::InvalidArgument, f + ": dl_tensor.device.device_id = " + std::to_string(t.device.device_id) +
+    raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.device.device_id = " + std::to_string(t.device.device_id) +
                                           " is negative");
 
   ResolvedMemory r;
   if (requested.isValid()) {
     if (requested.backend() != ComputeBackend::opencl || requested.nativeContext() != static_cast<void*>(context))
-      raise(ErrorCode::InvalidArgument, f + ": the tensor's cl_mem does not belong to the context of the requested "
+      raise(ErrorCode::InvalidArgument, std::string(fn) + ": the tensor's cl_mem does not belong to the context of the requested "
                                             "device " + requested.toString());
     r.device = requested;
   } else if (exported.isValid() && exported.nativeContext() == static_cast<void*>(context)) {
@@ -472,17 +479,17 @@ ResolvedMemory resolveOpenCL(const DLTensor& t, const ImportLayout& layout, cons
     for (std::size_t i = 0; i < opencl.size() && !r.device.isValid(); ++i)
       if (opencl[i].nativeContext() == static_cast<void*>(context)) r.device = opencl[i];
     if (!r.device.isValid())
-      raise(ErrorCode::Unsupported, f + ": the tensor's cl_mem belongs to an OpenCL context this library does not "
+      raise(ErrorCode::Unsupported, std::string(fn) + ": the tensor's cl_mem belongs to an OpenCL context this library does not "
                                         "use; import it with fromDLPack(tensor, ComputeDevice::fromOpenCL(...))");
   }
 
   std::uint64_t end = 0;
   if (addOverflows(t.byte_offset, layout.extent, end) || end > memSize)
-    raise(ErrorCode::OutOfRange, f + ": dl_tensor.byte_offset " + ustr(t.byte_offset) + " plus the " +
+    raise(ErrorCode::OutOfRange, std::string(fn) + ": dl_tensor.byte_offset " + ustr(t.byte_offset) + " plus the " +
                                      ustr(layout.extent) + " bytes the shape and strides span exceed the cl_mem's " +
                                      ustr(memSize) + " bytes");
   if (t.byte_offset % depthSize(layout.depth) != 0)
-    raise(ErrorCode::InvalidArgument, f + ": dl_tensor.byte_offset " + ustr(t.byte_offset) +
+    raise(ErrorCode::InvalidArgument, std::string(fn) + ": dl_tensor.byte_offset " + ustr(t.byte_offset) +
                                           " is not aligned to the " + ustr(depthSize(layout.depth)) +
                                           "-byte element type");
   r.handle = t.data;
@@ -491,7 +498,7 @@ ResolvedMemory resolveOpenCL(const DLTensor& t, const ImportLayout& layout, cons
   return r;
 #else
   (void)t; (void)layout; (void)requested; (void)exported;
-  raise(ErrorCode::Unsupported, f + ": this build has no OpenCL backend (DEVICEARRAY_WITH_OPENCL=OFF)");
+  raise(ErrorCode::Unsupported, std::string(fn) + ": this build has no OpenCL backend (DEVICEARRAY_WITH_OPENCL=OFF)");
 #endif
 }
 
@@ -518,7 +525,6 @@ const char* deviceTypeName(int type) {
 }
 
 GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, const char* fn) {
-  const std::string f(fn);
   const DLTensor& t = producer.tensor();
   const ImportLayout layout = planLayout(t, fn);
 
@@ -530,14 +536,14 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
   static_assert(sizeof(t.device.device_type) == sizeof(type), "DLDeviceType is 32 bits");
   std::memcpy(&type, &t.device.device_type, sizeof(type));
   if (type == kDLCUDA) {
-    memory = resolveCuda(t, layout, requested, producer.exportedDevice(), f);
+    memory = resolveCuda(t, layout, requested, producer.exportedDevice(), fn);
   } else if (type == kDLOpenCL) {
-    memory = resolveOpenCL(t, layout, requested, producer.exportedDevice(), f);
+    memory = resolveOpenCL(t, layout, requested, producer.exportedDevice(), fn);
   } else if (type == kDLCPU) {
-    raise(ErrorCode::Unsupported, f + ": dl_tensor.device is kDLCPU; host tensors are not imported (upload a "
+    raise(ErrorCode::Unsupported, std::string(fn) + ": dl_tensor.device is kDLCPU; host tensors are not imported (upload a "
                                       "HostMat view of the memory instead)");
   } else {
-    raise(ErrorCode::Unsupported, f + ": dl_tensor.device type " + std::to_string(type) + " (" +
+    raise(ErrorCode::Unsupported, std::string(fn) + ": dl_tensor.device type " + std::to_string(type) + " (" +
                                       deviceTypeName(type) + ") is not a device of this library (kDLCUDA, kDLOpenCL)");
   }
 
@@ -546,7 +552,7 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
   try {
     adopted = memory.device.impl()->adopt(memory.handle, memory.bytes);
   } catch (const Error& e) {
-    raise(e.code(), f + ": the " + memory.device.toString() + " backend refused the tensor's memory: " + e.what());
+    raise(e.code(), std::string(fn) + ": the " + memory.device.toString() + " backend refused the tensor's memory: " + e.what());
   }
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto storage = std::make_shared<DLPackAllocation>(std::move(adopted), std::move(producer));
@@ -556,20 +562,19 @@ GpuMatND importTensor(ProducerTensor producer, const ComputeDevice& requested, c
 
 GpuMatND importVersioned(DLManagedTensorVersioned* tensor, const ComputeDevice& requested) {
   const char* fn = "fromDLPack(DLManagedTensorVersioned*)";
-  const std::string f(fn);
-  if (tensor == nullptr) raise(ErrorCode::InvalidArgument, f + ": tensor is NULL");
+  if (tensor == nullptr) raise(ErrorCode::InvalidArgument, std::string(fn) + ": tensor is NULL");
   ProducerTensor producer(tensor);
   // Only version and deleter may be read before the major version is known.
   const DLPackVersion version = tensor->version;
   if (version.major > DLPACK_MAJOR_VERSION)
-    raise(ErrorCode::Unsupported, f + ": DLPack version " + ustr(version.major) + "." + ustr(version.minor) +
+    raise(ErrorCode::Unsupported, std::string(fn) + ": DLPack version " + ustr(version.major) + "." + ustr(version.minor) +
                                       " is newer than the supported major version " +
                                       std::to_string(DLPACK_MAJOR_VERSION));
   if (version.major == 0)
-    raise(ErrorCode::InvalidArgument, f + ": DLPack version 0." + ustr(version.minor) +
+    raise(ErrorCode::InvalidArgument, std::string(fn) + ": DLPack version 0." + ustr(version.minor) +
                                           " is invalid for a versioned tensor (they start at 1.0)");
   if ((tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0)
-    raise(ErrorCode::Unsupported, f + ": the tensor is flagged READ_ONLY and GpuMatND has no read-only mode; "
+    raise(ErrorCode::Unsupported, std::string(fn) + ": the tensor is flagged READ_ONLY and GpuMatND has no read-only mode; "
                                       "ask the producer for a writable copy");
   return translateBadAlloc(fn, [&] { return importTensor(std::move(producer), requested, fn); });
 }
@@ -628,10 +633,9 @@ GpuMatND fromDLPack(DLManagedTensor* tensor, const ComputeDevice& device) {
 }
 
 GpuMatND foldChannelAxis(GpuMatND imported, Depth depth, int channels, const char* function) {
-  const std::string f(function);
-  if (imported.empty()) raise(ErrorCode::InvalidArgument, f + ": the imported array is empty");
+  if (imported.empty()) raise(ErrorCode::InvalidArgument, std::string(function) + ": the imported array is empty");
   if (imported.depth() != static_cast<int>(depth) || imported.channels() != 1)
-    raise(ErrorCode::InvalidArgument, f + ": the tensor's element type (depth " + std::to_string(imported.depth()) +
+    raise(ErrorCode::InvalidArgument, std::string(function) + ": the tensor's element type (depth " + std::to_string(imported.depth()) +
                                           ") is not the format's value type (depth " +
                                           std::to_string(static_cast<int>(depth)) + ")");
   const int dims = imported.dims;
@@ -642,19 +646,19 @@ GpuMatND foldChannelAxis(GpuMatND imported, Depth depth, int channels, const cha
   };
   if (channels == 1) {
     if (dims > 2)
-      raise(ErrorCode::InvalidArgument, f + ": shape " + shapeText() +
+      raise(ErrorCode::InvalidArgument, std::string(function) + ": shape " + shapeText() +
                                             " does not fit a one-channel format ([H, W] or [N])");
     if (!imported.isContinuous())
-      raise(ErrorCode::InvalidArgument, f + ": the tensor's rows are padded; DeviceArray is always tightly packed");
+      raise(ErrorCode::InvalidArgument, std::string(function) + ": the tensor's rows are padded; DeviceArray is always tightly packed");
     return imported;
   }
   if (dims < 2 || dims > 3 || imported.size[dims - 1] != channels)
-    raise(ErrorCode::InvalidArgument, f + ": shape " + shapeText() + " does not fit a " + std::to_string(channels) +
+    raise(ErrorCode::InvalidArgument, std::string(function) + ": shape " + shapeText() + " does not fit a " + std::to_string(channels) +
                                           "-channel format ([H, W, " + std::to_string(channels) + "] or [N, " +
                                           std::to_string(channels) + "])");
   const std::size_t pixel = imported.elemSize1() * static_cast<std::size_t>(channels);
   if (imported.step[dims - 2] != pixel || !imported.isContinuous())
-    raise(ErrorCode::InvalidArgument, f + ": the tensor is not tightly packed (step[" + std::to_string(dims - 2) +
+    raise(ErrorCode::InvalidArgument, std::string(function) + ": the tensor is not tightly packed (step[" + std::to_string(dims - 2) +
                                           "] = " + std::to_string(imported.step[dims - 2]) + " bytes, pixel = " +
                                           std::to_string(pixel) + " bytes); DeviceArray is always tightly packed");
   GpuMatND::SizeArray size(imported.size.begin(), imported.size.begin() + (dims - 1));

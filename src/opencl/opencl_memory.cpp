@@ -247,18 +247,18 @@ std::shared_ptr<Allocation> OpenCLDevice::doAdopt(void* handle, std::size_t byte
   if (type != CL_MEM_OBJECT_BUFFER)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": the cl_mem is an image, not a buffer");
   cl_context ctx = nullptr;
-  checkCl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, nullptr), std::string(fn) + ": clGetMemObjectInfo");
+  checkCl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, nullptr), "adopt OpenCL buffer: clGetMemObjectInfo");
   if (ctx != context_)
     fail(ErrorCode::InvalidArgument,
          std::string(fn) + ": the cl_mem belongs to another cl_context than " + describe() +
              " (share the context with ComputeDevice::fromOpenCL to use the caller's buffers)");
   std::size_t size = 0;
-  checkCl(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, nullptr), std::string(fn) + ": clGetMemObjectInfo");
+  checkCl(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, nullptr), "adopt OpenCL buffer: clGetMemObjectInfo");
   if (bytes == 0) bytes = size;
   if (bytes > size)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + std::to_string(bytes) +
                                          " bytes declared, but the cl_mem holds only " + std::to_string(size));
-  checkCl(clRetainMemObject(mem), std::string(fn) + ": clRetainMemObject");
+  checkCl(clRetainMemObject(mem), "adopt OpenCL buffer: clRetainMemObject");
   try {
     return std::make_shared<OpenCLAllocation>(shared_from_this(), mem, bytes, size, false);
   } catch (...) {
