@@ -28,8 +28,8 @@ namespace devicearray {
 /// points. `colors`, when given, is the colour image registered to the depth image (same
 /// height and width, same device) and becomes the cloud's colours (a copy: the *_SRGB
 /// formats as their sRGB codes, so the cloud's colorSpace() is srgb; the others
-/// converted to linear ColorRGBA. Pass sRGB-encoded camera images as a *_SRGB format). The image must
-/// be camera.height x camera.width. Throws InvalidArgument for a depth image of another
+/// converted to linear ColorRGBA. Pass sRGB-encoded camera images as a *_SRGB format).
+/// The image must be camera.height x camera.width. Throws InvalidArgument for a depth image of another
 /// type, size or device, a depthScale not finite and > 0, or a camera that fails
 /// validate().
 ///@{

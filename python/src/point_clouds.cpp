@@ -155,8 +155,8 @@ void bindPointClouds(nb::module_& m) {
 
   // ---------------------------------------------------------- PointCloud --
   nb::class_<PointCloud>(m, "PointCloud",
-                         "Organized H x W point cloud on one device: XYZ (NaN = missing), optional linear RGBA "
-                         "colour and SNR.")
+                         "Organized H x W point cloud on one device: XYZ (NaN = missing), optional RGBA colour "
+                         "(sRGB or linear codes, see color_space()) and SNR.")
       .def(nb::init<>())
       .def_ro_static("DEFAULT_NORMAL_WINDOW_SIZE", &PointCloud::kDefaultNormalWindowSize)
       .def("__init__",
