@@ -6,10 +6,10 @@ list(SORT shared)
 file(GLOB headers ${SOURCE_DIR}/src/kernels/*.h)
 list(SORT headers)
 list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/prelude.h)
-# The includes are dropped below, so the one header other kernel files build on (the
-# test of a valid point) goes first, whatever the other files are named.
-list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/point_validity.h)
-list(PREPEND headers ${SOURCE_DIR}/src/kernels/point_validity.h)
+# The includes are dropped below, so the headers other kernel files build on (the test
+# of a valid point, colour codes as linear light) go first, whatever the others are named.
+list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/point_validity.h ${SOURCE_DIR}/src/kernels/linear_light.h)
+list(PREPEND headers ${SOURCE_DIR}/src/kernels/point_validity.h ${SOURCE_DIR}/src/kernels/linear_light.h)
 file(GLOB cl_files ${SOURCE_DIR}/src/opencl/*.cl)
 list(SORT cl_files)
 set(program "")

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,33 @@ TEST_F(ProcessCommand, WithoutStagesKeepsTheGridAndThePoints) {
   }
   for (const char* s : {"stage", "GPU ms", "upload", "download", "total"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST_F(ProcessCommand, WithoutStagesKeepsEverySrgbCodeOnEveryDevice) {
+  REQUIRE_CLI_AND_DEVICE();
+  // 16 x 16 points whose colours hold each of the 256 sRGB codes in every channel.
+  HostPointCloud codes = HostPointCloud::organized(16, 16, true, false);
+  for (int i = 0; i < 256; ++i) {
+    codes.xyz[3 * i] = static_cast<float>(i % 16);
+    codes.xyz[3 * i + 1] = static_cast<float>(i / 16);
+    codes.xyz[3 * i + 2] = 500;
+    codes.rgba[4 * i] = static_cast<std::uint8_t>(i);
+    codes.rgba[4 * i + 1] = static_cast<std::uint8_t>(255 - i);
+    codes.rgba[4 * i + 2] = static_cast<std::uint8_t>((i * 7) % 256);
+    codes.rgba[4 * i + 3] = static_cast<std::uint8_t>((i * 3 + 1) % 256);
+  }
+  const fs::path in = tempDir() / "codes.ply";
+  devicearray::writePly(in.string(), codes);
+  const std::vector<devicearray::ComputeDevice> devices = devicearray::ComputeDevice::all();
+  for (const devicearray::ComputeDevice& d : devices) {
+    const bool cuda = d.backend() == devicearray::ComputeBackend::cuda;
+    const std::string name = std::string(cuda ? "cuda:" : "opencl:") + std::to_string(d.ordinal());
+    const fs::path out = tempDir() / ("codes_" + std::string(cuda ? "cuda" : "opencl") + std::to_string(d.ordinal()) +
+                                      ".ply");
+    const Result r = run("process " + q(in) + " --device " + name + " -o " + q(out));
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    EXPECT_EQ(devicearray::readPly(out.string()).rgba, codes.rgba) << name;
+  }
 }
 
 TEST_F(ProcessCommand, DownsampleHalvesHeightAndWidthAndAveragesBlocks) {

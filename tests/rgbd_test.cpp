@@ -117,12 +117,16 @@ TEST_P(RgbdTest, FloatDepthAndColourImageRoundTrip) {
     ASSERT_EQ(gotColors[i].g, colors[i].g) << i;
     ASSERT_EQ(gotColors[i].b, colors[i].b) << i;
   }
-  // An sRGB colour image is decoded to linear, as everywhere else.
+  // An sRGB colour image keeps its codes; as linear RGBA it is decoded, as everywhere else.
   std::vector<ColorRGB_SRGB> srgb(depth.size(), ColorRGB_SRGB{255, 128, 0});
   const PointCloud fromSrgb = pointCloudFromDepthImage(
       uploadImage(depth.data(), cam.height, cam.width, Depth::F32, device()), 1000.0f, cam,
       DeviceArray<ColorRGB_SRGB>::fromHost(srgb.data(), cam.height, cam.width, device()));
-  const ColorRGBA linear = fromSrgb.storedColors().toHost()[0];
+  EXPECT_EQ(fromSrgb.colorSpace(), ColorSpace::srgb);
+  const ColorRGBA_SRGB code = fromSrgb.imageDeviceArray<ColorRGBA_SRGB>(device().sdkStreamOrQueue()).toHost()[0];
+  EXPECT_EQ(code.g, 128);
+  EXPECT_EQ(code.a, 255);
+  const ColorRGBA linear = fromSrgb.imageDeviceArray<ColorRGBA>(device().sdkStreamOrQueue()).toHost()[0];
   EXPECT_EQ(linear.r, 255);
   EXPECT_LT(linear.g, 128);
   EXPECT_EQ(linear.b, 0);

@@ -1,9 +1,9 @@
 """Hand a colour image on the device to CuPy without a copy.
 
-A Frame2D keeps its image as linear ColorRGBA; image_device_array(format) converts
-it on the device into a new array of any colour format. cupy.asarray(arr) reads
-__cuda_array_interface__ and cupy.from_dlpack(arr) the DLPack protocol: both share
-the device memory.
+A Frame2D keeps its image as the 8-bit codes it was given (here linear ColorRGBA);
+image_device_array(format) converts it on the device into a new array of any colour
+format. cupy.asarray(arr) reads __cuda_array_interface__ and cupy.from_dlpack(arr) the
+DLPack protocol: both share the device memory.
 
 Run: PYTHONPATH=<build>/python python3 examples/python/color_image_to_cupy.py
 """

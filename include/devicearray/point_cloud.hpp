@@ -2,11 +2,15 @@
 //
 // Storage. A PointCloud is organized (height x width, point (r, c) at r * width + c)
 // and holds XYZ (PointXYZ, NaN = missing point), optionally colour and SNR. Colour is
-// stored as ColorRGBA, i.e. linear-light 8-bit RGBA (formats.hpp): block and voxel means
-// are then physically meaningful averages of light, and every colour format is one
-// convert<> away. Host clouds (HostPointCloud) carry sRGB colours; they are decoded on
-// the device when uploaded and encoded again by toHost(). Dark sRGB shades share linear
-// 8-bit codes, so an sRGB -> linear -> sRGB round trip is exact only above sRGB ~ 20.
+// stored as the 8-bit RGBA codes it arrived in, together with their colour space
+// (colorSpace()): ColorSpace::srgb for colours that came sRGB-encoded (host clouds,
+// hence files and the synthetic scene; ColorRGBA_SRGB arrays), ColorSpace::linear for
+// linear ColorRGBA arrays. Nothing is lost on the way in: an sRGB cloud hands its codes
+// back unchanged through every *_SRGB format and toHost(), and every other colour
+// format is what convert<>() gives for those codes. Operations that combine colours
+// (block and voxel means, hole filling) average in linear light — sRGB codes are
+// decoded, averaged and encoded again — so the results are physically meaningful
+// averages of light in either space. Alpha is linear in both.
 //
 // Streams (docs/stream-queue-context.md). Every operation has an overload taking a
 // StreamOrQueue: it enqueues its work there, returns without blocking (unless stated: operations whose
@@ -24,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "devicearray/device.hpp"
@@ -58,6 +63,15 @@ struct RegionOfInterestBox {
 
 class UnorganizedPointCloud;
 
+namespace detail {
+/// Internal: stored 8-bit colour codes (a ColorRGBA array) seen as the sRGB codes they
+/// hold, and back — the same memory, no conversion.
+///@{
+DeviceArray<ColorRGBA_SRGB> srgbView(const DeviceArray<ColorRGBA>& codes);
+DeviceArray<ColorRGBA> storedCodes(const DeviceArray<ColorRGBA_SRGB>& codes);
+///@}
+}  // namespace detail
+
 /// An organized point cloud on one device.
 ///
 /// Copies share the device memory (like GpuMat); in-place operations (transform, mask,
@@ -74,9 +88,17 @@ class PointCloud {
   /// `colors` and `snrs` are optional (empty) or organized with xyz's height, width and
   /// device. Throws InvalidArgument otherwise. Non-blocking (no device work).
   explicit PointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors = {}, DeviceArray<SNR> snrs = {});
+  /// As above with sRGB-encoded colours, kept as they are (colorSpace() is srgb). A
+  /// template only so that `{}` for the colours keeps choosing the constructor above.
+  template <class Color>
+    requires std::is_same_v<Color, ColorRGBA_SRGB>
+  PointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<Color> colors, DeviceArray<SNR> snrs = {})
+      : PointCloud(std::move(xyz), detail::storedCodes(colors), std::move(snrs)) {
+    if (hasColors()) colorSpace_ = ColorSpace::srgb;
+  }
 
-  /// Uploads an organized host cloud (its sRGB colours are decoded to linear on the
-  /// device; normals are not uploaded — they are computed from XYZ). Blocking. Throws
+  /// Uploads an organized host cloud (its sRGB colours are kept as they are: colorSpace()
+  /// is srgb; normals are not uploaded — they are computed from XYZ). Blocking. Throws
   /// InvalidArgument when the cloud fails validate() or is not organized.
   static PointCloud fromHost(const HostPointCloud& cloud, const ComputeDevice& device = ComputeDevice::defaultDevice());
   /// Uploads height x width points from raw host arrays (colors: linear RGBA; colors
@@ -84,7 +106,8 @@ class PointCloud {
   static PointCloud fromHost(int height, int width, const PointXYZ* xyz, const ColorRGBA* colors, const SNR* snrs,
                              const ComputeDevice& device = ComputeDevice::defaultDevice());
 
-  /// Downloads XYZ, sRGB-encoded colours and SNR (normals left empty). Blocking.
+  /// Downloads XYZ, sRGB-encoded colours (the stored codes of an sRGB cloud, unchanged)
+  /// and SNR (normals left empty). Blocking.
   /// Throws InvalidState for an empty cloud.
   HostPointCloud toHost() const;
   /// A deep copy on `device`, which may be another device of any backend (peer copies
@@ -106,6 +129,9 @@ class PointCloud {
   bool hasColors() const noexcept { return colors_.isValid(); }
   bool hasSNRs() const noexcept { return snrs_.isValid(); }
   ///@}
+  /// The colour space of the stored colour codes (see Storage above; linear for a cloud
+  /// without colours).
+  ColorSpace colorSpace() const noexcept { return colorSpace_; }
   /// Throws InvalidState for an empty cloud.
   ComputeDevice device() const;
 
@@ -142,17 +168,20 @@ class PointCloud {
   /// The window that keeps the median normal error under 2 degrees on the synthetic
   /// scene (1920 x 1200) at its default depth noise.
   static constexpr int kDefaultNormalWindowSize = 11;
-  /// The colour image in any of the nine colour formats. Throws InvalidState when the
-  /// cloud has no colours.
+  /// The colour image in any of the nine colour formats, converted from the stored
+  /// codes in their colour space. Throws InvalidState when the cloud has no colours.
   template <class Color>
   DeviceArray<Color> imageDeviceArray(StreamOrQueue sq) const {
     static_assert(isColorFormat<Color>, "PointCloud::imageDeviceArray<Color>: Color must be a colour format");
-    return convert<Color>(requireColors("PointCloud::imageDeviceArray"), sq);
+    const DeviceArray<ColorRGBA>& codes = requireColors("PointCloud::imageDeviceArray");
+    if (colorSpace_ == ColorSpace::srgb) return convert<Color>(detail::srgbView(codes), sq);
+    return convert<Color>(codes, sq);
   }
 
   // ---- operations ----
-  /// Replaces the cloud by its k x k block reduction (see Downsampling); the new size is
-  /// floor(H/k) x floor(W/k). Throws InvalidArgument when that is 0 x something, or for
+  /// Replaces the cloud by its k x k block reduction: SNR^2-weighted mean of the valid
+  /// points, mean colour of all k*k pixels (in linear light, see Storage), sqrt of the
+  /// sum of the valid SNR^2; the new size is floor(H/k) x floor(W/k). Throws InvalidArgument when that is 0 x something, or for
   /// an invalid enum value.
   ///@{
   void downsample(Downsampling d);
@@ -259,28 +288,33 @@ class PointCloud {
   UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
   ///@}
 
-  /// Internal: the stored arrays (shared, not copied).
+  /// Internal: the stored arrays (shared, not copied). The colour codes are in
+  /// colorSpace() whatever the array's type says.
   ///@{
   const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
   const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
   const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
   ///@}
+  /// Internal: the same cloud with its colour codes replaced by `codes` (same size and
+  /// device) in colour space `space`.
+  PointCloud withStoredColors(DeviceArray<ColorRGBA> codes, ColorSpace space) const;
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
 
   DeviceArray<PointXYZ> xyz_;
-  DeviceArray<ColorRGBA> colors_;
+  DeviceArray<ColorRGBA> colors_;  // 8-bit codes in colorSpace_
   DeviceArray<SNR> snrs_;
+  ColorSpace colorSpace_ = ColorSpace::linear;
   int height_ = 0;
   int width_ = 0;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 
-/// N valid points with optional colour (linear ColorRGBA), SNR and unit normals, on one
-/// device. Copies share device memory, as for PointCloud. A cloud of 0 points is allowed
-/// (its arrays are empty); it still knows its device when it came from a device
-/// operation.
+/// N valid points with optional colour (8-bit codes in colorSpace(), as for PointCloud),
+/// SNR and unit normals, on one device. Copies share device memory, as for PointCloud. A
+/// cloud of 0 points is allowed (its arrays are empty); it still knows its device when
+/// it came from a device operation.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
@@ -290,13 +324,22 @@ class UnorganizedPointCloud {
   /// centroid(). Throws InvalidArgument.
   explicit UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors = {},
                                  DeviceArray<SNR> snrs = {}, DeviceArray<NormalXYZ> normals = {});
-  /// Uploads the valid points of a host cloud (organized or not; sRGB colours are
-  /// decoded to linear on the device; normals are kept when the host cloud has them).
+  /// As above with sRGB-encoded colours, kept as they are (colorSpace() is srgb); a
+  /// template for the reason PointCloud's is.
+  template <class Color>
+    requires std::is_same_v<Color, ColorRGBA_SRGB>
+  UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<Color> colors, DeviceArray<SNR> snrs = {},
+                        DeviceArray<NormalXYZ> normals = {})
+      : UnorganizedPointCloud(std::move(xyz), detail::storedCodes(colors), std::move(snrs), std::move(normals)) {
+    if (hasColors()) colorSpace_ = ColorSpace::srgb;
+  }
+  /// Uploads the valid points of a host cloud (organized or not; sRGB colours are kept
+  /// as they are: colorSpace() is srgb; normals are kept when the host cloud has them).
   /// Blocking. Throws InvalidArgument when the cloud fails validate().
   static UnorganizedPointCloud fromHost(const HostPointCloud& cloud,
                                        const ComputeDevice& device = ComputeDevice::defaultDevice());
-  /// Downloads an unorganized HostPointCloud (sRGB colours, normals when the cloud has
-  /// them). Blocking.
+  /// Downloads an unorganized HostPointCloud (sRGB colours: an sRGB cloud's codes
+  /// unchanged; normals when the cloud has them). Blocking.
   HostPointCloud toHost() const;
   /// A deep copy on `device` (as PointCloud::clone), with the same
   /// transformationMatrix(); a cloud of 0 points gives one that knows `device`.
@@ -314,6 +357,8 @@ class UnorganizedPointCloud {
   bool hasSNRs() const noexcept { return snrs_.isValid(); }
   bool hasNormals() const noexcept { return normals_.isValid(); }
   ///@}
+  /// The colour space of the stored colour codes (linear for a cloud without colours).
+  ColorSpace colorSpace() const noexcept { return colorSpace_; }
   /// Throws InvalidState when the cloud has never been on a device.
   ComputeDevice device() const;
 
@@ -326,12 +371,15 @@ class UnorganizedPointCloud {
   DeviceArray<SNR> deviceSNRs(StreamOrQueue sq) const;
   /// Throws InvalidState when the cloud (with points) has no normals.
   DeviceArray<NormalXYZ> deviceNormalsXYZ(StreamOrQueue sq) const;
-  /// Throws InvalidState when the cloud (with points) has no colours.
+  /// The colours in any colour format, converted from the stored codes in their colour
+  /// space. Throws InvalidState when the cloud (with points) has no colours.
   template <class Color>
   DeviceArray<Color> deviceColors(StreamOrQueue sq) const {
     static_assert(isColorFormat<Color>, "UnorganizedPointCloud::deviceColors<Color>: Color must be a colour format");
     if (isEmpty()) return DeviceArray<Color>();
-    return convert<Color>(requireColors("UnorganizedPointCloud::deviceColors"), sq);
+    const DeviceArray<ColorRGBA>& codes = requireColors("UnorganizedPointCloud::deviceColors");
+    if (colorSpace_ == ColorSpace::srgb) return convert<Color>(detail::srgbView(codes), sq);
+    return convert<Color>(codes, sq);
   }
 
   /// Gives the cloud normals (replacing any it has; a new array, so copies keep theirs):
@@ -352,9 +400,9 @@ class UnorganizedPointCloud {
 
   /// One point per occupied voxel of edge `voxelSize` (grid anchored at the cloud's
   /// min corner): SNR^2-weighted mean position (plain mean without SNR or when all
-  /// weights are 0), mean colour, SNR = sqrt(sum SNR^2), normal = the normalized sum of
-  /// the voxel's normals (NaN when they cancel); voxels with fewer than
-  /// `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
+  /// weights are 0), mean colour (in linear light, see Storage), SNR = sqrt(sum SNR^2),
+  /// normal = the normalized sum of the voxel's normals (NaN when they cancel); voxels
+  /// with fewer than `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
   /// (x-major, then y, then z voxel index), so it is deterministic. Throws
   /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
   /// size so small that an axis needs 2^21 - 1 or more voxels. The stream overload
@@ -409,14 +457,18 @@ class UnorganizedPointCloud {
 
   /// Appends `other`'s points (new arrays; this cloud's transformationMatrix() is
   /// kept). Both must be on the same device (else InvalidArgument) and have the same
-  /// attributes (colours, SNR, normals) unless one has no points. Blocking / on `sq`.
+  /// attributes (colours, SNR, normals) unless one has no points. Colours keep this
+  /// cloud's colorSpace(): `other`'s are converted to it when they are in the other
+  /// space (as convert<>() converts them), so the spaces never mix; a cloud without
+  /// points takes `other`'s. Blocking / on `sq`.
   ///@{
   void extend(const UnorganizedPointCloud& other);
   void extend(const UnorganizedPointCloud& other, StreamOrQueue sq);
   ///@}
 
   /// Sets every point's colour (adds colours if the cloud has none; new array, so
-  /// copies of the cloud keep theirs).
+  /// copies of the cloud keep theirs). `color` is linear by its type, so the cloud's
+  /// colorSpace() becomes linear.
   ///@{
   void paintUniformColor(ColorRGBA color);
   void paintUniformColor(ColorRGBA color, StreamOrQueue sq);
@@ -436,11 +488,13 @@ class UnorganizedPointCloud {
   void center(StreamOrQueue sq);
   ///@}
 
-  /// Internal: assembles a cloud from its parts, and the stored arrays (shared, not copied).
+  /// Internal: assembles a cloud from its parts (colour codes in `colorSpace`), and the
+  /// stored arrays (shared, not copied).
   ///@{
   static UnorganizedPointCloud fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
                                          DeviceArray<SNR> snrs, const Matrix4x4& transform,
-                                         DeviceArray<NormalXYZ> normals = {});
+                                         DeviceArray<NormalXYZ> normals = {},
+                                         ColorSpace colorSpace = ColorSpace::linear);
   const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
   const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
   const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
@@ -455,23 +509,35 @@ class UnorganizedPointCloud {
   DeviceArray<ColorRGBA> colors_;
   DeviceArray<SNR> snrs_;
   DeviceArray<NormalXYZ> normals_;
+  ColorSpace colorSpace_ = ColorSpace::linear;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 
-/// An H x W colour image on one device, stored as linear ColorRGBA.
+/// An H x W colour image on one device, stored as the 8-bit RGBA codes it arrived in
+/// with their colour space (as for PointCloud): srgb for sRGB images (HostImage, the
+/// *_SRGB formats), linear otherwise.
 class Frame2D {
  public:
   Frame2D() = default;
   /// Zero-copy. `image` must be organized and non-empty (InvalidArgument).
   explicit Frame2D(DeviceArray<ColorRGBA> image);
-  /// Uploads an image of any colour format (converted to ColorRGBA on the device).
+  /// Zero-copy, sRGB codes kept as they are (colorSpace() is srgb); a template for the
+  /// reason PointCloud's is.
+  template <class Color>
+    requires std::is_same_v<Color, ColorRGBA_SRGB>
+  explicit Frame2D(DeviceArray<Color> image) : Frame2D(detail::storedCodes(image)) {
+    colorSpace_ = ColorSpace::srgb;
+  }
+  /// Uploads an image of any colour format: 8-bit sRGB formats are stored as
+  /// ColorRGBA_SRGB (exact), the others as linear ColorRGBA (converted on the device).
   /// Blocking. Throws InvalidArgument for null data or bad sizes.
   template <class Color>
   static Frame2D fromHost(const Color* data, int height, int width,
                           const ComputeDevice& device = ComputeDevice::defaultDevice()) {
     static_assert(isColorFormat<Color>, "Frame2D::fromHost<Color>: Color must be a colour format");
+    using Stored = std::conditional_t<formatInfo<Color>().isSRGB, ColorRGBA_SRGB, ColorRGBA>;
     const DeviceArray<Color> staged = DeviceArray<Color>::fromHost(data, height, width, device);
-    DeviceArray<ColorRGBA> image = convert<ColorRGBA>(staged, device.sdkStreamOrQueue());
+    DeviceArray<Stored> image = convert<Stored>(staged, device.sdkStreamOrQueue());
     synchronizeStream(device.sdkStreamOrQueue());
     return Frame2D(std::move(image));
   }
@@ -488,15 +554,19 @@ class Frame2D {
   std::size_t size() const noexcept { return image_.size(); }
   /// True for a default-constructed frame.
   bool isEmpty() const noexcept { return image_.isEmpty(); }
+  /// The colour space of the stored codes.
+  ColorSpace colorSpace() const noexcept { return colorSpace_; }
   /// Throws InvalidState for an empty frame.
   ComputeDevice device() const;
 
-  /// A new array holding the image in `Color`, computed on `sq`. Throws InvalidState
-  /// for an empty frame.
+  /// A new array holding the image in `Color`, converted from the stored codes in their
+  /// colour space on `sq`. Throws InvalidState for an empty frame.
   template <class Color>
   DeviceArray<Color> imageDeviceArray(StreamOrQueue sq) const {
     static_assert(isColorFormat<Color>, "Frame2D::imageDeviceArray<Color>: Color must be a colour format");
-    return convert<Color>(requireImage("Frame2D::imageDeviceArray"), sq);
+    const DeviceArray<ColorRGBA>& image = requireImage("Frame2D::imageDeviceArray");
+    if (colorSpace_ == ColorSpace::srgb) return convert<Color>(detail::srgbView(image), sq);
+    return convert<Color>(image, sq);
   }
   /// Writes the image in `Color` into `dst` (same height and width, same device),
   /// enqueued on `sq`. Throws InvalidArgument on a size or device mismatch, InvalidState
@@ -507,17 +577,19 @@ class Frame2D {
     const DeviceArray<ColorRGBA>& image = requireImage("Frame2D::imageDeviceArray");
     checkDestination(dst.isValid(), dst.height(), dst.width(), dst.isOrganized(),
                      dst.isValid() ? dst.device() : ComputeDevice());
-    convertInto(dst, image, sq);
+    if (colorSpace_ == ColorSpace::srgb) convertInto(dst, detail::srgbView(image), sq);
+    else convertInto(dst, image, sq);
   }
 
-  /// Internal: the stored image (shared).
+  /// Internal: the stored image (shared; codes in colorSpace()).
   const DeviceArray<ColorRGBA>& storedImage() const noexcept { return image_; }
 
  private:
   const DeviceArray<ColorRGBA>& requireImage(const char* fn) const;
   void checkDestination(bool valid, int height, int width, bool organized, const ComputeDevice& device) const;
 
-  DeviceArray<ColorRGBA> image_;
+  DeviceArray<ColorRGBA> image_;  // 8-bit codes in colorSpace_
+  ColorSpace colorSpace_ = ColorSpace::linear;
 };
 
 }  // namespace devicearray

@@ -26,9 +26,10 @@ namespace devicearray {
 /// The organized cloud of a depth image: pixel (r, c) with depth z > 0 becomes the point
 /// ((c - cx) z / fx, (r - cy) z / fy, z); pixels without a measurement become missing
 /// points. `colors`, when given, is the colour image registered to the depth image (same
-/// height and width, same device) and becomes the cloud's colours (a copy, converted to
-/// linear ColorRGBA: pass sRGB-encoded camera images as a *_SRGB format). The image must
-/// be camera.height x camera.width. Throws InvalidArgument for a depth image of another
+/// height and width, same device) and becomes the cloud's colours (a copy: the *_SRGB
+/// formats as their sRGB codes, so the cloud's colorSpace() is srgb; the others
+/// converted to linear ColorRGBA. Pass sRGB-encoded camera images as a *_SRGB format).
+/// The image must be camera.height x camera.width. Throws InvalidArgument for a depth image of another
 /// type, size or device, a depthScale not finite and > 0, or a camera that fails
 /// validate().
 ///@{
@@ -39,18 +40,26 @@ PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, con
                                     const DeviceArray<ColorRGBA>& colors, StreamOrQueue sq);
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
                                     const DeviceArray<ColorRGBA>& colors);
+namespace detail {
+/// Internal: pointCloudFromDepthImage with an sRGB colour image, kept as its codes.
+PointCloud pointCloudFromSrgbDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
+                                        const DeviceArray<ColorRGBA_SRGB>& colors, StreamOrQueue sq);
+}  // namespace detail
 template <class Color>
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
                                     const DeviceArray<Color>& colors, StreamOrQueue sq) {
   static_assert(isColorFormat<Color>, "pointCloudFromDepthImage: Color must be a colour format");
-  return pointCloudFromDepthImage(depth, depthScale, camera, convert<ColorRGBA>(colors, sq), sq);
+  if constexpr (formatInfo<Color>().isSRGB)
+    return detail::pointCloudFromSrgbDepthImage(depth, depthScale, camera, convert<ColorRGBA_SRGB>(colors, sq), sq);
+  else
+    return pointCloudFromDepthImage(depth, depthScale, camera, convert<ColorRGBA>(colors, sq), sq);
 }
 template <class Color>
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
                                     const DeviceArray<Color>& colors) {
   static_assert(isColorFormat<Color>, "pointCloudFromDepthImage: Color must be a colour format");
   const StreamOrQueue sq = depth.device().sdkStreamOrQueue();
-  PointCloud cloud = pointCloudFromDepthImage(depth, depthScale, camera, convert<ColorRGBA>(colors, sq), sq);
+  PointCloud cloud = pointCloudFromDepthImage(depth, depthScale, camera, colors, sq);
   synchronizeStream(sq);
   return cloud;
 }

@@ -32,11 +32,13 @@ GpuMatND depthImageFrom(nb::handle depth, const std::optional<ComputeDevice>& de
   return nb::cast<GpuMatND>(fromNumpy(depth, nb::none(), deviceOrDefault(device)));
 }
 
-/// A colour image in any colour format as linear ColorRGBA, converted on `sq`.
-DeviceArray<ColorRGBA> linearColors(const AnyDeviceArray& colors, StreamOrQueue sq) {
-  return colors.visit([&]<class F>(const DeviceArray<F>& a) -> DeviceArray<ColorRGBA> {
+/// The cloud of a depth image coloured by an image of any colour format (sRGB images
+/// give an sRGB cloud, the others a linear one), on `sq`.
+PointCloud colouredCloud(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
+                         const AnyDeviceArray& colors, StreamOrQueue sq) {
+  return colors.visit([&]<class F>(const DeviceArray<F>& a) -> PointCloud {
     if constexpr (isColorFormat<F>)
-      return convert<ColorRGBA>(a, sq);
+      return pointCloudFromDepthImage(depth, depthScale, camera, a, sq);
     else
       throw Error(ErrorCode::InvalidArgument, "point_cloud_from_depth_image: colors must be a DeviceArray of a colour "
                                               "format, not " + std::string(formatInfo<F>().name));
@@ -167,7 +169,7 @@ void bindCameraData(nb::module_& m) {
         const GpuMatND image = depthImageFrom(depth, device);
         return onStreamOrBlocking(image.device(), s, [&](StreamOrQueue sq) {
           if (!colors) return pointCloudFromDepthImage(image, depthScale, camera, sq);
-          return pointCloudFromDepthImage(image, depthScale, camera, linearColors(*colors, sq), sq);
+          return colouredCloud(image, depthScale, camera, *colors, sq);
         });
       },
       nb::arg("depth"), nb::arg("depth_scale"), nb::arg("camera"), nb::arg("colors") = nb::none(),

@@ -73,8 +73,8 @@ HostPointCloud hostCloudOf(nb::handle cloud, bool normals, const char* fn) {
                            .c_str());
 }
 
-/// A PNG's image on the device: 8-bit images as a Frame2D (sRGB samples decoded to
-/// linear RGBA), 16-bit ones (depth maps, mostly) as a GpuMatND of uint16 holding the
+/// A PNG's image on the device: 8-bit images as a Frame2D (its sRGB samples kept as
+/// they are), 16-bit ones (depth maps, mostly) as a GpuMatND of uint16 holding the
 /// samples as they are: (H, W) for gray, (H, W, C) otherwise.
 nb::object imageToDevice(const HostImage& image, const ComputeDevice& device) {
   if (image.bitDepth == 8) {
@@ -212,7 +212,7 @@ void bindFiles(nb::module_& m) {
         return imageToDevice(image, deviceOrDefault(device));
       },
       nb::arg("path"), nb::arg("device") = nb::none(),
-      "Reads a PNG onto `device`: an 8-bit image as a Frame2D (its sRGB samples decoded to linear RGBA), a 16-bit "
+      "Reads a PNG onto `device`: an 8-bit image as a Frame2D (its sRGB samples kept as they are), a 16-bit "
       "one (a depth map) as a GpuMatND of uint16 with the samples as they are, shape (H, W) for gray, (H, W, C) "
       "for RGB / RGBA. Blocking.");
 

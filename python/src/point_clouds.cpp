@@ -43,6 +43,13 @@ ColorRGBA colorFrom(const std::array<int, 4>& c) {
                    static_cast<std::uint8_t>(c[3])};
 }
 
+/// Colour arrays of the clouds and Frame2D: ColorRGBA (linear) or ColorRGBA_SRGB (kept
+/// as its sRGB codes).
+bool isSrgbColors(const std::optional<AnyDeviceArray>& a) { return a && a->format() == FormatId::ColorRGBA_SRGB; }
+
+/// The colour space of the stored codes, as the file functions name it.
+const char* colorSpaceName(ColorSpace s) { return s == ColorSpace::srgb ? "srgb" : "linear"; }
+
 PointXYZ pointFrom(const std::array<float, 3>& p) { return PointXYZ{p[0], p[1], p[2]}; }
 std::array<float, 3> pointTo(const PointXYZ& p) { return {p.x, p.y, p.z}; }
 
@@ -148,8 +155,8 @@ void bindPointClouds(nb::module_& m) {
 
   // ---------------------------------------------------------- PointCloud --
   nb::class_<PointCloud>(m, "PointCloud",
-                         "Organized H x W point cloud on one device: XYZ (NaN = missing), optional linear RGBA "
-                         "colour and SNR.")
+                         "Organized H x W point cloud on one device: XYZ (NaN = missing), optional RGBA colour "
+                         "(sRGB or linear codes, see color_space()) and SNR.")
       .def(nb::init<>())
       .def_ro_static("DEFAULT_NORMAL_WINDOW_SIZE", &PointCloud::kDefaultNormalWindowSize)
       .def("__init__",
@@ -157,13 +164,24 @@ void bindPointClouds(nb::module_& m) {
               std::optional<AnyDeviceArray> snrs) {
              constexpr const char* fn = "PointCloud";
              auto x = asFormat<PointXYZ>(xyz, fn, "xyz");
-             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
              auto s = optionalFormat<SNR>(snrs, fn, "snrs");
+             if (isSrgbColors(colors)) {
+               auto c = asFormat<ColorRGBA_SRGB>(*colors, fn, "colors");
+               nb::gil_scoped_release release;
+               new (self) PointCloud(std::move(x), std::move(c), std::move(s));
+               return;
+             }
+             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
              nb::gil_scoped_release release;
              new (self) PointCloud(std::move(x), std::move(c), std::move(s));
            },
            nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none(),
-           "Zero-copy from organized DeviceArrays (PointXYZ, ColorRGBA, SNR) of one size and device.")
+           "Zero-copy from organized DeviceArrays (PointXYZ, ColorRGBA or ColorRGBA_SRGB, SNR) of one size and "
+           "device; sRGB colours are kept as their codes (color_space() 'srgb').")
+      .def(
+          "color_space", [](const PointCloud& c) { return colorSpaceName(c.colorSpace()); },
+          "'srgb' when the colours are stored as sRGB codes (from files, host clouds and ColorRGBA_SRGB arrays), "
+          "'linear' otherwise.")
       .def("height", &PointCloud::height)
       .def("width", &PointCloud::width)
       .def("size", &PointCloud::size)
@@ -305,14 +323,23 @@ void bindPointClouds(nb::module_& m) {
               std::optional<AnyDeviceArray> snrs, std::optional<AnyDeviceArray> normals) {
              constexpr const char* fn = "UnorganizedPointCloud";
              auto x = asFormat<PointXYZ>(xyz, fn, "xyz");
-             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
              auto s = optionalFormat<SNR>(snrs, fn, "snrs");
              auto n = optionalFormat<NormalXYZ>(normals, fn, "normals");
+             if (isSrgbColors(colors)) {
+               auto c = asFormat<ColorRGBA_SRGB>(*colors, fn, "colors");
+               nb::gil_scoped_release release;
+               new (self) UnorganizedPointCloud(std::move(x), std::move(c), std::move(s), std::move(n));
+               return;
+             }
+             auto c = optionalFormat<ColorRGBA>(colors, fn, "colors");
              nb::gil_scoped_release release;
              new (self) UnorganizedPointCloud(std::move(x), std::move(c), std::move(s), std::move(n));
            },
            nb::arg("xyz"), nb::arg("colors") = nb::none(), nb::arg("snrs") = nb::none(),
            nb::arg("normals") = nb::none())
+      .def(
+          "color_space", [](const UnorganizedPointCloud& c) { return colorSpaceName(c.colorSpace()); },
+          "'srgb' or 'linear': the colour space of the stored colour codes (as PointCloud.color_space).")
       .def_ro_static("DEFAULT_NORMAL_NEIGHBOURS", &UnorganizedPointCloud::kDefaultNormalNeighbours)
       .def("has_normals", &UnorganizedPointCloud::hasNormals)
       .def("device_normals_xyz",
@@ -460,15 +487,26 @@ void bindPointClouds(nb::module_& m) {
            nb::arg("stream") = nb::none(), "Translates the cloud so that its centroid is the origin.");
 
   // ------------------------------------------------------------- Frame2D --
-  nb::class_<Frame2D>(m, "Frame2D", "An H x W colour image on one device (stored as linear ColorRGBA).")
+  nb::class_<Frame2D>(m, "Frame2D",
+                     "An H x W colour image on one device (stored as its 8-bit codes: sRGB or linear).")
       .def(nb::init<>())
       .def("__init__",
            [](Frame2D* self, const AnyDeviceArray& image) {
+             if (image.format() == FormatId::ColorRGBA_SRGB) {
+               auto img = asFormat<ColorRGBA_SRGB>(image, "Frame2D", "image");
+               nb::gil_scoped_release release;
+               new (self) Frame2D(std::move(img));
+               return;
+             }
              auto img = asFormat<ColorRGBA>(image, "Frame2D", "image");
              nb::gil_scoped_release release;
              new (self) Frame2D(std::move(img));
            },
-           nb::arg("image"), "Zero-copy from an organized ColorRGBA DeviceArray.")
+           nb::arg("image"),
+           "Zero-copy from an organized ColorRGBA or ColorRGBA_SRGB DeviceArray (sRGB codes kept as they are).")
+      .def(
+          "color_space", [](const Frame2D& f) { return colorSpaceName(f.colorSpace()); },
+          "'srgb' or 'linear': the colour space of the stored codes.")
       .def("height", &Frame2D::height)
       .def("width", &Frame2D::width)
       .def("size", &Frame2D::size)

@@ -26,9 +26,9 @@
 
 /* Missing points inside short row / column gaps filled from the gap's two ends. */
 #define DA_CF_FILL_PARAMS(S0, B0, S, B)                                                                             \
-  S0(int, width) S(int, height) S(int, maxHoleSize) S(float, maxDepthDifference) S(int, hasColor) S(int, hasSnr)    \
-  B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut)              \
-  B(float, snrOut)
+  S0(int, width) S(int, height) S(int, maxHoleSize) S(float, maxDepthDifference) S(int, hasColor) S(int, srgb)      \
+  S(int, hasSnr) B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut)                \
+  B(da_u8, rgbaOut) B(float, snrOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"

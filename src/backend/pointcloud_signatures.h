@@ -9,10 +9,13 @@
 
 #include "backend/kernel_params.h"
 
-/* k x k block means of an organized cloud (inW wide) into an outW x outH one. */
+/* k x k block means of an organized cloud (inW wide) into an outW x outH one. srgb: the
+ * colour codes are sRGB-encoded, averaged in linear light through srgbDecode (sRGB code
+ * -> float) and srgbEncode (the float -> sRGB bucket table, linear_light.h). */
 #define DA_PC_DOWNSAMPLE_PARAMS(S0, B0, S, B)                                                                       \
-  S0(int, inW) S(int, outW) S(int, outH) S(int, k) S(int, hasColor) S(int, hasSnr) B(const float, xyzIn)            \
-  B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut)
+  S0(int, inW) S(int, outW) S(int, outH) S(int, k) S(int, hasColor) S(int, srgb) S(int, hasSnr)                      \
+  B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(float, xyzOut) B(da_u8, rgbaOut)              \
+  B(float, snrOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)
 
 /* p' = M p for valid points; m<row><column> are the first three rows of M. */
 #define DA_PC_TRANSFORM_PARAMS(S0, B0, S, B)                                                                        \
@@ -61,13 +64,14 @@
   S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
-/* One output point per kept segment: weighted mean position, mean colour, combined SNR,
+/* One output point per kept segment: weighted mean position, mean colour (sRGB codes
+ * averaged in linear light when srgb, as for DA_PC_DOWNSAMPLE_PARAMS), combined SNR,
  * normalized sum of the normals. */
 #define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                           \
-  S0(da_i64, n) S(int, hasColor) S(int, hasSnr) S(int, hasNormals) B(const da_u32, segmentOf)                       \
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u32, segmentOf)          \
   B(const da_u32, starts) B(const da_u32, keepOffsets) B(const da_u32, order) B(const float, xyzIn)                 \
   B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
-  B(float, snrOut) B(float, normalsOut)
+  B(float, snrOut) B(float, normalsOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"

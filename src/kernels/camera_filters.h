@@ -9,6 +9,7 @@
 #include "prelude.h"
 #include "backend/filter_signatures.h"
 #include "point_validity.h"
+#include "linear_light.h"
 
 #if defined(__OPENCL_VERSION__)
 #define da_cf_expf(x) exp(x)
@@ -126,14 +127,28 @@ typedef struct {
   float sx, sy, z, snr, r, g, b, a;
 } da_cf_fill_sum;
 
-DA_FN void da_cf_fill_add(da_cf_fill_sum* f, DA_GLOBAL const float* xyz, DA_GLOBAL const da_u8* rgba,
-                          DA_GLOBAL const float* snr, int hasColor, int hasSnr, long j, float w) {
+/* The colours of a gap's ends: sRGB codes (srgb) are interpolated in linear light,
+ * decoded through srgbDecode; linear codes as they are. */
+typedef struct {
+  int hasColor, srgb;
+  DA_GLOBAL const da_u8* rgba;
+  DA_GLOBAL const float* srgbDecode;
+} da_cf_colors;
+
+DA_FN void da_cf_fill_add(da_cf_fill_sum* f, DA_GLOBAL const float* xyz, da_cf_colors colors,
+                          DA_GLOBAL const float* snr, int hasSnr, long j, float w) {
+  DA_GLOBAL const da_u8* rgba = colors.rgba;
   const float z = xyz[3 * j + 2];
   f->sx += w * (xyz[3 * j] / z);
   f->sy += w * (xyz[3 * j + 1] / z);
   f->z += w * z;
   if (hasSnr) f->snr += w * snr[j];
-  if (hasColor) {
+  if (colors.hasColor && colors.srgb) {
+    f->r += w * colors.srgbDecode[rgba[4 * j]];
+    f->g += w * colors.srgbDecode[rgba[4 * j + 1]];
+    f->b += w * colors.srgbDecode[rgba[4 * j + 2]];
+    f->a += w * (float)rgba[4 * j + 3];
+  } else if (colors.hasColor) {
     f->r += w * (float)rgba[4 * j];
     f->g += w * (float)rgba[4 * j + 1];
     f->b += w * (float)rgba[4 * j + 2];
@@ -152,12 +167,12 @@ DA_FN int da_cf_gap_fillable(DA_GLOBAL const float* xyz, long i, long stride, in
 
 /* Adds the linear interpolation at i between the gap's ends (the nearer end weighs
  * more), scaled by `share`. */
-DA_FN void da_cf_fill_gap(da_cf_fill_sum* f, DA_GLOBAL const float* xyz, DA_GLOBAL const da_u8* rgba,
-                          DA_GLOBAL const float* snr, int hasColor, int hasSnr, long i, long stride, int before,
+DA_FN void da_cf_fill_gap(da_cf_fill_sum* f, DA_GLOBAL const float* xyz, da_cf_colors colors,
+                          DA_GLOBAL const float* snr, int hasSnr, long i, long stride, int before,
                           int after, float share) {
   const float span = (float)(before + after);
-  da_cf_fill_add(f, xyz, rgba, snr, hasColor, hasSnr, i - before * stride, share * ((float)after / span));
-  da_cf_fill_add(f, xyz, rgba, snr, hasColor, hasSnr, i + after * stride, share * ((float)before / span));
+  da_cf_fill_add(f, xyz, colors, snr, hasSnr, i - before * stride, share * ((float)after / span));
+  da_cf_fill_add(f, xyz, colors, snr, hasSnr, i + after * stride, share * ((float)before / span));
 }
 
 DA_FN da_u8 da_cf_round_u8(float v) {
@@ -169,7 +184,8 @@ DA_FN da_u8 da_cf_round_u8(float v) {
  * its column (each when both of its ends are valid, it holds at most maxHoleSize
  * missing points and the ends' depths differ by at most maxDepthDifference): linear
  * interpolation of depth and of the ray slopes x/z, y/z between the ends, the two gaps
- * averaged when both qualify. Colour and SNR are interpolated with the same weights. */
+ * averaged when both qualify. Colour and SNR are interpolated with the same weights
+ * (sRGB codes in linear light, encoded back). */
 DA_KERNEL(da_cf_fill)(DA_PARAMS(DA_CF_FILL_PARAMS)) {
   DA_BUFFERS_INIT(DA_CF_FILL_PARAMS);
   const long c = DA_ID(0);
@@ -187,14 +203,24 @@ DA_KERNEL(da_cf_fill)(DA_PARAMS(DA_CF_FILL_PARAMS)) {
     const int rowGap = da_cf_gap_fillable(xyzIn, i, 1, left, right, maxHoleSize, maxDepthDifference);
     const int columnGap = da_cf_gap_fillable(xyzIn, i, (long)width, up, down, maxHoleSize, maxDepthDifference);
     const float share = rowGap && columnGap ? 0.5f : 1.0f;
-    if (rowGap) da_cf_fill_gap(&f, xyzIn, rgbaIn, snrIn, hasColor, hasSnr, i, 1, left, right, share);
-    if (columnGap) da_cf_fill_gap(&f, xyzIn, rgbaIn, snrIn, hasColor, hasSnr, i, (long)width, up, down, share);
+    da_cf_colors colors;
+    colors.hasColor = hasColor;
+    colors.srgb = srgb;
+    colors.rgba = rgbaIn;
+    colors.srgbDecode = srgbDecode;
+    if (rowGap) da_cf_fill_gap(&f, xyzIn, colors, snrIn, hasSnr, i, 1, left, right, share);
+    if (columnGap) da_cf_fill_gap(&f, xyzIn, colors, snrIn, hasSnr, i, (long)width, up, down, share);
     filled = rowGap || columnGap;
   }
   if (filled) {
     da_cf_store(xyzOut, i, f.sx * f.z, f.sy * f.z, f.z);
     if (hasSnr) snrOut[i] = f.snr;
-    if (hasColor) {
+    if (hasColor && srgb) {
+      rgbaOut[4 * i] = da_cvt_quantize(f.r, srgbEncode);
+      rgbaOut[4 * i + 1] = da_cvt_quantize(f.g, srgbEncode);
+      rgbaOut[4 * i + 2] = da_cvt_quantize(f.b, srgbEncode);
+      rgbaOut[4 * i + 3] = da_cf_round_u8(f.a);
+    } else if (hasColor) {
       rgbaOut[4 * i] = da_cf_round_u8(f.r);
       rgbaOut[4 * i + 1] = da_cf_round_u8(f.g);
       rgbaOut[4 * i + 2] = da_cf_round_u8(f.b);

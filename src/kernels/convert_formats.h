@@ -20,7 +20,7 @@
  *  - u8 -> u8 and u8 -> float are 256-entry lookups;
  *  - float -> u8 must equal round(255 * f(x)) evaluated in double for every float x,
  *    which single-precision arithmetic cannot guarantee near the rounding boundaries.
- *    The kernel looks the answer up instead (da_cvt_quantize): x's bit pattern picks one
+ *    The kernel looks the answer up instead (da_cvt_quantize, linear_light.h): x's bit pattern picks one
  *    of DA_CVT_BUCKETS buckets (an exponent and the top 7 mantissa bits), and a bucket
  *    holds the code of its first float and the low bits of the one rounding boundary
  *    it may contain. No bucket holds two boundaries: the steepest part of either curve
@@ -32,6 +32,7 @@
 #include "prelude.h"
 #include "backend/conversion_geometry.h"
 #include "backend/conversion_signatures.h"
+#include "linear_light.h"
 
 /* Little-endian word access lets 4-byte colours move as one 32-bit load/store; a
  * big-endian OpenCL device falls back to byte access. */
@@ -47,20 +48,6 @@
  * includes too. */
 
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
-
-/* float (NaN -> 0, saturated to [0, 1]) -> u8, exactly round(255 * f(x)) where f is the
- * identity or the sRGB encoding, from the bucket table of f: entry = code << 17 | t,
- * where t is the low 16 bits of the bucket's rounding boundary, or 0x10000 when the
- * bucket has none. Non-negative floats order like their bit patterns. */
-DA_FN da_u8 da_cvt_quantize(float x, DA_GLOBAL const da_u32* buckets) {
-  const da_u32 bits = da_float_bits(x);
-  /* >= 1 and +inf -> 255; NaN, -0 and negative numbers (sign bit set) -> 0 */
-  if (bits >= 0x3F800000u) return (da_u8)(bits <= 0x7F800000u ? 255 : 0);
-  const da_u32 first = (da_u32)(127 - DA_CVT_BUCKET_OCTAVES) << 23;
-  if (bits < first) return 0;
-  const da_u32 entry = buckets[(bits - first) >> (23 - DA_CVT_BUCKET_BITS)];
-  return (da_u8)((entry >> 17) + ((bits & 0xFFFFu) >= (entry & 0x1FFFFu) ? 1u : 0u));
-}
 
 /* The work-group copies `bytes` bytes from global to local memory (load) or back
  * (store), in the widest words the global address allows: `align` is 16, 4 or 1 (the

@@ -3,7 +3,8 @@
  * of src/kernels/).
  *
  * Storage the kernels see: XYZ as 3 floats per point (NaN = missing), colour as 4
- * linear-light u8 per point (ColorRGBA), SNR as 1 float per point. Attributes a cloud
+ * u8 per point (linear ColorRGBA, or sRGB-encoded ColorRGBA_SRGB codes when srgb is
+ * set; alpha is linear in both), SNR as 1 float per point. Attributes a cloud
  * does not have are passed as any valid buffer together with a has* flag of 0, so
  * every kernel has one fixed signature on both backends.
  *
@@ -16,6 +17,7 @@
 #include "prelude.h"
 #include "backend/pointcloud_signatures.h"
 #include "point_validity.h"
+#include "linear_light.h"
 
 /* Sentinel voxel key of an invalid point: above every packed key (each axis < 2^21 - 1). */
 #define DA_VOXEL_INVALID_KEY 0x7FFFFFFFFFFFFFFFUL
@@ -59,7 +61,7 @@ DA_FN void da_pc_mean_store(const da_pc_mean* m, float count, DA_GLOBAL float* x
 /* Downsampling by k x k blocks; one work item per output pixel (global size outW x outH).
  * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
  * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
- * half up. SNR: sqrt of the sum of the valid points' SNR^2 (0 when none). */
+ * half up (sRGB codes: their mean in linear light, encoded back). SNR: sqrt of the sum of the valid points' SNR^2 (0 when none). */
 DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_DOWNSAMPLE_PARAMS);
   const long ox = DA_ID(0);
@@ -74,9 +76,9 @@ DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
       const long i = row + ox * k + dx;
       const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
       if (hasColor) {
-        cr += rgbaIn[4 * i];
-        cg += rgbaIn[4 * i + 1];
-        cb += rgbaIn[4 * i + 2];
+        cr += da_color_term(rgbaIn[4 * i], srgb, srgbDecode);
+        cg += da_color_term(rgbaIn[4 * i + 1], srgb, srgbDecode);
+        cb += da_color_term(rgbaIn[4 * i + 2], srgb, srgbDecode);
         ca += rgbaIn[4 * i + 3];
       }
       if (!da_pc_valid(x, y, z)) continue;
@@ -91,11 +93,12 @@ DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
     da_pc_mean_store(&mean, (float)valid, xyzOut, o);
   if (hasSnr) snrOut[o] = da_sqrtf(hasSnr && valid ? mean.wsum : 0.0f);
   if (hasColor) {
-    const da_u32 n = (da_u32)(k * k);
-    rgbaOut[4 * o] = (da_u8)((cr + n / 2) / n);
-    rgbaOut[4 * o + 1] = (da_u8)((cg + n / 2) / n);
-    rgbaOut[4 * o + 2] = (da_u8)((cb + n / 2) / n);
-    rgbaOut[4 * o + 3] = (da_u8)((ca + n / 2) / n);
+    /* k * k <= 16 terms of at most 2^24 each: the sums fit in 32 bits */
+    const da_u64 n = (da_u64)(k * k);
+    rgbaOut[4 * o] = da_color_mean(cr, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 1] = da_color_mean(cg, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 2] = da_color_mean(cb, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 3] = da_color_mean(ca, n, 0, srgbEncode);
   }
 }
 
@@ -339,7 +342,8 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
 
 /* One work item per kept segment reduces its points in sorted (stable, hence original)
  * order, so results are deterministic: SNR^2-weighted mean position (plain mean when the
- * weights are all 0 or there is no SNR), mean colour rounded half up, sqrt(sum SNR^2),
+ * weights are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their
+ * mean in linear light, encoded back), sqrt(sum SNR^2),
  * the sum of the valid normals scaled to unit length (NaN when there is none or they
  * cancel). */
 DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
@@ -362,14 +366,13 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
       nz += normalsIn[3 * i + 2];
     }
     if (hasColor) {
-      cr += rgbaIn[4 * i];
-      cg += rgbaIn[4 * i + 1];
-      cb += rgbaIn[4 * i + 2];
+      cr += da_color_term(rgbaIn[4 * i], srgb, srgbDecode);
+      cg += da_color_term(rgbaIn[4 * i + 1], srgb, srgbDecode);
+      cb += da_color_term(rgbaIn[4 * i + 2], srgb, srgbDecode);
       ca += rgbaIn[4 * i + 3];
     }
   }
   const da_u32 count = end - begin;
-  const da_u64 roundUp = count / 2; /* not "half": a type name in OpenCL C */
   da_pc_mean_store(&mean, (float)count, xyzOut, o);
   if (hasSnr) snrOut[o] = da_sqrtf(mean.wsum);
   if (hasNormals) {
@@ -380,10 +383,10 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
       da_pc_store(normalsOut, o, DA_NAN, DA_NAN, DA_NAN);
   }
   if (hasColor) {
-    rgbaOut[4 * o] = (da_u8)((cr + roundUp) / count);
-    rgbaOut[4 * o + 1] = (da_u8)((cg + roundUp) / count);
-    rgbaOut[4 * o + 2] = (da_u8)((cb + roundUp) / count);
-    rgbaOut[4 * o + 3] = (da_u8)((ca + roundUp) / count);
+    rgbaOut[4 * o] = da_color_mean(cr, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 1] = da_color_mean(cg, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 2] = da_color_mean(cb, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 3] = da_color_mean(ca, count, 0, srgbEncode);
   }
 }
 

@@ -123,12 +123,14 @@ PointCloud PointCloud::holesFilled(int maxHoleSize, float maxDepthDifference, St
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
   if (hasColors()) out.colors_ = pc::allocateOrganized<ColorRGBA>(*q, height_, width_, fn);
   if (hasSNRs()) out.snrs_ = pc::allocateOrganized<SNR>(*q, height_, width_, fn);
+  const pc::SrgbTables tables = pc::srgbTables(*q);
   detail::OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(out.xyz_),
-                      pc::storageOf(out.colors_), pc::storageOf(out.snrs_)});
+                      pc::storageOf(out.colors_), pc::storageOf(out.snrs_), tables.owner.get()});
   detail::launch<kernels::da_cf_fill>(*q, pixelGrid(*this), width_, height_, maxHoleSize, maxDepthDifference,
-                                      hasColors() ? 1 : 0, hasSNRs() ? 1 : 0, pc::arg(xyz_), pc::argOr(colors_, xyz_),
-                                      pc::argOr(snrs_, xyz_), pc::arg(out.xyz_), pc::argOr(out.colors_, out.xyz_),
-                                      pc::argOr(out.snrs_, out.xyz_));
+                                      hasColors() ? 1 : 0, colorSpace_ == ColorSpace::srgb ? 1 : 0, hasSNRs() ? 1 : 0,
+                                      pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(out.xyz_),
+                                      pc::argOr(out.colors_, out.xyz_), pc::argOr(out.snrs_, out.xyz_), tables.decode,
+                                      tables.encode);
   use.commit();
   return out;
 }

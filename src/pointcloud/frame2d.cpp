@@ -1,4 +1,4 @@
-// Frame2D: a colour image on one device, stored as linear ColorRGBA.
+// Frame2D: a colour image on one device, stored as 8-bit codes in their colour space.
 #include "pointcloud/pointcloud_internal.hpp"
 
 namespace devicearray {

@@ -63,7 +63,7 @@ UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointClo
   pc::readBack(q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
   const pc::CompactResult r = pc::trimmed(q, cap, n, count, fn);
   return UnorganizedPointCloud::fromParts(cloud.device(), r.xyz, r.colors, r.snrs, cloud.transformationMatrix(),
-                                          r.normals);
+                                          r.normals, cloud.colorSpace());
 }
 
 }  // namespace

@@ -146,6 +146,14 @@ PointCloud::PointCloud(DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
   snrs_ = std::move(snrs);
 }
 
+PointCloud PointCloud::withStoredColors(DeviceArray<ColorRGBA> codes, ColorSpace space) const {
+  PointCloud out = *this;
+  checkCompanion(codes, xyz_, "the colour", "PointCloud::withStoredColors");
+  out.colors_ = std::move(codes);
+  out.colorSpace_ = out.colors_.isValid() ? space : ColorSpace::linear;
+  return out;
+}
+
 PointCloud PointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice& device) {
   constexpr const char* fn = "PointCloud::fromHost";
   cloud.validate();
@@ -155,12 +163,11 @@ PointCloud PointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice
   std::vector<PointXYZ> xyz(cloud.size());
   std::memcpy(xyz.data(), cloud.xyz.data(), cloud.xyz.size() * sizeof(float));
   DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), cloud.height, cloud.width, device);
-  DeviceArray<ColorRGBA> dcolors;
+  DeviceArray<ColorRGBA_SRGB> dcolors;
   if (cloud.hasColors()) {
     std::vector<ColorRGBA_SRGB> c(cloud.size());
     std::memcpy(c.data(), cloud.rgba.data(), cloud.rgba.size());
-    dcolors = pc::linearColors(DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device),
-                               device);
+    dcolors = DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device);
   }
   DeviceArray<SNR> dsnr;
   if (cloud.hasSNR()) {
@@ -189,7 +196,7 @@ HostPointCloud PointCloud::toHost() const {
   HostPointCloud out;
   out.height = height_;
   out.width = width_;
-  pc::downloadAttributes(device(), xyz_, colors_, snrs_, out);
+  pc::downloadAttributes(device(), xyz_, colors_, colorSpace_, snrs_, out);
   return out;
 }
 
@@ -253,14 +260,17 @@ PointCloud PointCloud::downsampled(Downsampling d, StreamOrQueue sq) const {
   DeviceArray<SNR> snrs;
   if (hasColors()) colors = pc::allocateOrganized<ColorRGBA>(*q, outH, outW, fn);
   if (hasSNRs()) snrs = pc::allocateOrganized<SNR>(*q, outH, outW, fn);
+  const pc::SrgbTables tables = pc::srgbTables(*q);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(xyz),
-                      pc::storageOf(colors), pc::storageOf(snrs)});
+                      pc::storageOf(colors), pc::storageOf(snrs), tables.owner.get()});
   detail::launch<kernels::da_pc_downsample>(
       *q, LaunchGeometry::grid(static_cast<std::size_t>(outW), static_cast<std::size_t>(outH)), width_, outW, outH, k,
-      hasColors() ? 1 : 0, hasSNRs() ? 1 : 0, pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
-      pc::arg(xyz), pc::argOr(colors, xyz), pc::argOr(snrs, xyz));
+      hasColors() ? 1 : 0, colorSpace_ == ColorSpace::srgb ? 1 : 0, hasSNRs() ? 1 : 0, pc::arg(xyz_),
+      pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(xyz), pc::argOr(colors, xyz), pc::argOr(snrs, xyz),
+      tables.decode, tables.encode);
   use.commit();
   PointCloud out(std::move(xyz), std::move(colors), std::move(snrs));
+  out.colorSpace_ = colorSpace_;
   out.transform_ = transform_;
   return out;
 }
@@ -423,7 +433,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   // The one host sync of this operation: the output size.
   pc::readBack(*q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
   const pc::CompactResult r = pc::trimmed(*q, cap, n, count, fn);
-  return UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_);
+  return UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_, {}, colorSpace_);
 }
 
 UnorganizedPointCloud PointCloud::toUnorganizedPointCloud() const {

@@ -17,6 +17,7 @@ PointCloud PointCloud::clone(const ComputeDevice& device) const {
   if (isEmpty()) detail::pc::raise(ErrorCode::InvalidState, fn, "the cloud is empty");
   requireValid(device, fn);
   PointCloud out(xyz_.clone(device), colors_.clone(device), snrs_.clone(device));
+  out.colorSpace_ = colorSpace_;
   out.transform_ = transform_;
   return out;
 }
@@ -25,7 +26,8 @@ UnorganizedPointCloud UnorganizedPointCloud::clone(const ComputeDevice& device) 
   constexpr const char* fn = "UnorganizedPointCloud::clone";
   if (!device_.isValid()) detail::pc::raise(ErrorCode::InvalidState, fn, "the cloud has never been on a device");
   requireValid(device, fn);
-  return fromParts(device, xyz_.clone(device), colors_.clone(device), snrs_.clone(device), transform_);
+  return fromParts(device, xyz_.clone(device), colors_.clone(device), snrs_.clone(device), transform_,
+                   normals_.clone(device), colorSpace_);
 }
 
 }  // namespace devicearray

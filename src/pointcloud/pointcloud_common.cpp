@@ -1,6 +1,9 @@
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+
+#include "core/color_tables.hpp"
 
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
@@ -137,13 +140,16 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
 }
 
 void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
-                        const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs, HostPointCloud& out) {
+                        const DeviceArray<ColorRGBA>& colors, ColorSpace colorSpace, const DeviceArray<SNR>& snrs,
+                        HostPointCloud& out) {
   static_assert(sizeof(PointXYZ) == 3 * sizeof(float) && sizeof(ColorRGBA_SRGB) == 4 && sizeof(SNR) == sizeof(float));
   const std::vector<PointXYZ> p = xyz.toHost();
   out.xyz.resize(3 * p.size());
   std::memcpy(out.xyz.data(), p.data(), out.xyz.size() * sizeof(float));
   if (colors.isValid()) {
-    const std::vector<ColorRGBA_SRGB> c = convert<ColorRGBA_SRGB>(colors, device.sdkStreamOrQueue()).toHost();
+    const std::vector<ColorRGBA_SRGB> c = colorSpace == ColorSpace::srgb
+                                              ? srgbView(colors).toHost()
+                                              : convert<ColorRGBA_SRGB>(colors, device.sdkStreamOrQueue()).toHost();
     out.rgba.resize(4 * c.size());
     std::memcpy(out.rgba.data(), c.data(), out.rgba.size());
   }
@@ -154,12 +160,32 @@ void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>
   }
 }
 
-DeviceArray<ColorRGBA> linearColors(const DeviceArray<ColorRGBA_SRGB>& srgb, const ComputeDevice& device) {
-  DeviceArray<ColorRGBA> linear = convert<ColorRGBA>(srgb, device.sdkStreamOrQueue());
-  finishDeviceQueue(device);
-  return linear;
+SrgbTables srgbTables(QueueImpl& q) {
+  SrgbTables t;
+  t.owner = deviceColorTables(q.device(), q);
+  t.decode = BufferRef{t.owner.get(), offsetof(ColorTables, srgbToFloat)};
+  t.encode = BufferRef{t.owner.get(), offsetof(ColorTables, srgbBuckets)};
+  return t;
+}
+
+DeviceArray<ColorRGBA> inColorSpace(const DeviceArray<ColorRGBA>& codes, ColorSpace from, ColorSpace to,
+                                    StreamOrQueue sq) {
+  if (from == to) return codes;
+  if (to == ColorSpace::srgb) return storedCodes(convert<ColorRGBA_SRGB>(codes, sq));
+  return convert<ColorRGBA>(srgbView(codes), sq);
 }
 
 void finishDeviceQueue(const ComputeDevice& device) { device.impl()->libraryQueue()->synchronize(); }
 
 }  // namespace devicearray::detail::pc
+
+namespace devicearray::detail {
+
+DeviceArray<ColorRGBA_SRGB> srgbView(const DeviceArray<ColorRGBA>& codes) {
+  return codes.isEmpty() ? DeviceArray<ColorRGBA_SRGB>() : DeviceArray<ColorRGBA_SRGB>::fromGpuMatND(codes.toGpuMatND());
+}
+DeviceArray<ColorRGBA> storedCodes(const DeviceArray<ColorRGBA_SRGB>& codes) {
+  return codes.isEmpty() ? DeviceArray<ColorRGBA>() : DeviceArray<ColorRGBA>::fromGpuMatND(codes.toGpuMatND());
+}
+
+}  // namespace devicearray::detail

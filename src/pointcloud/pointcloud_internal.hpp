@@ -131,13 +131,27 @@ CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, b
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);
 
-/// Reads the three attribute arrays back into `out` (xyz, rgba as sRGB bytes, snr);
-/// blocks, uses the device's own queue. Empty colour/SNR arrays leave those fields empty.
+/// Reads the three attribute arrays back into `out` (xyz, rgba as sRGB bytes: the codes
+/// of `colors` as they are when `colorSpace` is srgb, encoded otherwise; snr); blocks,
+/// uses the device's own queue. Empty colour/SNR arrays leave those fields empty.
 void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
-                        const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs, HostPointCloud& out);
+                        const DeviceArray<ColorRGBA>& colors, ColorSpace colorSpace, const DeviceArray<SNR>& snrs,
+                        HostPointCloud& out);
 
-/// Linear colours from host sRGB colours already on the device; blocks until converted.
-DeviceArray<ColorRGBA> linearColors(const DeviceArray<ColorRGBA_SRGB>& srgb, const ComputeDevice& device);
+/// The conversion tables (color_tables.hpp) through which the colour-averaging kernels
+/// decode sRGB codes to linear light and encode the means back (linear_light.h), uploaded
+/// on `q` at first use. Add `owner` to the launch's OrderedUse.
+struct SrgbTables {
+  std::shared_ptr<Allocation> owner;
+  BufferRef decode;  ///< srgbToFloat
+  BufferRef encode;  ///< srgbBuckets
+};
+SrgbTables srgbTables(QueueImpl& q);
+
+/// Colour codes `codes` (in `from`) in colour space `to`: `codes` itself when the spaces
+/// agree, else a new array converted on `sq` as convert<>() converts.
+DeviceArray<ColorRGBA> inColorSpace(const DeviceArray<ColorRGBA>& codes, ColorSpace from, ColorSpace to,
+                                    StreamOrQueue sq);
 
 /// Throws InvalidArgument naming `fn` when `a` (described by `what`) and the XYZ array
 /// live on different devices.

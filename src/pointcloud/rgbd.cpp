@@ -57,7 +57,7 @@ int checkDepthImage(const GpuMatND& depth, const PinholeCamera& camera, const ch
 }
 
 PointCloud fromDepth(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
-                     DeviceArray<ColorRGBA> colors, StreamOrQueue sq, const char* fn) {
+                     DeviceArray<ColorRGBA> colors, ColorSpace colorSpace, StreamOrQueue sq, const char* fn) {
   checkCamera(camera, fn);
   checkScale(depthScale, fn);
   const int isFloat = checkDepthImage(depth, camera, fn);
@@ -85,7 +85,7 @@ PointCloud fromDepth(const GpuMatND& depth, float depthScale, const PinholeCamer
   use.commit();
   // The cloud owns its colours: a copy, so later writes to the caller's image leave it alone.
   if (colors.isValid()) colors = convert<ColorRGBA>(colors, sq);
-  return PointCloud(std::move(xyz), std::move(colors));
+  return PointCloud(std::move(xyz)).withStoredColors(std::move(colors), colorSpace);
 }
 
 RGBDImage project(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& rgba,
@@ -143,13 +143,19 @@ RGBDImage project(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,
 
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
                                     StreamOrQueue sq) {
-  return fromDepth(depth, depthScale, camera, {}, sq, "pointCloudFromDepthImage");
+  return fromDepth(depth, depthScale, camera, {}, ColorSpace::linear, sq, "pointCloudFromDepthImage");
 }
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
                                     const DeviceArray<ColorRGBA>& colors, StreamOrQueue sq) {
   constexpr const char* fn = "pointCloudFromDepthImage";
   if (colors.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the colour image is empty");
-  return fromDepth(depth, depthScale, camera, colors, sq, fn);
+  return fromDepth(depth, depthScale, camera, colors, ColorSpace::linear, sq, fn);
+}
+PointCloud detail::pointCloudFromSrgbDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera,
+                                                const DeviceArray<ColorRGBA_SRGB>& colors, StreamOrQueue sq) {
+  constexpr const char* fn = "pointCloudFromDepthImage";
+  if (colors.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the colour image is empty");
+  return fromDepth(depth, depthScale, camera, detail::storedCodes(colors), ColorSpace::srgb, sq, fn);
 }
 PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, const PinholeCamera& camera) {
   if (depth.empty()) pc::raise(ErrorCode::InvalidArgument, "pointCloudFromDepthImage", "the depth image is empty");
@@ -171,8 +177,11 @@ PointCloud pointCloudFromDepthImage(const GpuMatND& depth, float depthScale, con
 
 RGBDImage projectToRGBDImage(const PointCloud& cloud, const PinholeCamera& camera, Depth depthType, float depthScale,
                              const Matrix4x4& cameraFromCloud, StreamOrQueue sq) {
-  return project(cloud.device(), cloud.storedXYZ(), cloud.storedColors(), camera, depthType, depthScale,
-                 cameraFromCloud, sq, "projectToRGBDImage");
+  RGBDImage out = project(cloud.device(), cloud.storedXYZ(), cloud.storedColors(), camera, depthType, depthScale,
+                          cameraFromCloud, sq, "projectToRGBDImage");
+  // Each pixel takes one point's colour as it is; the image holds linear ColorRGBA.
+  out.colors = pc::inColorSpace(out.colors, cloud.colorSpace(), ColorSpace::linear, sq);
+  return out;
 }
 RGBDImage projectToRGBDImage(const PointCloud& cloud, const PinholeCamera& camera, Depth depthType, float depthScale,
                              const Matrix4x4& cameraFromCloud) {
@@ -183,8 +192,11 @@ RGBDImage projectToRGBDImage(const PointCloud& cloud, const PinholeCamera& camer
 }
 RGBDImage projectToRGBDImage(const UnorganizedPointCloud& cloud, const PinholeCamera& camera, Depth depthType,
                              float depthScale, const Matrix4x4& cameraFromCloud, StreamOrQueue sq) {
-  return project(cloud.device(), cloud.storedXYZ(), cloud.storedColors(), camera, depthType, depthScale,
-                 cameraFromCloud, sq, "projectToRGBDImage");
+  RGBDImage out = project(cloud.device(), cloud.storedXYZ(), cloud.storedColors(), camera, depthType, depthScale,
+                          cameraFromCloud, sq, "projectToRGBDImage");
+  // Each pixel takes one point's colour as it is; the image holds linear ColorRGBA.
+  out.colors = pc::inColorSpace(out.colors, cloud.colorSpace(), ColorSpace::linear, sq);
+  return out;
 }
 RGBDImage projectToRGBDImage(const UnorganizedPointCloud& cloud, const PinholeCamera& camera, Depth depthType,
                              float depthScale, const Matrix4x4& cameraFromCloud) {

@@ -49,10 +49,12 @@ UnorganizedPointCloud::UnorganizedPointCloud(DeviceArray<PointXYZ> xyz, DeviceAr
 
 UnorganizedPointCloud UnorganizedPointCloud::fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz,
                                                        DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
-                                                       const Matrix4x4& transform, DeviceArray<NormalXYZ> normals) {
+                                                       const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
+                                                       ColorSpace colorSpace) {
   UnorganizedPointCloud c;
   c.device_ = std::move(device);
   c.xyz_ = std::move(xyz);
+  c.colorSpace_ = colors.isValid() ? colorSpace : ColorSpace::linear;
   c.colors_ = std::move(colors);
   c.snrs_ = std::move(snrs);
   c.normals_ = std::move(normals);
@@ -80,9 +82,8 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
   }
   if (xyz.empty()) return fromParts(device, {}, {}, {}, identityMatrix4x4());
   DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), xyz.size(), device);
-  DeviceArray<ColorRGBA> dcolors;
-  if (!colors.empty())
-    dcolors = pc::linearColors(DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device), device);
+  DeviceArray<ColorRGBA_SRGB> dcolors;
+  if (!colors.empty()) dcolors = DeviceArray<ColorRGBA_SRGB>::fromHost(colors.data(), colors.size(), device);
   DeviceArray<SNR> dsnr;
   if (!snrs.empty()) dsnr = DeviceArray<SNR>::fromHost(snrs.data(), snrs.size(), device);
   DeviceArray<NormalXYZ> dnormals;
@@ -93,7 +94,7 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
 HostPointCloud UnorganizedPointCloud::toHost() const {
   HostPointCloud out;
   if (isEmpty()) return out;
-  pc::downloadAttributes(device_, xyz_, colors_, snrs_, out);
+  pc::downloadAttributes(device_, xyz_, colors_, colorSpace_, snrs_, out);
   if (hasNormals()) {
     static_assert(sizeof(NormalXYZ) == 3 * sizeof(float));
     const std::vector<NormalXYZ> normals = normals_.toHost();
@@ -152,6 +153,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto q = pc::queueOf(device(), sq, fn);
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
   const std::size_t n = size();
+  const pc::SrgbTables tables = pc::srgbTables(*q);
   const bool color = hasColors(), snr = hasSNRs(), normal = hasNormals();
   // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
   // [4..9] min and max corner (floats).
@@ -174,7 +176,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   std::uint32_t result[3] = {0, 0, 0};
   for (const bool compact : {true, false}) {
     OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
-                        pc::storageOf(cap.xyz)});
+                        pc::storageOf(cap.xyz), tables.owner.get()});
     detail::FillDesc zero;
     zero.dims = 1;
     zero.size[0] = 3;
@@ -198,11 +200,12 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
     primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
     detail::launch<kernels::da_vx_reduce>(
-        *q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        *q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, colorSpace_ == ColorSpace::srgb ? 1 : 0, snr ? 1 : 0,
+        normal ? 1 : 0,
         pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt), pc::arg(scratch, keepOffsetsAt),
         pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
         pc::argOr(normals_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-        pc::argOr(cap.normals, cap.xyz));
+        pc::argOr(cap.normals, cap.xyz), tables.decode, tables.encode);
     pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
     use.commit();
     // The one host sync of an attempt: the flags and the voxel count together.
@@ -214,7 +217,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     if (result[2] == 0) break;
   }
   const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
-  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals);
+  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
@@ -287,13 +290,15 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
                   (other.hasNormals() ? "yes" : "no") + ")");
   const std::size_t a = size(), b = other.size();
   pc::checkPointCount(a + b, fn);
+  // Colours keep this cloud's space; the other's are converted when theirs differs.
+  const DeviceArray<ColorRGBA> otherColors = pc::inColorSpace(other.colors_, other.colorSpace_, colorSpace_, sq);
   UnorganizedPointCloud out = *this;
   out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, a + b, fn);
   if (hasColors()) out.colors_ = pc::allocateUnorganized<ColorRGBA>(*q, a + b, fn);
   if (hasSNRs()) out.snrs_ = pc::allocateUnorganized<SNR>(*q, a + b, fn);
   if (hasNormals()) out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, a + b, fn);
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_),
-                      pc::storageOf(other.xyz_), pc::storageOf(other.colors_), pc::storageOf(other.snrs_),
+                      pc::storageOf(other.xyz_), pc::storageOf(otherColors), pc::storageOf(other.snrs_),
                       pc::storageOf(other.normals_), pc::storageOf(out.xyz_), pc::storageOf(out.colors_),
                       pc::storageOf(out.snrs_), pc::storageOf(out.normals_)});
   auto append = [&](const auto& dst, const auto& first, const auto& second, std::size_t elem) {
@@ -302,7 +307,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
     pc::copyBytes(*q, pc::storageOf(dst), a * elem, pc::storageOf(second), pc::bufferOf(second).offset, b * elem);
   };
   append(out.xyz_, xyz_, other.xyz_, sizeof(PointXYZ));
-  append(out.colors_, colors_, other.colors_, sizeof(ColorRGBA));
+  append(out.colors_, colors_, otherColors, sizeof(ColorRGBA));
   append(out.snrs_, snrs_, other.snrs_, sizeof(SNR));
   append(out.normals_, normals_, other.normals_, sizeof(NormalXYZ));
   use.commit();
@@ -333,6 +338,7 @@ void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq)
   q->device()->fill(f, *q);
   use.commit();
   colors_ = std::move(painted);
+  colorSpace_ = ColorSpace::linear;  // the colour's own space
 }
 void UnorganizedPointCloud::paintUniformColor(ColorRGBA color) {
   paintUniformColor(color, device().sdkStreamOrQueue());

@@ -232,3 +232,49 @@ def test_process_ply_file_writes_the_bytes_of_the_command(device, tmp_path, fmt)
         # The stage table is the command's (the times aside).
         printed = [line.split()[0] for line in run.stdout.splitlines()[2:2 + len(result.stages)]]
         assert printed == [row.stage.split()[0] for row in result.stages], run.stdout
+
+
+# ------------------------------------------------------------------ colours --
+
+def write_every_code(path):
+    """A 16 x 16 organized binary PLY whose colours hold each of the 256 sRGB codes in
+    every channel; returns the (256, 4) codes."""
+    i = np.arange(256)
+    codes = np.stack([i, 255 - i, (i * 7) % 256, (i * 3 + 1) % 256], axis=-1).astype(np.uint8)
+    vertex = np.empty(256, dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"),
+                                  ("blue", "u1"), ("alpha", "u1")])
+    vertex["x"], vertex["y"], vertex["z"] = i % 16, i // 16, 500
+    vertex["red"], vertex["green"], vertex["blue"], vertex["alpha"] = codes.T
+    header = ("ply\nformat binary_little_endian 1.0\nobj_info height 16\nobj_info width 16\n"
+              "element vertex 256\nproperty float x\nproperty float y\nproperty float z\n"
+              "property uchar red\nproperty uchar green\nproperty uchar blue\nproperty uchar alpha\nend_header\n")
+    pathlib.Path(path).write_bytes(header.encode() + vertex.tobytes())
+    return codes
+
+
+def test_process_without_stages_keeps_every_srgb_code(device, tmp_path):
+    codes = write_every_code(tmp_path / "codes.ply")
+    da.process_ply_file(tmp_path / "codes.ply", tmp_path / "out.ply", da.PipelineStages(), device=device)
+    back = da.read_point_cloud(tmp_path / "out.ply", device=device)
+    assert back.color_space() == "srgb"
+    np.testing.assert_array_equal(back.image_device_array(da.Format.ColorRGBA_SRGB).to_numpy().reshape(256, 4), codes)
+    # Written again from Python: the same codes.
+    da.write_point_cloud(tmp_path / "again.ply", back)
+    again = da.read_point_cloud(tmp_path / "again.ply", device=device)
+    np.testing.assert_array_equal(again.image_device_array(da.Format.ColorRGBA_SRGB).to_numpy().reshape(256, 4), codes)
+
+
+def test_colour_means_linear_and_srgb(device):
+    """A linear cloud keeps its integer block means; an sRGB cloud averages in linear light."""
+    F = da.Format
+    xyz = np.zeros((2, 2, 3), np.float32)
+    xyz[..., 2] = 500
+    rgba = np.array([[[0, 0, 0, 255], [255, 255, 255, 255]], [[0, 0, 0, 255], [255, 255, 255, 255]]], np.uint8)
+    points = da.from_numpy(xyz, format=F.PointXYZ, device=device)
+    linear = da.PointCloud(points, da.from_numpy(rgba, format=F.ColorRGBA, device=device))
+    srgb = da.PointCloud(points, da.from_numpy(rgba, format=F.ColorRGBA_SRGB, device=device))
+    assert (linear.color_space(), srgb.color_space()) == ("linear", "srgb")
+    mean_linear = linear.downsampled(da.Downsampling.by2x2).image_device_array(F.ColorRGBA).to_numpy()
+    mean_srgb = srgb.downsampled(da.Downsampling.by2x2).image_device_array(F.ColorRGBA_SRGB).to_numpy()
+    assert mean_linear.reshape(4).tolist() == [128, 128, 128, 255]
+    assert mean_srgb.reshape(4).tolist() == [188, 188, 188, 255]  # half the light
