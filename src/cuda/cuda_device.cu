@@ -276,7 +276,8 @@ CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
       model_(prop.name),
       totalMemory_(prop.totalGlobalMem),
       maxPitch_(prop.memPitch),
-      primitives_(makePrimitives(*this)) {}
+      primitives_(makePrimitives(*this)),
+      copySteps_(makeCopySteps(*this)) {}
 
 void* CudaDevice::nativeContext() {
   using GetCurrent = CUresult (*)(CUcontext*);

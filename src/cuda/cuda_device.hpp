@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
 
 namespace devicearray::detail::cuda {
@@ -233,16 +234,6 @@ class CudaDevice final : public DeviceImpl {
     releaseAtExit();
     return staging_;
   }
-  /// A non-blocking stream of this device, idle and reserved for the caller, on
-  /// which the host side of one pipelined staging runs; give it back with
-  /// releaseStagingStream once the transfer is enqueued. Transfers never share a
-  /// busy side stream: that would order unrelated user streams after each other.
-  cudaStream_t acquireStagingStream();
-  void releaseStagingStream(cudaStream_t stream) noexcept;
-  /// Contiguous pageable host memory <-> device memory through page-locked staging
-  /// buffers, pipelined: the host copy of one chunk (split over host threads) overlaps
-  /// the DMA of the previous one. In stream order on `stream`; never blocks the host.
-  void stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
   std::size_t maxPitch() const { return maxPitch_; }
   /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
   int blockSizeFor(const void* kernel, const char* name);
@@ -259,16 +250,9 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  // The copy steps (cuda_copy.cu).
-  void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  bool doCopyRect(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyStrided(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) override;
+  CopySteps& copySteps() override { return *copySteps_; }
   /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
   bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
-  void doFill(const FillDesc& desc, QueueImpl& q) override;
-  void doConvert(const ConvertDesc& desc, QueueImpl& q) override;
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
   /// Frees the retained staging buffers and hands the pool's unused memory back.
   void doReleaseRetainedMemory() noexcept override;
@@ -282,8 +266,6 @@ class CudaDevice final : public DeviceImpl {
 
   std::once_flag sdkOnce_;
   std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
-  std::mutex stagingMutex_;
-  std::vector<cudaStream_t> stagingStreams_;  ///< side streams not reserved by a transfer
   std::shared_ptr<QueueImpl> libraryQueue_;
   std::once_flag poolOnce_;
   std::atomic<cudaMemPool_t> pool_{nullptr};  ///< read by the exit handler too
@@ -296,7 +278,13 @@ class CudaDevice final : public DeviceImpl {
 
   PinnedStagingPool staging_;
   std::unique_ptr<ParallelPrimitives> primitives_;
+  std::unique_ptr<CopySteps> copySteps_;
 };
+
+/// The copy, fill and conversion steps of `device` (cuda_copy.cu).
+std::unique_ptr<CopySteps> makeCopySteps(CudaDevice& device);
+/// The conversion step: one launch of the depth pair's kernel (cuda_convert.cu).
+void convertDepths(CudaDevice& device, const ConvertDesc& desc, QueueImpl& q);
 
 /// CUB's scan, radix sort and reductions on `device` (cuda_primitives.cu).
 std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device);
