@@ -268,7 +268,7 @@ struct KernelLaunch {
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  public:
-  DeviceImpl() = default;
+  DeviceImpl();
   DeviceImpl(const DeviceImpl&) = delete;
   DeviceImpl& operator=(const DeviceImpl&) = delete;
   /// Backends that destroy devices call releaseCachedMemory() and then forgetAtExit()
@@ -368,7 +368,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// The parallel primitives (scan, sort, reductions) of this device
   /// (backend/parallel_primitives.hpp).
-  virtual ParallelPrimitives& primitives() = 0;
+  ParallelPrimitives& primitives() { return *primitives_; }
 
  protected:
   /// Registers this device with the exit handler that calls releaseCachedMemory()
@@ -378,6 +378,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Undoes releaseAtExit(), waiting for an exit handler that is running. Destructible
   /// devices call it early in their destructor (the base destructor calls it again).
   void forgetAtExit() noexcept;
+  /// Hands the device the backend's objects that do its work: the parallel primitives
+  /// and the copy steps (each refers to the device). Backends call it once, in their
+  /// constructor.
+  void setWorkObjects(std::unique_ptr<ParallelPrimitives> primitives, std::unique_ptr<CopySteps> copySteps);
 
  private:
   virtual std::shared_ptr<QueueImpl> doCreateQueue() = 0;
@@ -387,7 +391,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) = 0;
   /// The copy, fill and conversion steps of this device (copy_steps.hpp), which
   /// copy(), fill() and convert() call after their checks.
-  virtual CopySteps& copySteps() = 0;
+  CopySteps& copySteps() { return *copySteps_; }
   virtual bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
     (void)desc;
     (void)srcDevice;
@@ -398,6 +402,8 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Frees device memory the backend retains for reuse (never blocks). Default: none.
   virtual void doReleaseRetainedMemory() noexcept {}
 
+  std::unique_ptr<ParallelPrimitives> primitives_;
+  std::unique_ptr<CopySteps> copySteps_;
   std::mutex cachedMutex_;
   std::vector<std::pair<const void*, std::shared_ptr<Allocation>>> cached_;
   std::atomic<bool> releaseAtExit_{false};

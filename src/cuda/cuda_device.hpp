@@ -210,7 +210,6 @@ class CudaDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override;
-  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals used by the other backend files ----
   /// "cuda:N", for messages.
@@ -250,7 +249,6 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  CopySteps& copySteps() override { return *copySteps_; }
   /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
   bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
@@ -277,8 +275,6 @@ class CudaDevice final : public DeviceImpl {
   std::unordered_map<const void*, int> blockSizes_;
 
   PinnedStagingPool staging_;
-  std::unique_ptr<ParallelPrimitives> primitives_;
-  std::unique_ptr<CopySteps> copySteps_;
 };
 
 /// The copy, fill and conversion steps of `device` (cuda_copy.cu).

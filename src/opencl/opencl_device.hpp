@@ -71,7 +71,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override { return libraryQueue_; }
-  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -119,7 +118,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  CopySteps& copySteps() override { return *copySteps_; }
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
   /// Releases the cached buffers without waiting (OpenCL deletes a cl_mem once the
   /// commands using it have finished).
@@ -159,8 +157,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t cacheLimitBytes_ = 0;
   std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
 
-  std::unique_ptr<ParallelPrimitives> primitives_;
-  std::unique_ptr<CopySteps> copySteps_;
 };
 
 /// The copy, fill and conversion steps of `device` (opencl_copy.cpp).
