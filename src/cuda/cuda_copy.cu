@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -19,60 +20,64 @@
 #include "cuda/kernel_registry.hpp"
 #include "backend/region.hpp"
 #include "cuda/strided_copy.hpp"
-#include "cuda/strided_kernels.cuh"
+#include "kernels/strided_copy.h"
 
 namespace devicearray::detail::cuda {
 namespace {
-constexpr int kThreads = 256;
-}  // namespace
 
-namespace {
+using StridedCopyKernel = void (*)(da_u8*, const da_u8*, da_strided_layout);
+using StridedFillKernel = void (*)(da_u8*, da_strided_layout, da_fill_pattern);
 
-template <class Word>
-void launchWords(bool fill, bool small, const StridedParams& p, dim3 grid, dim3 block, cudaStream_t stream) {
-  if (fill) {
-    if (small) stridedFillKernel<Word, true><<<grid, block, 0, stream>>>(p);
-    else stridedFillKernel<Word, false><<<grid, block, 0, stream>>>(p);
-  } else {
-    if (small) stridedCopyKernel<Word, true><<<grid, block, 0, stream>>>(p);
-    else stridedCopyKernel<Word, false><<<grid, block, 0, stream>>>(p);
-  }
+/// The instances of one word width (kernels/strided_copy.h): [0] below 2^31 words, [1] any.
+struct StridedKernels {
+  int wordBytes;
+  StridedCopyKernel copy[2];
+  StridedFillKernel fill[2];
+};
+
+#define DA_CUDA_STRIDED_INSTANCES(bytes, Word, groups)                              \
+  StridedKernels{bytes,                                                     \
+                 {&da_strided_copy_##bytes##_i32, &da_strided_copy_##bytes##_i64}, \
+                 {&da_strided_fill_##bytes##_i32, &da_strided_fill_##bytes##_i64}},
+constexpr StridedKernels kStridedKernels[] = {DA_STRIDED_WORDS(DA_CUDA_STRIDED_INSTANCES)};
+#undef DA_CUDA_STRIDED_INSTANCES
+
+const StridedKernels& stridedKernelsOf(int wordBytes) {
+  for (const StridedKernels& k : kStridedKernels)
+    if (k.wordBytes == wordBytes) return k;
+  return kStridedKernels[std::size(kStridedKernels) - 1];
 }
 
-template <class Word>
-bool preloadWords() noexcept {
-  return registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, true>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, false>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, true>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, false>));
+bool preloadStridedKernels() noexcept {
+  for (const StridedKernels& k : kStridedKernels)
+    for (int index = 0; index < 2; ++index)
+      if (!registerPreload(reinterpret_cast<const void*>(k.copy[index])) ||
+          !registerPreload(reinterpret_cast<const void*>(k.fill[index])))
+        return false;
+  return true;
 }
 
-// Every instantiation launchWords can pick, loaded with the device (kernel_registry.hpp).
-[[maybe_unused]] const bool kStridedKernelsRegistered = preloadWords<uint4>() && preloadWords<unsigned long long>() &&
-                                                         preloadWords<unsigned int>() &&
-                                                         preloadWords<unsigned short>() &&
-                                                         preloadWords<unsigned char>();
+// Every instance a launch can pick, loaded with the device (kernel_registry.hpp).
+[[maybe_unused]] const bool kStridedKernelsRegistered = preloadStridedKernels();
 
-/// Launches the strided copy (fill == false) or fill kernel over p.total words.
-void launchStrided(bool fill, StridedParams& p, int word, cudaStream_t stream, const char* function) {
-  if (p.total == 0) return;
-  const std::uint64_t perBlock = static_cast<std::uint64_t>(kThreads) * kWordsPerThread;
-  const std::uint64_t blocks64 = (p.total + perBlock - 1) / perBlock;
-  if (blocks64 > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-    fail(ErrorCode::Unsupported, std::string(function) + ": " + std::to_string(p.total) +
+/// Launches the strided copy kernel, or the fill kernel with `pattern`, over the
+/// layout's words (in blocks of DA_STRIDED_GROUP work items).
+void launchStrided(const da_strided_layout& layout, int word, char* dst, const char* src,
+                   const da_fill_pattern* pattern, cudaStream_t stream, const char* function) {
+  if (layout.total == 0) return;
+  constexpr std::uint64_t kPerBlock = std::uint64_t{DA_STRIDED_GROUP} * DA_STRIDED_WORDS_PER_ITEM;
+  const std::uint64_t blocks = (layout.total + kPerBlock - 1) / kPerBlock;
+  if (blocks > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    fail(ErrorCode::Unsupported, std::string(function) + ": " + std::to_string(layout.total) +
                                      " words exceed one kernel launch");
-  const bool small = p.total < (std::uint64_t{1} << 31);
-  if (small)
-    for (int d = 0; d < p.dims; ++d) p.div[d] = FastDivmod(static_cast<std::uint32_t>(p.size[d]));
-  const dim3 grid(static_cast<unsigned>(blocks64));
-  const dim3 block(kThreads);
-  switch (word) {
-    case 16: launchWords<uint4>(fill, small, p, grid, block, stream); break;
-    case 8: launchWords<unsigned long long>(fill, small, p, grid, block, stream); break;
-    case 4: launchWords<unsigned int>(fill, small, p, grid, block, stream); break;
-    case 2: launchWords<unsigned short>(fill, small, p, grid, block, stream); break;
-    default: launchWords<unsigned char>(fill, small, p, grid, block, stream); break;
-  }
+  const int index = layout.total < (std::uint64_t{1} << 31) ? 0 : 1;
+  const StridedKernels& kernels = stridedKernelsOf(word);
+  auto* d = reinterpret_cast<da_u8*>(dst);
+  if (pattern != nullptr)
+    kernels.fill[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(d, layout, *pattern);
+  else
+    kernels.copy[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(
+        d, reinterpret_cast<const da_u8*>(src), layout);
   check(cudaGetLastError(), function);
 }
 
@@ -82,26 +87,8 @@ void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, 
                        int dims, const std::int64_t* size, std::size_t elemSize, cudaStream_t stream) {
   const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst),
                                     reinterpret_cast<std::uintptr_t>(src), dims, dstStep, srcStep);
-  StridedParams p;
-  p.dst = dst;
-  p.src = src;
-  p.dims = dims;
-  std::uint64_t total = 1;
-  for (int d = 0; d < dims; ++d) {
-    p.size[d] = size[d];
-    p.dstStep[d] = dstStep[d];
-    p.srcStep[d] = srcStep[d];
-    total *= static_cast<std::uint64_t>(size[d]);
-  }
-  const std::int64_t wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
-  if (wordsPerElement > 1 || dims == 0) {
-    p.size[p.dims] = wordsPerElement;
-    p.dstStep[p.dims] = word;
-    p.srcStep[p.dims] = word;
-    ++p.dims;
-  }
-  p.total = total * static_cast<std::uint64_t>(wordsPerElement);
-  launchStrided(false, p, word, stream, "copy: strided copy kernel launch");
+  launchStrided(stridedLayout(dims, size, dstStep, srcStep, elemSize, word), word, dst, src, nullptr, stream,
+                "copy: strided copy kernel launch");
 }
 
 namespace {
@@ -556,24 +543,10 @@ class CudaCopySteps final : public CopySteps {
     }
 
     const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst), 0, dims, step, step);
-    StridedParams p;
-    p.dst = dst;
-    p.dims = dims;
-    std::uint64_t total = 1;
-    for (int d = 0; d < dims; ++d) {
-      p.size[d] = size[d];
-      p.dstStep[d] = step[d];
-      p.srcStep[d] = 0;
-      total *= static_cast<std::uint64_t>(size[d]);
-    }
-    const auto wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
-    p.size[p.dims] = wordsPerElement;
-    p.dstStep[p.dims] = word;
-    p.srcStep[p.dims] = word;  // byte offset inside the pattern
-    ++p.dims;
-    p.total = total * static_cast<std::uint64_t>(wordsPerElement);
-    std::memcpy(p.pattern, pattern.data(), pattern.size());
-    launchStrided(true, p, word, stream, "fill: strided fill kernel launch");
+    da_fill_pattern fillPattern;
+    std::memcpy(fillPattern.bytes, pattern.data(), sizeof fillPattern.bytes);
+    launchStrided(stridedLayout(dims, size, step, nullptr, elemSize, word), word, dst, nullptr, &fillPattern, stream,
+                  "fill: strided fill kernel launch");
   }
 
   void convert(const ConvertDesc& desc, QueueImpl& q) override { convertDepths(device_, desc, q); }

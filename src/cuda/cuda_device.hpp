@@ -17,6 +17,7 @@
 #include "backend/backend.hpp"
 #include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
+#include "kernels/prelude.h"
 
 namespace devicearray::detail::cuda {
 
@@ -86,23 +87,15 @@ class DeviceGuard {
 };
 
 /// Division by a run-time constant with one multiply-high and one shift, exact for
-/// dividends and divisors below 2^31 (index decomposition in the copy, fill and
-/// convert kernels, where a hardware 64-bit division would dominate).
+/// dividends and divisors below 2^31 (index decomposition in the convert kernels,
+/// where a hardware 64-bit division would dominate; the constants: da_fast_div_magic).
 struct FastDivmod {
   std::uint32_t divisor = 1;
   std::uint32_t multiplier = 0;
   std::uint32_t shift = 0;
 
   FastDivmod() = default;
-  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) {
-    if (d > 1) {
-      std::uint32_t log2Ceil = 0;
-      while ((std::uint64_t{1} << log2Ceil) < d) ++log2Ceil;
-      const std::uint32_t p = 31 + log2Ceil;
-      multiplier = static_cast<std::uint32_t>(((std::uint64_t{1} << p) + d - 1) / d);
-      shift = p - 32;
-    }
-  }
+  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) { da_fast_div_magic(d, &multiplier, &shift); }
   __host__ __device__ std::uint32_t div(std::uint32_t n) const {
     if (divisor == 1) return n;
 #if defined(__CUDA_ARCH__)

@@ -3,7 +3,8 @@
 // expresses the layout:
 //   one contiguous run      -> clEnqueueCopyBuffer / Read / Write / FillBuffer
 //   <= 2 strided axes        -> the *Rect commands
-//   anything else            -> one launch of da_copy_strided / da_fill_strided
+//   anything else            -> one launch of the strided copy or fill kernel
+//                               (kernels/strided_copy.h)
 // The host side of a staged copy (packing a strided host source, unpacking into a
 // strided host destination) runs on the OpenCL callback thread, gated by user
 // events, so it happens in queue order without blocking the caller: a later
@@ -23,21 +24,6 @@
 
 namespace devicearray::detail::opencl {
 namespace {
-
-// Kernel argument layouts; must match da_copy_layout / da_fill_layout in
-// copy.cl / fill.cl (64-bit integers first, so there is no padding to disagree on).
-struct CopyLayoutArg {
-  cl_long size[kMaxDims];
-  cl_long dstStep[kMaxDims];
-  cl_long srcStep[kMaxDims];
-};
-static_assert(sizeof(CopyLayoutArg) == 3 * 8 * kMaxDims);
-struct FillLayoutArg {
-  cl_long size[kMaxDims];
-  cl_long step[kMaxDims];
-  cl_uchar pattern[32];
-};
-static_assert(sizeof(FillLayoutArg) == 2 * 8 * kMaxDims + 32);
 
 // ----------------------------------------------------------------- rects ----
 
@@ -163,25 +149,36 @@ void releaseAfter(cl_event event, std::shared_ptr<void> keep) {
 
 // ------------------------------------------------------------- launches ----
 
-void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, cl_mem dst, std::int64_t dstOffset,
-                        const std::int64_t* dstStep, cl_mem src, std::int64_t srcOffset, const std::int64_t* srcStep,
-                        int dims, const std::int64_t* size, std::size_t elemSize, const char* fn) {
-  CopyLayoutArg layout{};
-  for (int i = 0; i < dims; ++i) {
-    layout.size[i] = size[i];
-    layout.dstStep[i] = dstStep[i];
-    layout.srcStep[i] = srcStep[i];
-  }
-  const cl_int word = stridedWordBytes(elemSize, static_cast<std::uint64_t>(dstOffset),
-                                       static_cast<std::uint64_t>(srcOffset), dims, dstStep, srcStep);
-  const cl_long wordsPerElem = static_cast<cl_long>(elemSize) / word;
-  const cl_long total = checkedMul(elementCount(dims, size, fn), wordsPerElem, fn);
-  const cl_ulong dOff = static_cast<cl_ulong>(dstOffset), sOff = static_cast<cl_ulong>(srcOffset);
-  const cl_int nd = dims;
-  const std::size_t global[1] = {static_cast<std::size_t>(total)};
-  dev.enqueueKernel(fn, "da_copy_strided", q, 1, global,
-                    {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof(cl_mem), &src}, {8, &sOff},
-                     {sizeof layout, &layout}, {4, &nd}, {4, &word}, {8, &wordsPerElem}, {8, &total}});
+/// One launch of the strided copy kernel, or of the fill kernel with `pattern`
+/// (kernels/strided_copy.h), over the layout's words.
+void enqueueStrided(OpenCLDevice& dev, OpenCLQueue& q, const da_strided_layout& layout, int word, cl_mem dst,
+                    std::uint64_t dstOffset, cl_mem src, std::uint64_t srcOffset, const da_fill_pattern* pattern,
+                    const char* fn) {
+  if (layout.total == 0) return;
+  constexpr std::uint64_t kPerGroup = std::uint64_t{DA_STRIDED_GROUP} * DA_STRIDED_WORDS_PER_ITEM;
+  const std::size_t global[1] = {static_cast<std::size_t>((layout.total + kPerGroup - 1) / kPerGroup) *
+                                 DA_STRIDED_GROUP};
+  const std::size_t local[1] = {DA_STRIDED_GROUP};
+  const std::string name = std::string(pattern != nullptr ? "da_strided_fill_" : "da_strided_copy_") +
+                           std::to_string(word) + (layout.total < (std::uint64_t{1} << 31) ? "_i32" : "_i64");
+  const cl_ulong dOff = dstOffset, sOff = srcOffset;
+  if (pattern != nullptr)
+    dev.enqueueKernel(fn, name.c_str(), q, 1, global,
+                      {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof layout, &layout}, {sizeof *pattern, pattern}},
+                      local);
+  else
+    dev.enqueueKernel(fn, name.c_str(), q, 1, global,
+                      {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof(cl_mem), &src}, {8, &sOff},
+                       {sizeof layout, &layout}},
+                      local);
+}
+
+void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, const CopyDesc& d, const char* fn) {
+  cl_mem dst = dev.memOf(d.dst.buffer.allocation, fn), src = dev.memOf(d.src.buffer.allocation, fn);
+  const int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, d.src.buffer.offset, d.dims, d.dstStep.data(),
+                                    d.srcStep.data());
+  enqueueStrided(dev, q, stridedLayout(d.dims, d.size.data(), d.dstStep.data(), d.srcStep.data(), d.elemSize, word),
+                 word, dst, d.dst.buffer.offset, src, d.src.buffer.offset, nullptr, fn);
 }
 
 /// An OpenCL scratch buffer as the allocation of a staged copy's packed image,
@@ -211,7 +208,8 @@ class OpenCLCopySteps final : public CopySteps {
   void contiguous(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) override {
     OpenCLQueue& q = device_.queueOf(qi, "copy");
     if (d.src.isHost()) {
-      checkCl(clEnqueueWriteBuffer(q.queue(), device_.memOf(d.dst.buffer.allocation, "copy"), CL_FALSE, d.dst.buffer.offset,
+      checkCl(clEnqueueWriteBuffer(q.queue(), device_.memOf(d.dst.buffer.allocation, "copy"), CL_FALSE,
+                                   d.dst.buffer.offset,
                                    bytes, d.src.host, 0, nullptr, nullptr),
               "copy: clEnqueueWriteBuffer");
       return;
@@ -240,8 +238,10 @@ class OpenCLCopySteps final : public CopySteps {
     OpenCLQueue& q = device_.queueOf(qi, "copy");
     cl_mem dstMem = d.dst.isHost() ? nullptr : device_.memOf(d.dst.buffer.allocation, "copy");
     cl_mem srcMem = d.src.isHost() ? nullptr : device_.memOf(d.src.buffer.allocation, "copy");
-    if (dstMem != nullptr && !rectFitsWhole(dstMem, d.dst.buffer.offset, pitched.dstSlice, pitched.region[2])) return false;
-    if (srcMem != nullptr && !rectFitsWhole(srcMem, d.src.buffer.offset, pitched.srcSlice, pitched.region[2])) return false;
+    if (dstMem != nullptr && !rectFitsWhole(dstMem, d.dst.buffer.offset, pitched.dstSlice, pitched.region[2]))
+      return false;
+    if (srcMem != nullptr && !rectFitsWhole(srcMem, d.src.buffer.offset, pitched.srcSlice, pitched.region[2]))
+      return false;
     const std::size_t hostOrigin[3] = {0, 0, 0};
     std::size_t dstOrigin[3], srcOrigin[3];
     if (dstMem != nullptr && srcMem != nullptr) {
@@ -255,24 +255,22 @@ class OpenCLCopySteps final : public CopySteps {
               "copy: clEnqueueCopyBufferRect");
     } else if (dstMem != nullptr) {
       originOf(d.dst.buffer.offset, pitched.dstRow, pitched.dstSlice, dstOrigin);
-      checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, dstOrigin, hostOrigin, pitched.region, pitched.dstRow,
-                                       pitched.dstSlice, pitched.srcRow, pitched.srcSlice, d.src.host, 0, nullptr, nullptr),
+      checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, dstOrigin, hostOrigin, pitched.region,
+                                       pitched.dstRow, pitched.dstSlice, pitched.srcRow, pitched.srcSlice, d.src.host,
+                                       0, nullptr, nullptr),
               "copy: clEnqueueWriteBufferRect");
     } else {
       originOf(d.src.buffer.offset, pitched.srcRow, pitched.srcSlice, srcOrigin);
-      checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, srcOrigin, hostOrigin, pitched.region, pitched.srcRow,
-                                      pitched.srcSlice, pitched.dstRow, pitched.dstSlice, d.dst.host, 0, nullptr, nullptr),
+      checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, srcOrigin, hostOrigin, pitched.region,
+                                      pitched.srcRow, pitched.srcSlice, pitched.dstRow, pitched.dstSlice, d.dst.host,
+                                      0, nullptr, nullptr),
               "copy: clEnqueueReadBufferRect");
     }
     return true;
   }
 
   void strided(const CopyDesc& d, QueueImpl& qi) override {
-    OpenCLQueue& q = device_.queueOf(qi, "copy");
-    enqueueStridedCopy(device_, q, device_.memOf(d.dst.buffer.allocation, "copy"), static_cast<std::int64_t>(d.dst.buffer.offset),
-                       d.dstStep.data(), device_.memOf(d.src.buffer.allocation, "copy"),
-                       static_cast<std::int64_t>(d.src.buffer.offset), d.srcStep.data(), d.dims, d.size.data(),
-                       d.elemSize, "copy");
+    enqueueStridedCopy(device_, device_.queueOf(qi, "copy"), d, "copy");
   }
 
   void hostImage(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) override {
@@ -298,7 +296,8 @@ class OpenCLCopySteps final : public CopySteps {
         image = staging.get();
       }
       cl_event written = nullptr;
-      checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.buffer.offset, bytes, image, 0, nullptr, &written),
+      checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.buffer.offset, bytes, image, 0, nullptr,
+                                   &written),
               "copy: clEnqueueWriteBuffer");
       if (staging) releaseAfter(written, staging);
       else clReleaseEvent(written);
@@ -352,21 +351,11 @@ class OpenCLCopySteps final : public CopySteps {
               "fill: clEnqueueFillBuffer");
       return;
     }
-    FillLayoutArg layout{};
-    for (int i = 0; i < d.dims; ++i) {
-      layout.size[i] = d.size[i];
-      layout.step[i] = d.step[i];
-    }
-    std::memcpy(layout.pattern, d.pattern.data(), d.elemSize);
-    const cl_int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, 0, d.dims, d.step.data(), d.step.data());
-    const cl_long wordsPerElem = e / word;
-    const cl_long total = checkedMul(count, wordsPerElem, fn);
-    const cl_ulong off = d.dst.buffer.offset;
-    const cl_int nd = d.dims;
-    const std::size_t global[1] = {static_cast<std::size_t>(total)};
-    device_.enqueueKernel(fn, "da_fill_strided", q, 1, global,
-                  {{sizeof(cl_mem), &mem}, {8, &off}, {sizeof layout, &layout}, {4, &nd}, {4, &word},
-                   {8, &wordsPerElem}, {8, &total}});
+    const int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, 0, d.dims, d.step.data(), d.step.data());
+    da_fill_pattern pattern;
+    std::memcpy(pattern.bytes, d.pattern.data(), sizeof pattern.bytes);
+    enqueueStrided(device_, q, stridedLayout(d.dims, d.size.data(), d.step.data(), nullptr, d.elemSize, word), word,
+                   mem, d.dst.buffer.offset, nullptr, 0, &pattern, fn);
   }
 
   void convert(const ConvertDesc& c, QueueImpl& qi) override {
