@@ -42,6 +42,7 @@ namespace devicearray::detail {
 
 inline constexpr int kMaxDims = 32;  // OpenCV's CV_MAX_DIM
 
+class CopySteps;
 class DeviceImpl;
 class ParallelPrimitives;
 class QueueImpl;
@@ -267,7 +268,7 @@ struct KernelLaunch {
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
  public:
-  DeviceImpl() = default;
+  DeviceImpl();
   DeviceImpl(const DeviceImpl&) = delete;
   DeviceImpl& operator=(const DeviceImpl&) = delete;
   /// Backends that destroy devices call releaseCachedMemory() and then forgetAtExit()
@@ -328,12 +329,8 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// Enqueues the strided copy on `q` (host<->device or within this device). The
   /// copy planner (copy_plan.cpp) validates it and carries it out with the
-  /// backend's copy steps (the doCopy* primitives below).
-  void copy(const CopyDesc& desc, QueueImpl& q) {
-    requireNotForked("device copy");
-    faultPoint(FaultKind::deviceCopy, "copy");
-    copyByPlan(desc, q);
-  }
+  /// backend's copy steps (copySteps()).
+  void copy(const CopyDesc& desc, QueueImpl& q);
   /// A device-to-device copy from memory of `srcDevice` (desc.src) into memory of
   /// this device (desc.dst), enqueued on `q` (a queue of this device) without
   /// blocking the host. Returns false, having enqueued and waited for nothing, when
@@ -347,16 +344,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
     faultPoint(FaultKind::deviceCopy, "copy across devices");
     return doCopyAcrossDevices(desc, srcDevice, q);
   }
-  void fill(const FillDesc& desc, QueueImpl& q) {
-    requireNotForked("device fill");
-    faultPoint(FaultKind::kernelLaunch, "fill");
-    doFill(desc, q);
-  }
-  void convert(const ConvertDesc& desc, QueueImpl& q) {
-    requireNotForked("device conversion");
-    faultPoint(FaultKind::kernelLaunch, "convert");
-    doConvert(desc, q);
-  }
+  /// Enqueues a pattern fill of a strided region of this device on `q`.
+  void fill(const FillDesc& desc, QueueImpl& q);
+  /// Enqueues a depth conversion (OpenCV's convertTo) within this device on `q`.
+  void convert(const ConvertDesc& desc, QueueImpl& q);
   void launch(const KernelLaunch& launch, QueueImpl& q) {
     requireNotForked("kernel launch");
     faultPoint(FaultKind::kernelLaunch, launch.name != nullptr ? launch.name : "launch");
@@ -377,7 +368,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// The parallel primitives (scan, sort, reductions) of this device
   /// (backend/parallel_primitives.hpp).
-  virtual ParallelPrimitives& primitives() = 0;
+  ParallelPrimitives& primitives() { return *primitives_; }
 
  protected:
   /// Registers this device with the exit handler that calls releaseCachedMemory()
@@ -387,6 +378,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Undoes releaseAtExit(), waiting for an exit handler that is running. Destructible
   /// devices call it early in their destructor (the base destructor calls it again).
   void forgetAtExit() noexcept;
+  /// Hands the device the backend's objects that do its work: the parallel primitives
+  /// and the copy steps (each refers to the device). Backends call it once, in their
+  /// constructor.
+  void setWorkObjects(std::unique_ptr<ParallelPrimitives> primitives, std::unique_ptr<CopySteps> copySteps);
 
  private:
   virtual std::shared_ptr<QueueImpl> doCreateQueue() = 0;
@@ -394,38 +389,21 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   virtual std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) = 0;
   virtual std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) = 0;
   virtual std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) = 0;
-  /// The copy planner (copy_plan.cpp): validates `desc` and picks the steps below.
-  void copyByPlan(const CopyDesc& desc, QueueImpl& q);
-
-  // The steps of a copy. The planner has validated the descriptor (shape, bounds,
-  // not host to host); device sides must still be checked to be this device's.
-  /// Both sides one contiguous run of `bytes` bytes.
-  virtual void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) = 0;
-  /// The copy as one pitched-rectangle command, where the backend has one that
-  /// expresses this layout and is the faster way; false, having enqueued nothing,
-  /// otherwise.
-  virtual bool doCopyRect(const CopyDesc& desc, QueueImpl& q) = 0;
-  /// Device to device in any layout: the strided copy kernel.
-  virtual void doCopyStrided(const CopyDesc& desc, QueueImpl& q) = 0;
-  /// Host to device or back where the device side is packed (`bytes` bytes) and the
-  /// host side is any layout: one transfer of the packed image, the host side
-  /// packed or unpacked in queue order.
-  virtual void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) = 0;
-  /// Device memory of `bytes` bytes for a staged copy's packed image, usable on `q`
-  /// and returned in q's order (after the work enqueued so far) when destroyed.
-  virtual std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) = 0;
+  /// The copy, fill and conversion steps of this device (copy_steps.hpp), which
+  /// copy(), fill() and convert() call after their checks.
+  CopySteps& copySteps() { return *copySteps_; }
   virtual bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) {
     (void)desc;
     (void)srcDevice;
     (void)q;
     return false;
   }
-  virtual void doFill(const FillDesc& desc, QueueImpl& q) = 0;
-  virtual void doConvert(const ConvertDesc& desc, QueueImpl& q) = 0;
   virtual void doLaunch(const KernelLaunch& launch, QueueImpl& q) = 0;
   /// Frees device memory the backend retains for reuse (never blocks). Default: none.
   virtual void doReleaseRetainedMemory() noexcept {}
 
+  std::unique_ptr<ParallelPrimitives> primitives_;
+  std::unique_ptr<CopySteps> copySteps_;
   std::mutex cachedMutex_;
   std::vector<std::pair<const void*, std::shared_ptr<Allocation>>> cached_;
   std::atomic<bool> releaseAtExit_{false};

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/copy_steps.hpp"
 #include "backend/region.hpp"
 
 namespace devicearray::detail {
@@ -25,17 +26,17 @@ CopyExtent validateCopy(const CopyDesc& d, const char* fn) {
   return e;
 }
 
-void DeviceImpl::copyByPlan(const CopyDesc& d, QueueImpl& q) {
+void copyByPlan(CopySteps& steps, const CopyDesc& d, QueueImpl& q) {
   const CopyExtent e = validateCopy(d, "copy");
   if (e.count == 0) return;
   const auto bytes = static_cast<std::size_t>(e.bytes);
   if (e.dstPacked && e.srcPacked) {
-    doCopyContiguous(d, bytes, q);
+    steps.contiguous(d, bytes, q);
     return;
   }
-  if (doCopyRect(d, q)) return;
+  if (steps.rect(d, q)) return;
   if (!d.dst.isHost() && !d.src.isHost()) {
-    doCopyStrided(d, q);
+    steps.strided(d, q);
     return;
   }
 
@@ -43,10 +44,10 @@ void DeviceImpl::copyByPlan(const CopyDesc& d, QueueImpl& q) {
   // q's order after the last step that uses it (also when a step throws).
   const bool upload = d.src.isHost();
   if (upload ? e.dstPacked : e.srcPacked) {
-    doCopyHostImage(d, bytes, q);
+    steps.hostImage(d, bytes, q);
     return;
   }
-  std::unique_ptr<Allocation> scratch = doAcquireScratch(bytes, q);
+  std::unique_ptr<Allocation> scratch = steps.acquireScratch(bytes, q);
   std::array<std::int64_t, kMaxDims> packed{};
   packedSteps(d.dims, d.size.data(), d.elemSize, packed.data());
   CopyDesc transfer = d;  // host side <-> scratch image
@@ -57,16 +58,34 @@ void DeviceImpl::copyByPlan(const CopyDesc& d, QueueImpl& q) {
     transfer.dstStep = packed;
     onDevice.src = image;
     onDevice.srcStep = packed;
-    doCopyHostImage(transfer, bytes, q);
-    doCopyStrided(onDevice, q);
+    steps.hostImage(transfer, bytes, q);
+    steps.strided(onDevice, q);
   } else {
     onDevice.dst = image;
     onDevice.dstStep = packed;
     transfer.src = image;
     transfer.srcStep = packed;
-    doCopyStrided(onDevice, q);
-    doCopyHostImage(transfer, bytes, q);
+    steps.strided(onDevice, q);
+    steps.hostImage(transfer, bytes, q);
   }
+}
+
+void DeviceImpl::copy(const CopyDesc& desc, QueueImpl& q) {
+  requireNotForked("device copy");
+  faultPoint(FaultKind::deviceCopy, "copy");
+  copyByPlan(copySteps(), desc, q);
+}
+
+void DeviceImpl::fill(const FillDesc& desc, QueueImpl& q) {
+  requireNotForked("device fill");
+  faultPoint(FaultKind::kernelLaunch, "fill");
+  copySteps().fill(desc, q);
+}
+
+void DeviceImpl::convert(const ConvertDesc& desc, QueueImpl& q) {
+  requireNotForked("device conversion");
+  faultPoint(FaultKind::kernelLaunch, "convert");
+  copySteps().convert(desc, q);
 }
 
 }  // namespace devicearray::detail

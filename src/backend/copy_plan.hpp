@@ -1,15 +1,16 @@
 // The copy planner: how DeviceImpl::copy turns a strided copy into the backend's
-// copy steps (backend.hpp, the doCopy* primitives), in this order:
+// copy steps (copy_steps.hpp), in this order:
 //
-//   both sides packed          -> one contiguous run (doCopyContiguous)
+//   both sides packed          -> one contiguous run (contiguous)
 //   a pitched rectangle        -> the backend's rectangle command, where it has one
-//                                 for this layout (doCopyRect)
-//   device to device           -> the strided copy kernel (doCopyStrided)
+//                                 for this layout (rect)
+//   device to device           -> the strided copy kernel (strided)
 //   host <-> device otherwise  -> staged through a packed image: the device side
 //                                 is gathered into / scattered from scratch memory
 //                                 by the kernel unless it is packed, and the packed
 //                                 image crosses the bus with the host side packed or
-//                                 unpacked in queue order (doCopyHostImage)
+//                                 unpacked in queue order (hostImage; the scratch
+//                                 memory from acquireScratch)
 //
 // Backends decide only what is theirs: which rectangles their command expresses,
 // how host memory is staged (page-locked buffers, host threads, callbacks), what a
@@ -34,5 +35,8 @@ struct CopyExtent {
 /// Validates a copy descriptor (axes, element size, sizes, both sides' bounds; no
 /// host-to-host copies) and measures it. Errors name `fn`.
 CopyExtent validateCopy(const CopyDesc& desc, const char* fn);
+
+/// Validates `desc` (validateCopy) and enqueues it on `q` as the steps above.
+void copyByPlan(CopySteps& steps, const CopyDesc& desc, QueueImpl& q);
 
 }  // namespace devicearray::detail

@@ -13,6 +13,8 @@
 #include <cstdlib>
 
 #include "backend/backend.hpp"
+#include "backend/copy_steps.hpp"
+#include "backend/parallel_primitives.hpp"
 
 namespace devicearray::detail {
 
@@ -35,7 +37,14 @@ void releaseAtExitHandler() { releaseAllCachedMemory(); }
 
 }  // namespace
 
+DeviceImpl::DeviceImpl() = default;
+
 DeviceImpl::~DeviceImpl() { forgetAtExit(); }
+
+void DeviceImpl::setWorkObjects(std::unique_ptr<ParallelPrimitives> primitives, std::unique_ptr<CopySteps> copySteps) {
+  primitives_ = std::move(primitives);
+  copySteps_ = std::move(copySteps);
+}
 
 void DeviceImpl::forgetAtExit() noexcept {
   // In a forked child the list's mutex may be held by a thread that does not exist

@@ -104,6 +104,36 @@ int stridedWordBytes(std::size_t elemSize, std::uint64_t dstBase, std::uint64_t 
   return w;
 }
 
+da_strided_layout stridedLayout(int dims, const std::int64_t* size, const std::int64_t* dstStep,
+                                const std::int64_t* srcStep, std::size_t elemSize, int word) {
+  da_strided_layout layout{};
+  std::uint64_t elements = 1;
+  for (int d = 0; d < dims; ++d) {
+    layout.size[d] = static_cast<std::uint64_t>(size[d]);
+    layout.dstStep[d] = dstStep[d];
+    layout.srcStep[d] = srcStep != nullptr ? srcStep[d] : 0;
+    elements *= static_cast<std::uint64_t>(size[d]);
+  }
+  layout.dims = dims;
+  const auto wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
+  if (wordsPerElement > 1 || dims == 0) {
+    layout.size[dims] = static_cast<std::uint64_t>(wordsPerElement);
+    layout.dstStep[dims] = word;
+    layout.srcStep[dims] = word;
+    ++layout.dims;
+  }
+  layout.total = elements * static_cast<std::uint64_t>(wordsPerElement);
+  if (layout.total < (std::uint64_t{1} << 31)) {
+    for (int a = 0; a < layout.dims; ++a) {
+      da_u32 multiplier = 0, shift = 0;
+      da_fast_div_magic(static_cast<da_u32>(layout.size[a]), &multiplier, &shift);
+      layout.size[a] |= static_cast<std::uint64_t>(multiplier) << 32;
+      layout.shift[a] = static_cast<da_u8>(shift);
+    }
+  }
+  return layout;
+}
+
 void hostStridedCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep, int dims,
                      const std::int64_t* size, std::size_t elemSize) noexcept {
   if (dims == 0) {

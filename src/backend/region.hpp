@@ -1,6 +1,6 @@
 // Arithmetic of strided regions, shared by the core (shapes), the copy planner
 // (copy_plan.cpp) and the backends' copy and fill steps: packedness, bounds, the word
-// width of a strided kernel, and the host loop that packs or unpacks a strided host
+// width and launch layout of a strided kernel, and the host loop that packs or unpacks a strided host
 // region. The one place for each (checked products and sums: checked_math.hpp).
 #pragma once
 
@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/checked_math.hpp"
+#include "backend/strided_layout.h"
 
 namespace devicearray::detail {
 
@@ -62,6 +63,14 @@ bool validateConvert(const ConvertDesc& desc, const char* fn);
 /// step, so that every access is naturally aligned.
 int stridedWordBytes(std::size_t elemSize, std::uint64_t dstBase, std::uint64_t srcBase, int dims,
                      const std::int64_t* dstStep, const std::int64_t* srcStep);
+
+/// The layout of one launch of the strided copy or fill kernels (strided_layout.h):
+/// `size` elements of elemSize bytes moved as words of `word` bytes (stridedWordBytes),
+/// the word within its element appended as the innermost axis where an element has
+/// several, and the fast-division constants of every axis below 2^31 words. A fill
+/// passes no srcStep: its source is the pattern, at the word's offset in the element.
+da_strided_layout stridedLayout(int dims, const std::int64_t* size, const std::int64_t* dstStep,
+                                const std::int64_t* srcStep, std::size_t elemSize, int word);
 
 /// Copies a strided region between two host layouts (packing a strided host source
 /// into a staging image, or unpacking one into a strided host destination). Runs in

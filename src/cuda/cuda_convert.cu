@@ -1,4 +1,4 @@
-// CudaDevice::doConvert: dst = saturate_cast<dst depth>(alpha * src + beta) for
+// The conversion step of the CUDA copy steps (convertDepths): dst = saturate_cast<dst depth>(alpha * src + beta) for
 // every pair of the eight OpenCV depths.
 //
 // Arithmetic follows OpenCV's convertTo (convert_scale.simd.hpp): the product is
@@ -134,14 +134,14 @@ bool preloadConvertRow() noexcept {
 
 }  // namespace
 
-void CudaDevice::doConvert(const ConvertDesc& desc, QueueImpl& q) {
+void convertDepths(CudaDevice& device, const ConvertDesc& desc, QueueImpl& q) {
   static constexpr const char* kFn = "convert";
-  cudaStream_t stream = streamOf(q, kFn);
+  cudaStream_t stream = device.streamOf(q, kFn);
   if (!validateConvert(desc, kFn)) return;
   const int s = static_cast<int>(desc.srcDepth), d = static_cast<int>(desc.dstDepth);
-  const char* src = address(desc.src, kFn);
-  char* dst = address(desc.dst, kFn);
-  DeviceGuard guard(ordinal_);
+  const char* src = device.address(desc.src, kFn);
+  char* dst = device.address(desc.dst, kFn);
+  DeviceGuard guard(device.ordinal());
   kTable[s][d](src, desc.srcStep, dst, desc.dstStep, desc.rows, desc.values, desc.alpha, desc.beta, stream);
   check(cudaGetLastError(), "convert: kernel launch");
 }

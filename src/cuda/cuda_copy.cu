@@ -1,5 +1,5 @@
-// The CUDA copy steps (backend/copy_plan.hpp chooses them) and CudaDevice::doFill:
-// the copy engine, pinned staging, the strided copy kernel and the pattern fill.
+// The CUDA copy steps (backend/copy_steps.hpp; backend/copy_plan.hpp chooses them)
+// and the pattern fill: the copy engine, pinned staging, the strided copy kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -7,71 +7,77 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "backend/copy_steps.hpp"
 #include "cuda/cuda_device.hpp"
 #include "cuda/host_copy_threads.hpp"
 #include "cuda/kernel_registry.hpp"
 #include "backend/region.hpp"
 #include "cuda/strided_copy.hpp"
-#include "cuda/strided_kernels.cuh"
+#include "kernels/strided_copy.h"
 
 namespace devicearray::detail::cuda {
 namespace {
-constexpr int kThreads = 256;
-}  // namespace
 
-namespace {
+using StridedCopyKernel = void (*)(da_u8*, const da_u8*, da_strided_layout);
+using StridedFillKernel = void (*)(da_u8*, da_strided_layout, da_fill_pattern);
 
-template <class Word>
-void launchWords(bool fill, bool small, const StridedParams& p, dim3 grid, dim3 block, cudaStream_t stream) {
-  if (fill) {
-    if (small) stridedFillKernel<Word, true><<<grid, block, 0, stream>>>(p);
-    else stridedFillKernel<Word, false><<<grid, block, 0, stream>>>(p);
-  } else {
-    if (small) stridedCopyKernel<Word, true><<<grid, block, 0, stream>>>(p);
-    else stridedCopyKernel<Word, false><<<grid, block, 0, stream>>>(p);
-  }
+/// The instances of one word width (kernels/strided_copy.h): [0] below 2^31 words, [1] any.
+struct StridedKernels {
+  int wordBytes;
+  StridedCopyKernel copy[2];
+  StridedFillKernel fill[2];
+};
+
+#define DA_CUDA_STRIDED_INSTANCES(bytes, Word, groups)                              \
+  StridedKernels{bytes,                                                     \
+                 {&da_strided_copy_##bytes##_i32, &da_strided_copy_##bytes##_i64}, \
+                 {&da_strided_fill_##bytes##_i32, &da_strided_fill_##bytes##_i64}},
+constexpr StridedKernels kStridedKernels[] = {DA_STRIDED_WORDS(DA_CUDA_STRIDED_INSTANCES)};
+#undef DA_CUDA_STRIDED_INSTANCES
+
+const StridedKernels& stridedKernelsOf(int wordBytes) {
+  for (const StridedKernels& k : kStridedKernels)
+    if (k.wordBytes == wordBytes) return k;
+  return kStridedKernels[std::size(kStridedKernels) - 1];
 }
 
-template <class Word>
-bool preloadWords() noexcept {
-  return registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, true>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedCopyKernel<Word, false>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, true>)) &&
-         registerPreload(reinterpret_cast<const void*>(&stridedFillKernel<Word, false>));
+bool preloadStridedKernels() noexcept {
+  for (const StridedKernels& k : kStridedKernels)
+    for (int index = 0; index < 2; ++index)
+      if (!registerPreload(reinterpret_cast<const void*>(k.copy[index])) ||
+          !registerPreload(reinterpret_cast<const void*>(k.fill[index])))
+        return false;
+  return true;
 }
 
-// Every instantiation launchWords can pick, loaded with the device (kernel_registry.hpp).
-[[maybe_unused]] const bool kStridedKernelsRegistered = preloadWords<uint4>() && preloadWords<unsigned long long>() &&
-                                                         preloadWords<unsigned int>() &&
-                                                         preloadWords<unsigned short>() &&
-                                                         preloadWords<unsigned char>();
+// Every instance a launch can pick, loaded with the device (kernel_registry.hpp).
+[[maybe_unused]] const bool kStridedKernelsRegistered = preloadStridedKernels();
 
-/// Launches the strided copy (fill == false) or fill kernel over p.total words.
-void launchStrided(bool fill, StridedParams& p, int word, cudaStream_t stream, const char* function) {
-  if (p.total == 0) return;
-  const std::uint64_t perBlock = static_cast<std::uint64_t>(kThreads) * kWordsPerThread;
-  const std::uint64_t blocks64 = (p.total + perBlock - 1) / perBlock;
-  if (blocks64 > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-    fail(ErrorCode::Unsupported, std::string(function) + ": " + std::to_string(p.total) +
+/// Launches the strided copy kernel, or the fill kernel with `pattern`, over the
+/// layout's words (in blocks of DA_STRIDED_GROUP work items).
+void launchStrided(const da_strided_layout& layout, int word, char* dst, const char* src,
+                   const da_fill_pattern* pattern, cudaStream_t stream, const char* function) {
+  if (layout.total == 0) return;
+  constexpr std::uint64_t kPerBlock = std::uint64_t{DA_STRIDED_GROUP} * DA_STRIDED_WORDS_PER_ITEM;
+  const std::uint64_t blocks = (layout.total + kPerBlock - 1) / kPerBlock;
+  if (blocks > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    fail(ErrorCode::Unsupported, std::string(function) + ": " + std::to_string(layout.total) +
                                      " words exceed one kernel launch");
-  const bool small = p.total < (std::uint64_t{1} << 31);
-  if (small)
-    for (int d = 0; d < p.dims; ++d) p.div[d] = FastDivmod(static_cast<std::uint32_t>(p.size[d]));
-  const dim3 grid(static_cast<unsigned>(blocks64));
-  const dim3 block(kThreads);
-  switch (word) {
-    case 16: launchWords<uint4>(fill, small, p, grid, block, stream); break;
-    case 8: launchWords<unsigned long long>(fill, small, p, grid, block, stream); break;
-    case 4: launchWords<unsigned int>(fill, small, p, grid, block, stream); break;
-    case 2: launchWords<unsigned short>(fill, small, p, grid, block, stream); break;
-    default: launchWords<unsigned char>(fill, small, p, grid, block, stream); break;
-  }
+  const int index = layout.total < (std::uint64_t{1} << 31) ? 0 : 1;
+  const StridedKernels& kernels = stridedKernelsOf(word);
+  auto* d = reinterpret_cast<da_u8*>(dst);
+  if (pattern != nullptr)
+    kernels.fill[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(d, layout, *pattern);
+  else
+    kernels.copy[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(
+        d, reinterpret_cast<const da_u8*>(src), layout);
   check(cudaGetLastError(), function);
 }
 
@@ -81,26 +87,8 @@ void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, 
                        int dims, const std::int64_t* size, std::size_t elemSize, cudaStream_t stream) {
   const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst),
                                     reinterpret_cast<std::uintptr_t>(src), dims, dstStep, srcStep);
-  StridedParams p;
-  p.dst = dst;
-  p.src = src;
-  p.dims = dims;
-  std::uint64_t total = 1;
-  for (int d = 0; d < dims; ++d) {
-    p.size[d] = size[d];
-    p.dstStep[d] = dstStep[d];
-    p.srcStep[d] = srcStep[d];
-    total *= static_cast<std::uint64_t>(size[d]);
-  }
-  const std::int64_t wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
-  if (wordsPerElement > 1 || dims == 0) {
-    p.size[p.dims] = wordsPerElement;
-    p.dstStep[p.dims] = word;
-    p.srcStep[p.dims] = word;
-    ++p.dims;
-  }
-  p.total = total * static_cast<std::uint64_t>(wordsPerElement);
-  launchStrided(false, p, word, stream, "copy: strided copy kernel launch");
+  launchStrided(stridedLayout(dims, size, dstStep, srcStep, elemSize, word), word, dst, src, nullptr, stream,
+                "copy: strided copy kernel launch");
 }
 
 namespace {
@@ -251,6 +239,49 @@ class EventSet {
   std::vector<cudaEvent_t> events_;
 };
 
+/// Idle non-blocking streams of one device, on which the host side of a pipelined
+/// staging runs. A transfer reserves one (acquire) and gives it back once enqueued
+/// (release); transfers never share a busy side stream, which would order unrelated
+/// user streams after each other. Kept for reuse: as many as transfers ever ran at
+/// once on the device (the steps, like the device, live until the process ends).
+class StagingStreams {
+ public:
+  explicit StagingStreams(int ordinal) : ordinal_(ordinal) {}
+
+  cudaStream_t acquire() {
+    DeviceGuard guard(ordinal_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        // Idle: every transfer that used it has finished its host side.
+        if (cudaStreamQuery(*it) == cudaSuccess) {
+          cudaStream_t stream = *it;
+          idle_.erase(it);
+          return stream;
+        }
+        (void)cudaGetLastError();
+      }
+    }
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    return stream;
+  }
+
+  void release(cudaStream_t stream) noexcept {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_.push_back(stream);
+    } catch (...) {
+      // Not pooled: left to the process's end rather than destroyed while busy.
+    }
+  }
+
+ private:
+  int ordinal_;
+  std::mutex mutex_;
+  std::vector<cudaStream_t> idle_;
+};
+
 /// Makes `stream` wait for everything enqueued on `side` so far: joins the staging
 /// stream back into the caller's stream (also when an error cut the sequence short,
 /// so staging buffers are never returned while the host side still uses them), then
@@ -259,8 +290,8 @@ class EventSet {
 /// memory must not be touched after a call has failed.
 class JoinOnExit {
  public:
-  JoinOnExit(CudaDevice& device, cudaStream_t stream, cudaStream_t side, cudaEvent_t event)
-      : device_(device), stream_(stream), side_(side), event_(event), exceptions_(std::uncaught_exceptions()) {}
+  JoinOnExit(StagingStreams& streams, cudaStream_t stream, cudaStream_t side, cudaEvent_t event)
+      : streams_(streams), stream_(stream), side_(side), event_(event), exceptions_(std::uncaught_exceptions()) {}
   JoinOnExit(const JoinOnExit&) = delete;
   JoinOnExit& operator=(const JoinOnExit&) = delete;
   ~JoinOnExit() {
@@ -271,51 +302,22 @@ class JoinOnExit {
       (void)cudaStreamSynchronize(side_);
       (void)cudaGetLastError();
     }
-    device_.releaseStagingStream(side_);
+    streams_.release(side_);
   }
 
  private:
-  CudaDevice& device_;
+  StagingStreams& streams_;
   cudaStream_t stream_;
   cudaStream_t side_;
   cudaEvent_t event_;
   int exceptions_;
 };
 
-}  // namespace
-
-cudaStream_t CudaDevice::acquireStagingStream() {
-  DeviceGuard guard(ordinal_);
-  {
-    std::lock_guard<std::mutex> lock(stagingMutex_);
-    for (auto it = stagingStreams_.begin(); it != stagingStreams_.end(); ++it) {
-      // Idle: every transfer that used it has finished its host side.
-      if (cudaStreamQuery(*it) == cudaSuccess) {
-        cudaStream_t stream = *it;
-        stagingStreams_.erase(it);
-        return stream;
-      }
-      (void)cudaGetLastError();
-    }
-  }
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  return stream;
-}
-
-void CudaDevice::releaseStagingStream(cudaStream_t stream) noexcept {
-  // Kept for reuse (as many as transfers ever ran at once on this device; the
-  // device object, and so its streams, live until the process ends).
-  try {
-    std::lock_guard<std::mutex> lock(stagingMutex_);
-    stagingStreams_.push_back(stream);
-  } catch (...) {
-    // Not pooled: left to the process's end rather than destroyed while busy.
-  }
-}
-
-void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind,
-                                cudaStream_t stream) {
+/// Contiguous pageable host memory <-> device memory through page-locked staging
+/// buffers, pipelined: the host copy of one chunk (split over host threads) overlaps
+/// the DMA of the previous one. In stream order on `stream`; never blocks the host.
+void stagedTransfer(CudaDevice& device, StagingStreams& streams, char* dst, const char* src, std::size_t bytes,
+                    cudaMemcpyKind kind, cudaStream_t stream) {
   // Chunks: about a quarter of the transfer, 512 KiB to 8 MiB, so that even a
   // 2 MiB transfer overlaps host copies with DMA and a large one keeps the
   // per-chunk overhead (two events, a callback) below 1% of the chunk's time.
@@ -328,12 +330,12 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
 
   std::vector<std::unique_ptr<StagingLease>> buffers;
   for (std::size_t i = 0; i < slots; ++i)
-    buffers.push_back(std::make_unique<StagingLease>(stagingPool(), std::min(chunk, bytes), stream));
+    buffers.push_back(std::make_unique<StagingLease>(device.stagingPool(), std::min(chunk, bytes), stream));
   // hostDone[s]: the host copy into / out of slot s finished (staging stream);
   // dmaDone[s]: the transfer of slot s finished (caller's stream).
-  EventSet hostDone(*this, slots), dmaDone(*this, slots), join(*this, 2);
-  cudaStream_t side = acquireStagingStream();
-  const JoinOnExit joinOnExit(*this, stream, side, join[1]);  // before the leases return their buffers
+  EventSet hostDone(device, slots), dmaDone(device, slots), join(device, 2);
+  cudaStream_t side = streams.acquire();
+  const JoinOnExit joinOnExit(streams, stream, side, join[1]);  // before the leases return their buffers
 
   // The host side starts after the caller's earlier work (e.g. a download into the
   // memory this upload reads).
@@ -366,196 +368,196 @@ void CudaDevice::stagedTransfer(char* dst, const char* src, std::size_t bytes, c
   // return the buffers in the caller's stream order.
 }
 
-namespace {
-
 cudaMemcpyKind kindOf(const CopyDesc& desc) {
   return desc.src.isHost() ? cudaMemcpyHostToDevice : desc.dst.isHost() ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
 }
 
+/// The CUDA copy steps (backend/copy_steps.hpp): the copy engine for runs and
+/// page-locked pitched rows, pinned pipelined staging of pageable memory, the strided
+/// kernel for everything else; fills by memset where a byte repeats, else the kernel.
+class CudaCopySteps final : public CopySteps {
+ public:
+  explicit CudaCopySteps(CudaDevice& device) : device_(device), streams_(device.ordinal()) {}
+
+  void contiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override {
+    cudaStream_t stream = device_.streamOf(q, "copy");
+    char* dst = device_.address(desc.dst, "copy");
+    char* src = device_.address(desc.src, "copy");
+    DeviceGuard guard(device_.ordinal());
+    const cudaMemcpyKind kind = kindOf(desc);
+    // Pageable host memory under stream semantics is staged through page-locked
+    // buffers in stream order: the driver would otherwise block the host until the
+    // stream reaches the copy (a device-to-host copy behind a slow kernel). The
+    // pipelined staging also beats the driver's own pageable path (one thread, no
+    // overlap) for the blocking overloads (hostMayBlock), from a megabyte up.
+    const bool pageable = kind != cudaMemcpyDeviceToDevice && !isPageLocked(desc.src.isHost() ? src : dst);
+    if (pageable && (!desc.hostMayBlock || bytes >= (std::size_t{1} << 20))) {
+      stagedTransfer(device_, streams_, dst, src, bytes, kind, stream);
+      return;
+    }
+    check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
+  }
+
+  bool rect(const CopyDesc& desc, QueueImpl& q) override {
+    // One strided axis with the host involved: the copy engine. Device-to-device
+    // copies always use the kernel, which keeps pitched rows near contiguous
+    // bandwidth where cudaMemcpy2DAsync does not (docs/PERFORMANCE.md).
+    // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
+    // driver stages it synchronously (blocking the host), and a driver was seen to
+    // drop an odd-offset pitched upload from pageable memory. Pageable memory takes
+    // the pinned staging of hostImage instead.
+    if (desc.dims != 1 || desc.dst.isHost() == desc.src.isHost() ||
+        !fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, device_.maxPitch()))
+      return false;
+    cudaStream_t stream = device_.streamOf(q, "copy");
+    char* dst = device_.address(desc.dst, "copy");
+    char* src = device_.address(desc.src, "copy");
+    if (!isPageLocked(desc.src.isHost() ? src : dst)) return false;
+    DeviceGuard guard(device_.ordinal());
+    check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
+                            static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
+                            static_cast<std::size_t>(desc.size[0]), kindOf(desc), stream),
+          "cudaMemcpy2DAsync");
+    return true;
+  }
+
+  void strided(const CopyDesc& desc, QueueImpl& q) override {
+    cudaStream_t stream = device_.streamOf(q, "copy");
+    char* dst = device_.address(desc.dst, "copy");
+    char* src = device_.address(desc.src, "copy");
+    DeviceGuard guard(device_.ordinal());
+    stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), desc.dims, desc.size.data(), desc.elemSize,
+                      stream);
+  }
+
+  void hostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override {
+    cudaStream_t stream = device_.streamOf(q, "copy");
+    char* dst = device_.address(desc.dst, "copy");
+    char* src = device_.address(desc.src, "copy");
+    DeviceGuard guard(device_.ordinal());
+    const bool upload = desc.src.isHost();
+    const int dims = desc.dims;
+    const std::int64_t* size = desc.size.data();
+    const bool hostPacked = isPacked(dims, size, upload ? desc.srcStep.data() : desc.dstStep.data(), desc.elemSize);
+    // Pageable memory under stream semantics goes through a page-locked buffer too
+    // (see contiguous).
+    const bool stageHost = !desc.hostMayBlock && !isPageLocked(upload ? src : dst);
+    if (hostPacked && !stageHost) {
+      check(cudaMemcpyAsync(dst, src, bytes, kindOf(desc), stream), "cudaMemcpyAsync");
+      return;
+    }
+    std::int64_t packed[kMaxDims] = {};
+    packedSteps(dims, size, desc.elemSize, packed);
+    auto job = std::make_unique<HostCopyJob>();
+    job->dims = dims;
+    job->elemSize = desc.elemSize;
+    std::copy(size, size + dims, job->size);
+    if (upload) {
+      StagingLease staging(device_.stagingPool(), bytes, stream);
+      std::copy(packed, packed + dims, job->dstStep);
+      std::copy(desc.srcStep.data(), desc.srcStep.data() + dims, job->srcStep);
+      job->dst = staging.data();
+      job->src = src;
+      enqueueHostJob(job.release(), stream);  // packs when the stream reaches it: earlier writes to src are visible
+      check(cudaMemcpyAsync(dst, staging.data(), bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      return;  // the lease returns the buffer in stream order, after the transfer
+    }
+    StagingLease staging(device_.stagingPool(), bytes, stream);
+    check(cudaMemcpyAsync(staging.data(), src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    std::copy(desc.dstStep.data(), desc.dstStep.data() + dims, job->dstStep);
+    std::copy(packed, packed + dims, job->srcStep);
+    job->dst = dst;
+    job->src = staging.data();
+    staging.transferTo(*job);
+    enqueueHostJob(job.release(), stream);  // throws (and the lease returns the buffer) if it could not be enqueued
+    staging.transferred();
+  }
+
+  std::unique_ptr<Allocation> acquireScratch(std::size_t bytes, QueueImpl& q) override {
+    cudaStream_t stream = device_.streamOf(q, "copy");
+    DeviceGuard guard(device_.ordinal());
+    return std::make_unique<CudaScratch>(device_, bytes, stream);
+  }
+
+  void fill(const FillDesc& desc, QueueImpl& q) override {
+    static constexpr const char* kFn = "fill";
+    cudaStream_t stream = device_.streamOf(q, kFn);
+    if (validateFill(desc, kFn) == 0) return;
+    char* dst = device_.address(desc.dst, kFn);
+
+    // Normalize: drop unit axes and merge axes that continue each other.
+    int dims = 0;
+    std::int64_t size[kMaxDims] = {}, step[kMaxDims] = {};
+    for (int d = 0; d < desc.dims; ++d) {
+      if (desc.size[d] == 1) continue;
+      if (dims > 0 && step[dims - 1] == desc.size[d] * desc.step[d]) {
+        size[dims - 1] *= desc.size[d];
+        step[dims - 1] = desc.step[d];
+        continue;
+      }
+      size[dims] = desc.size[d];
+      step[dims] = desc.step[d];
+      ++dims;
+    }
+    std::size_t elemSize = desc.elemSize;
+    std::array<unsigned char, 32> pattern = desc.pattern;
+    DeviceGuard guard(device_.ordinal());
+
+    const bool oneByte = std::all_of(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(elemSize),
+                                     [&](unsigned char b) { return b == pattern[0]; });
+    if (oneByte) {
+      // Fold a contiguous innermost axis into the run, then use memset where the
+      // remaining shape is a run or a pitched 2-D block.
+      std::size_t run = elemSize;
+      int outer = dims;
+      if (dims > 0 && step[dims - 1] == static_cast<std::int64_t>(elemSize)) {
+        run = static_cast<std::size_t>(size[dims - 1]) * elemSize;
+        outer = dims - 1;
+      }
+      if (outer == 0) {
+        check(cudaMemsetAsync(dst, pattern[0], run, stream), "cudaMemsetAsync");
+        return;
+      }
+      if (outer == 1 && step[0] >= static_cast<std::int64_t>(run) &&
+          static_cast<std::uint64_t>(step[0]) <= device_.maxPitch()) {
+        check(cudaMemset2DAsync(dst, static_cast<std::size_t>(step[0]), pattern[0], run,
+                                static_cast<std::size_t>(size[0]), stream),
+              "cudaMemset2DAsync");
+        return;
+      }
+    }
+
+    // Widen a short pattern over a contiguous innermost axis (e.g. a 4-byte float
+    // repeated into 16 bytes) so the kernel can store full 16-byte words.
+    if (dims > 0 && step[dims - 1] == static_cast<std::int64_t>(elemSize)) {
+      for (std::size_t target : {std::size_t{16}, std::size_t{8}, std::size_t{4}}) {
+        if (target <= elemSize || target % elemSize != 0) continue;
+        const auto factor = static_cast<std::int64_t>(target / elemSize);
+        if (size[dims - 1] % factor != 0) continue;
+        for (std::size_t i = elemSize; i < target; ++i) pattern[i] = pattern[i % elemSize];
+        size[dims - 1] /= factor;
+        step[dims - 1] = static_cast<std::int64_t>(target);
+        elemSize = target;
+        break;
+      }
+    }
+
+    const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst), 0, dims, step, step);
+    da_fill_pattern fillPattern;
+    std::memcpy(fillPattern.bytes, pattern.data(), sizeof fillPattern.bytes);
+    launchStrided(stridedLayout(dims, size, step, nullptr, elemSize, word), word, dst, nullptr, &fillPattern, stream,
+                  "fill: strided fill kernel launch");
+  }
+
+  void convert(const ConvertDesc& desc, QueueImpl& q) override { convertDepths(device_, desc, q); }
+
+ private:
+  CudaDevice& device_;
+  StagingStreams streams_;
+};
+
 }  // namespace
 
-void CudaDevice::doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) {
-  cudaStream_t stream = streamOf(q, "copy");
-  char* dst = address(desc.dst, "copy");
-  char* src = address(desc.src, "copy");
-  DeviceGuard guard(ordinal_);
-  const cudaMemcpyKind kind = kindOf(desc);
-  // Pageable host memory under stream semantics is staged through page-locked
-  // buffers in stream order: the driver would otherwise block the host until the
-  // stream reaches the copy (a device-to-host copy behind a slow kernel). The
-  // pipelined staging also beats the driver's own pageable path (one thread, no
-  // overlap) for the blocking overloads (hostMayBlock), from a megabyte up.
-  const bool pageable = kind != cudaMemcpyDeviceToDevice && !isPageLocked(desc.src.isHost() ? src : dst);
-  if (pageable && (!desc.hostMayBlock || bytes >= (std::size_t{1} << 20))) {
-    stagedTransfer(dst, src, bytes, kind, stream);
-    return;
-  }
-  check(cudaMemcpyAsync(dst, src, bytes, kind, stream), "cudaMemcpyAsync");
-}
-
-bool CudaDevice::doCopyRect(const CopyDesc& desc, QueueImpl& q) {
-  // One strided axis with the host involved: the copy engine. Device-to-device
-  // copies always use the kernel, which keeps pitched rows near contiguous
-  // bandwidth where cudaMemcpy2DAsync does not (docs/PERFORMANCE.md).
-  // cudaMemcpy2DAsync only for page-locked host memory: with pageable memory the
-  // driver stages it synchronously (blocking the host), and a driver was seen to
-  // drop an odd-offset pitched upload from pageable memory. Pageable memory takes
-  // the pinned staging of doCopyHostImage instead.
-  if (desc.dims != 1 || desc.dst.isHost() == desc.src.isHost() ||
-      !fitsMemcpy2D(desc.dstStep[0], desc.srcStep[0], desc.elemSize, maxPitch_))
-    return false;
-  cudaStream_t stream = streamOf(q, "copy");
-  char* dst = address(desc.dst, "copy");
-  char* src = address(desc.src, "copy");
-  if (!isPageLocked(desc.src.isHost() ? src : dst)) return false;
-  DeviceGuard guard(ordinal_);
-  check(cudaMemcpy2DAsync(dst, static_cast<std::size_t>(desc.dstStep[0]), src,
-                          static_cast<std::size_t>(desc.srcStep[0]), desc.elemSize,
-                          static_cast<std::size_t>(desc.size[0]), kindOf(desc), stream),
-        "cudaMemcpy2DAsync");
-  return true;
-}
-
-void CudaDevice::doCopyStrided(const CopyDesc& desc, QueueImpl& q) {
-  cudaStream_t stream = streamOf(q, "copy");
-  char* dst = address(desc.dst, "copy");
-  char* src = address(desc.src, "copy");
-  DeviceGuard guard(ordinal_);
-  stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), desc.dims, desc.size.data(), desc.elemSize,
-                    stream);
-}
-
-void CudaDevice::doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) {
-  cudaStream_t stream = streamOf(q, "copy");
-  char* dst = address(desc.dst, "copy");
-  char* src = address(desc.src, "copy");
-  DeviceGuard guard(ordinal_);
-  const bool upload = desc.src.isHost();
-  const int dims = desc.dims;
-  const std::int64_t* size = desc.size.data();
-  const bool hostPacked = isPacked(dims, size, upload ? desc.srcStep.data() : desc.dstStep.data(), desc.elemSize);
-  // Pageable memory under stream semantics goes through a page-locked buffer too
-  // (see doCopyContiguous).
-  const bool stageHost = !desc.hostMayBlock && !isPageLocked(upload ? src : dst);
-  if (hostPacked && !stageHost) {
-    check(cudaMemcpyAsync(dst, src, bytes, kindOf(desc), stream), "cudaMemcpyAsync");
-    return;
-  }
-  std::int64_t packed[kMaxDims] = {};
-  packedSteps(dims, size, desc.elemSize, packed);
-  auto job = std::make_unique<HostCopyJob>();
-  job->dims = dims;
-  job->elemSize = desc.elemSize;
-  std::copy(size, size + dims, job->size);
-  if (upload) {
-    StagingLease staging(stagingPool(), bytes, stream);
-    std::copy(packed, packed + dims, job->dstStep);
-    std::copy(desc.srcStep.data(), desc.srcStep.data() + dims, job->srcStep);
-    job->dst = staging.data();
-    job->src = src;
-    enqueueHostJob(job.release(), stream);  // packs when the stream reaches it: earlier writes to src are visible
-    check(cudaMemcpyAsync(dst, staging.data(), bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-    return;  // the lease returns the buffer in stream order, after the transfer
-  }
-  StagingLease staging(stagingPool(), bytes, stream);
-  check(cudaMemcpyAsync(staging.data(), src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-  std::copy(desc.dstStep.data(), desc.dstStep.data() + dims, job->dstStep);
-  std::copy(packed, packed + dims, job->srcStep);
-  job->dst = dst;
-  job->src = staging.data();
-  staging.transferTo(*job);
-  enqueueHostJob(job.release(), stream);  // throws (and the lease returns the buffer) if it could not be enqueued
-  staging.transferred();
-}
-
-std::unique_ptr<Allocation> CudaDevice::doAcquireScratch(std::size_t bytes, QueueImpl& q) {
-  cudaStream_t stream = streamOf(q, "copy");
-  DeviceGuard guard(ordinal_);
-  return std::make_unique<CudaScratch>(*this, bytes, stream);
-}
-
-void CudaDevice::doFill(const FillDesc& desc, QueueImpl& q) {
-  static constexpr const char* kFn = "fill";
-  cudaStream_t stream = streamOf(q, kFn);
-  if (validateFill(desc, kFn) == 0) return;
-  char* dst = address(desc.dst, kFn);
-
-  // Normalize: drop unit axes and merge axes that continue each other.
-  int dims = 0;
-  std::int64_t size[kMaxDims] = {}, step[kMaxDims] = {};
-  for (int d = 0; d < desc.dims; ++d) {
-    if (desc.size[d] == 1) continue;
-    if (dims > 0 && step[dims - 1] == desc.size[d] * desc.step[d]) {
-      size[dims - 1] *= desc.size[d];
-      step[dims - 1] = desc.step[d];
-      continue;
-    }
-    size[dims] = desc.size[d];
-    step[dims] = desc.step[d];
-    ++dims;
-  }
-  std::size_t elemSize = desc.elemSize;
-  std::array<unsigned char, 32> pattern = desc.pattern;
-  DeviceGuard guard(ordinal_);
-
-  const bool oneByte = std::all_of(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(elemSize),
-                                   [&](unsigned char b) { return b == pattern[0]; });
-  if (oneByte) {
-    // Fold a contiguous innermost axis into the run, then use memset where the
-    // remaining shape is a run or a pitched 2-D block.
-    std::size_t run = elemSize;
-    int outer = dims;
-    if (dims > 0 && step[dims - 1] == static_cast<std::int64_t>(elemSize)) {
-      run = static_cast<std::size_t>(size[dims - 1]) * elemSize;
-      outer = dims - 1;
-    }
-    if (outer == 0) {
-      check(cudaMemsetAsync(dst, pattern[0], run, stream), "cudaMemsetAsync");
-      return;
-    }
-    if (outer == 1 && step[0] >= static_cast<std::int64_t>(run) &&
-        static_cast<std::uint64_t>(step[0]) <= maxPitch_) {
-      check(cudaMemset2DAsync(dst, static_cast<std::size_t>(step[0]), pattern[0], run,
-                              static_cast<std::size_t>(size[0]), stream),
-            "cudaMemset2DAsync");
-      return;
-    }
-  }
-
-  // Widen a short pattern over a contiguous innermost axis (e.g. a 4-byte float
-  // repeated into 16 bytes) so the kernel can store full 16-byte words.
-  if (dims > 0 && step[dims - 1] == static_cast<std::int64_t>(elemSize)) {
-    for (std::size_t target : {std::size_t{16}, std::size_t{8}, std::size_t{4}}) {
-      if (target <= elemSize || target % elemSize != 0) continue;
-      const auto factor = static_cast<std::int64_t>(target / elemSize);
-      if (size[dims - 1] % factor != 0) continue;
-      for (std::size_t i = elemSize; i < target; ++i) pattern[i] = pattern[i % elemSize];
-      size[dims - 1] /= factor;
-      step[dims - 1] = static_cast<std::int64_t>(target);
-      elemSize = target;
-      break;
-    }
-  }
-
-  const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst), 0, dims, step, step);
-  StridedParams p;
-  p.dst = dst;
-  p.dims = dims;
-  std::uint64_t total = 1;
-  for (int d = 0; d < dims; ++d) {
-    p.size[d] = size[d];
-    p.dstStep[d] = step[d];
-    p.srcStep[d] = 0;
-    total *= static_cast<std::uint64_t>(size[d]);
-  }
-  const auto wordsPerElement = static_cast<std::int64_t>(elemSize) / word;
-  p.size[p.dims] = wordsPerElement;
-  p.dstStep[p.dims] = word;
-  p.srcStep[p.dims] = word;  // byte offset inside the pattern
-  ++p.dims;
-  p.total = total * static_cast<std::uint64_t>(wordsPerElement);
-  std::memcpy(p.pattern, pattern.data(), pattern.size());
-  launchStrided(true, p, word, stream, "fill: strided fill kernel launch");
-}
+std::unique_ptr<CopySteps> makeCopySteps(CudaDevice& device) { return std::make_unique<CudaCopySteps>(device); }
 
 }  // namespace devicearray::detail::cuda

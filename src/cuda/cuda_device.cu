@@ -275,8 +275,9 @@ CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
     : ordinal_(ordinal),
       model_(prop.name),
       totalMemory_(prop.totalGlobalMem),
-      maxPitch_(prop.memPitch),
-      primitives_(makePrimitives(*this)) {}
+      maxPitch_(prop.memPitch) {
+  setWorkObjects(makePrimitives(*this), makeCopySteps(*this));
+}
 
 void* CudaDevice::nativeContext() {
   using GetCurrent = CUresult (*)(CUcontext*);

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
+#include "kernels/prelude.h"
 
 namespace devicearray::detail::cuda {
 
@@ -85,23 +87,15 @@ class DeviceGuard {
 };
 
 /// Division by a run-time constant with one multiply-high and one shift, exact for
-/// dividends and divisors below 2^31 (index decomposition in the copy, fill and
-/// convert kernels, where a hardware 64-bit division would dominate).
+/// dividends and divisors below 2^31 (index decomposition in the convert kernels,
+/// where a hardware 64-bit division would dominate; the constants: da_fast_div_magic).
 struct FastDivmod {
   std::uint32_t divisor = 1;
   std::uint32_t multiplier = 0;
   std::uint32_t shift = 0;
 
   FastDivmod() = default;
-  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) {
-    if (d > 1) {
-      std::uint32_t log2Ceil = 0;
-      while ((std::uint64_t{1} << log2Ceil) < d) ++log2Ceil;
-      const std::uint32_t p = 31 + log2Ceil;
-      multiplier = static_cast<std::uint32_t>(((std::uint64_t{1} << p) + d - 1) / d);
-      shift = p - 32;
-    }
-  }
+  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) { da_fast_div_magic(d, &multiplier, &shift); }
   __host__ __device__ std::uint32_t div(std::uint32_t n) const {
     if (divisor == 1) return n;
 #if defined(__CUDA_ARCH__)
@@ -209,7 +203,6 @@ class CudaDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override;
-  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals used by the other backend files ----
   /// "cuda:N", for messages.
@@ -233,16 +226,6 @@ class CudaDevice final : public DeviceImpl {
     releaseAtExit();
     return staging_;
   }
-  /// A non-blocking stream of this device, idle and reserved for the caller, on
-  /// which the host side of one pipelined staging runs; give it back with
-  /// releaseStagingStream once the transfer is enqueued. Transfers never share a
-  /// busy side stream: that would order unrelated user streams after each other.
-  cudaStream_t acquireStagingStream();
-  void releaseStagingStream(cudaStream_t stream) noexcept;
-  /// Contiguous pageable host memory <-> device memory through page-locked staging
-  /// buffers, pipelined: the host copy of one chunk (split over host threads) overlaps
-  /// the DMA of the previous one. In stream order on `stream`; never blocks the host.
-  void stagedTransfer(char* dst, const char* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
   std::size_t maxPitch() const { return maxPitch_; }
   /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
   int blockSizeFor(const void* kernel, const char* name);
@@ -259,16 +242,8 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  // The copy steps (cuda_copy.cu).
-  void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  bool doCopyRect(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyStrided(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) override;
   /// cuda_peer.cu: copies from another CUDA device (peer copy engine or kernel).
   bool doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice, QueueImpl& q) override;
-  void doFill(const FillDesc& desc, QueueImpl& q) override;
-  void doConvert(const ConvertDesc& desc, QueueImpl& q) override;
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
   /// Frees the retained staging buffers and hands the pool's unused memory back.
   void doReleaseRetainedMemory() noexcept override;
@@ -282,8 +257,6 @@ class CudaDevice final : public DeviceImpl {
 
   std::once_flag sdkOnce_;
   std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
-  std::mutex stagingMutex_;
-  std::vector<cudaStream_t> stagingStreams_;  ///< side streams not reserved by a transfer
   std::shared_ptr<QueueImpl> libraryQueue_;
   std::once_flag poolOnce_;
   std::atomic<cudaMemPool_t> pool_{nullptr};  ///< read by the exit handler too
@@ -295,8 +268,12 @@ class CudaDevice final : public DeviceImpl {
   std::unordered_map<const void*, int> blockSizes_;
 
   PinnedStagingPool staging_;
-  std::unique_ptr<ParallelPrimitives> primitives_;
 };
+
+/// The copy, fill and conversion steps of `device` (cuda_copy.cu).
+std::unique_ptr<CopySteps> makeCopySteps(CudaDevice& device);
+/// The conversion step: one launch of the depth pair's kernel (cuda_convert.cu).
+void convertDepths(CudaDevice& device, const ConvertDesc& desc, QueueImpl& q);
 
 /// CUB's scan, radix sort and reductions on `device` (cuda_primitives.cu).
 std::unique_ptr<ParallelPrimitives> makePrimitives(CudaDevice& device);

@@ -5,7 +5,7 @@
 //   * both sides one contiguous run  -> cudaMemcpyPeerAsync;
 //   * the destination can read the source's memory directly (peer access, enabled
 //     once per device pair) and the source is library pool memory -> the strided
-//     copy kernel of strided_kernels.cuh on the destination device, reading peer
+//     copy kernel (kernels/strided_copy.h) on the destination device, reading peer
 //     memory (one launch, full-width words);
 //   * rows of contiguous bytes with pitches cudaMemcpy3D can describe ->
 //     cudaMemcpy3DPeerAsync;

@@ -23,7 +23,11 @@
  * DA_KERNEL_GROUP(name, size, minGroups): they run in work-groups of exactly `size`
  * work items (KernelLaunch::localSize; CUDA fits at least minGroups of them on a
  * multiprocessor), may declare DA_LOCAL_ARRAY(T, name, n) at kernel scope,
- * pass DA_LOCAL pointers to helpers, and synchronise with DA_BARRIER(). */
+ * pass DA_LOCAL pointers to helpers, and synchronise with DA_BARRIER().
+ *
+ * A struct of fixed-size fields (src/backend/strided_layout.h) is a parameter
+ * DA_BY_VALUE(T, name); helpers that every work item calls in its inner loop are
+ * DA_FN_INLINE; da_mul_hi(a, b) is the high 32 bits of the 32-bit product. */
 #ifndef DEVICEARRAY_KERNELS_PRELUDE_H
 #define DEVICEARRAY_KERNELS_PRELUDE_H
 
@@ -49,6 +53,9 @@ typedef uint4 da_u32x4;
 #define DA_BUFFER_INIT(T, name) global T* name = (global T*)((global uchar*)name##_base + name##_offset)
 #define DA_ID(d) ((long)get_global_id(d))
 #define DA_FN inline
+#define DA_FN_INLINE inline
+#define DA_BY_VALUE(T, name) const T name
+#define da_mul_hi(a, b) mul_hi((uint)(a), (uint)(b))
 #define DA_NAN NAN
 typedef char da_i8;
 typedef uchar da_u8;
@@ -90,6 +97,11 @@ typedef ulong da_u64;
 #define da_make_u32x4(a, b, c, d) make_uint4((a), (b), (c), (d))
 typedef uint4 da_u32x4;
 #define DA_FN __host__ __device__ inline
+#define DA_FN_INLINE __device__ __forceinline__
+/* Read in place: a struct's arrays may be indexed at run time without a copy to
+ * local memory. */
+#define DA_BY_VALUE(T, name) const __grid_constant__ T name
+#define da_mul_hi(a, b) __umulhi((a), (b))
 #define DA_ID(d) \
   ((long)((d) == 0 ? blockIdx.x * (long)blockDim.x + threadIdx.x \
                    : (d) == 1 ? blockIdx.y * (long)blockDim.y + threadIdx.y : blockIdx.z * (long)blockDim.z + threadIdx.z))
@@ -129,5 +141,15 @@ DA_FN da_u32 da_float_bits(float x) {
 #endif
 }
 #endif
+
+/* n / divisor as da_mul_hi(n, *multiplier) >> *shift, exact for n and divisor below
+ * 2^31 (divisor 1 excepted: n itself). Computed once on the host per divisor, so an
+ * index decomposition costs a multiply-high and a shift instead of a division. */
+DA_FN void da_fast_div_magic(da_u32 divisor, da_u32* multiplier, da_u32* shift) {
+  da_u32 log2Ceil = 0;
+  while (((da_u64)1 << log2Ceil) < divisor) ++log2Ceil;
+  *multiplier = divisor > 1 ? (da_u32)((((da_u64)1 << (31 + log2Ceil)) + divisor - 1) / divisor) : 0u;
+  *shift = divisor > 1 ? log2Ceil - 1 : 0u;
+}
 
 #endif /* DEVICEARRAY_KERNELS_PRELUDE_H */

@@ -1,8 +1,10 @@
-// The OpenCL copy steps (backend/copy_plan.hpp chooses them), pattern fills and
-// depth conversions, each with the cheapest command that expresses the layout:
+// The OpenCL copy steps (backend/copy_steps.hpp; backend/copy_plan.hpp chooses
+// them), pattern fills and depth conversions, each with the cheapest command that
+// expresses the layout:
 //   one contiguous run      -> clEnqueueCopyBuffer / Read / Write / FillBuffer
 //   <= 2 strided axes        -> the *Rect commands
-//   anything else            -> one launch of da_copy_strided / da_fill_strided
+//   anything else            -> one launch of the strided copy or fill kernel
+//                               (kernels/strided_copy.h)
 // The host side of a staged copy (packing a strided host source, unpacking into a
 // strided host destination) runs on the OpenCL callback thread, gated by user
 // events, so it happens in queue order without blocking the caller: a later
@@ -15,27 +17,13 @@
 #include <memory>
 #include <string>
 
+#include "backend/copy_steps.hpp"
 #include "backend/region.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 
 namespace devicearray::detail::opencl {
 namespace {
-
-// Kernel argument layouts; must match da_copy_layout / da_fill_layout in
-// copy.cl / fill.cl (64-bit integers first, so there is no padding to disagree on).
-struct CopyLayoutArg {
-  cl_long size[kMaxDims];
-  cl_long dstStep[kMaxDims];
-  cl_long srcStep[kMaxDims];
-};
-static_assert(sizeof(CopyLayoutArg) == 3 * 8 * kMaxDims);
-struct FillLayoutArg {
-  cl_long size[kMaxDims];
-  cl_long step[kMaxDims];
-  cl_uchar pattern[32];
-};
-static_assert(sizeof(FillLayoutArg) == 2 * 8 * kMaxDims + 32);
 
 // ----------------------------------------------------------------- rects ----
 
@@ -161,25 +149,36 @@ void releaseAfter(cl_event event, std::shared_ptr<void> keep) {
 
 // ------------------------------------------------------------- launches ----
 
-void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, cl_mem dst, std::int64_t dstOffset,
-                        const std::int64_t* dstStep, cl_mem src, std::int64_t srcOffset, const std::int64_t* srcStep,
-                        int dims, const std::int64_t* size, std::size_t elemSize, const char* fn) {
-  CopyLayoutArg layout{};
-  for (int i = 0; i < dims; ++i) {
-    layout.size[i] = size[i];
-    layout.dstStep[i] = dstStep[i];
-    layout.srcStep[i] = srcStep[i];
-  }
-  const cl_int word = stridedWordBytes(elemSize, static_cast<std::uint64_t>(dstOffset),
-                                       static_cast<std::uint64_t>(srcOffset), dims, dstStep, srcStep);
-  const cl_long wordsPerElem = static_cast<cl_long>(elemSize) / word;
-  const cl_long total = checkedMul(elementCount(dims, size, fn), wordsPerElem, fn);
-  const cl_ulong dOff = static_cast<cl_ulong>(dstOffset), sOff = static_cast<cl_ulong>(srcOffset);
-  const cl_int nd = dims;
-  const std::size_t global[1] = {static_cast<std::size_t>(total)};
-  dev.enqueueKernel(fn, "da_copy_strided", q, 1, global,
-                    {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof(cl_mem), &src}, {8, &sOff},
-                     {sizeof layout, &layout}, {4, &nd}, {4, &word}, {8, &wordsPerElem}, {8, &total}});
+/// One launch of the strided copy kernel, or of the fill kernel with `pattern`
+/// (kernels/strided_copy.h), over the layout's words.
+void enqueueStrided(OpenCLDevice& dev, OpenCLQueue& q, const da_strided_layout& layout, int word, cl_mem dst,
+                    std::uint64_t dstOffset, cl_mem src, std::uint64_t srcOffset, const da_fill_pattern* pattern,
+                    const char* fn) {
+  if (layout.total == 0) return;
+  constexpr std::uint64_t kPerGroup = std::uint64_t{DA_STRIDED_GROUP} * DA_STRIDED_WORDS_PER_ITEM;
+  const std::size_t global[1] = {static_cast<std::size_t>((layout.total + kPerGroup - 1) / kPerGroup) *
+                                 DA_STRIDED_GROUP};
+  const std::size_t local[1] = {DA_STRIDED_GROUP};
+  const std::string name = std::string(pattern != nullptr ? "da_strided_fill_" : "da_strided_copy_") +
+                           std::to_string(word) + (layout.total < (std::uint64_t{1} << 31) ? "_i32" : "_i64");
+  const cl_ulong dOff = dstOffset, sOff = srcOffset;
+  if (pattern != nullptr)
+    dev.enqueueKernel(fn, name.c_str(), q, 1, global,
+                      {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof layout, &layout}, {sizeof *pattern, pattern}},
+                      local);
+  else
+    dev.enqueueKernel(fn, name.c_str(), q, 1, global,
+                      {{sizeof(cl_mem), &dst}, {8, &dOff}, {sizeof(cl_mem), &src}, {8, &sOff},
+                       {sizeof layout, &layout}},
+                      local);
+}
+
+void enqueueStridedCopy(OpenCLDevice& dev, OpenCLQueue& q, const CopyDesc& d, const char* fn) {
+  cl_mem dst = dev.memOf(d.dst.buffer.allocation, fn), src = dev.memOf(d.src.buffer.allocation, fn);
+  const int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, d.src.buffer.offset, d.dims, d.dstStep.data(),
+                                    d.srcStep.data());
+  enqueueStrided(dev, q, stridedLayout(d.dims, d.size.data(), d.dstStep.data(), d.srcStep.data(), d.elemSize, word),
+                 word, dst, d.dst.buffer.offset, src, d.src.buffer.offset, nullptr, fn);
 }
 
 /// An OpenCL scratch buffer as the allocation of a staged copy's packed image,
@@ -201,199 +200,196 @@ class OpenCLScratch final : public Allocation {
   OpenCLQueue& q_;
 };
 
+/// The OpenCL copy steps (backend/copy_steps.hpp).
+class OpenCLCopySteps final : public CopySteps {
+ public:
+  explicit OpenCLCopySteps(OpenCLDevice& device) : device_(device) {}
+
+  void contiguous(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) override {
+    OpenCLQueue& q = device_.queueOf(qi, "copy");
+    if (d.src.isHost()) {
+      checkCl(clEnqueueWriteBuffer(q.queue(), device_.memOf(d.dst.buffer.allocation, "copy"), CL_FALSE,
+                                   d.dst.buffer.offset,
+                                   bytes, d.src.host, 0, nullptr, nullptr),
+              "copy: clEnqueueWriteBuffer");
+      return;
+    }
+    cl_mem srcMem = device_.memOf(d.src.buffer.allocation, "copy");
+    if (d.dst.isHost()) {
+      checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, d.dst.host, 0, nullptr,
+                                  nullptr),
+              "copy: clEnqueueReadBuffer");
+      return;
+    }
+    cl_mem dstMem = device_.memOf(d.dst.buffer.allocation, "copy");
+    // clEnqueueCopyBuffer refuses overlapping ranges of one cl_mem; the kernel handles those.
+    const std::size_t dstOff = d.dst.buffer.offset, srcOff = d.src.buffer.offset;
+    if (dstMem == srcMem && dstOff < srcOff + bytes && srcOff < dstOff + bytes) {
+      strided(d, qi);
+      return;
+    }
+    checkCl(clEnqueueCopyBuffer(q.queue(), srcMem, dstMem, srcOff, dstOff, bytes, 0, nullptr, nullptr),
+            "copy: clEnqueueCopyBuffer");
+  }
+
+  bool rect(const CopyDesc& d, QueueImpl& qi) override {
+    Rect pitched;
+    if (!rectOf(d, pitched)) return false;
+    OpenCLQueue& q = device_.queueOf(qi, "copy");
+    cl_mem dstMem = d.dst.isHost() ? nullptr : device_.memOf(d.dst.buffer.allocation, "copy");
+    cl_mem srcMem = d.src.isHost() ? nullptr : device_.memOf(d.src.buffer.allocation, "copy");
+    if (dstMem != nullptr && !rectFitsWhole(dstMem, d.dst.buffer.offset, pitched.dstSlice, pitched.region[2]))
+      return false;
+    if (srcMem != nullptr && !rectFitsWhole(srcMem, d.src.buffer.offset, pitched.srcSlice, pitched.region[2]))
+      return false;
+    const std::size_t hostOrigin[3] = {0, 0, 0};
+    std::size_t dstOrigin[3], srcOrigin[3];
+    if (dstMem != nullptr && srcMem != nullptr) {
+      // Rows narrower than 16 bytes copy faster as one kernel than as a rect
+      // command; within one cl_mem the rect command demands equal pitches.
+      if (dstMem == srcMem || d.elemSize < 16) return false;
+      originOf(d.src.buffer.offset, pitched.srcRow, pitched.srcSlice, srcOrigin);
+      originOf(d.dst.buffer.offset, pitched.dstRow, pitched.dstSlice, dstOrigin);
+      checkCl(clEnqueueCopyBufferRect(q.queue(), srcMem, dstMem, srcOrigin, dstOrigin, pitched.region, pitched.srcRow,
+                                      pitched.srcSlice, pitched.dstRow, pitched.dstSlice, 0, nullptr, nullptr),
+              "copy: clEnqueueCopyBufferRect");
+    } else if (dstMem != nullptr) {
+      originOf(d.dst.buffer.offset, pitched.dstRow, pitched.dstSlice, dstOrigin);
+      checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, dstOrigin, hostOrigin, pitched.region,
+                                       pitched.dstRow, pitched.dstSlice, pitched.srcRow, pitched.srcSlice, d.src.host,
+                                       0, nullptr, nullptr),
+              "copy: clEnqueueWriteBufferRect");
+    } else {
+      originOf(d.src.buffer.offset, pitched.srcRow, pitched.srcSlice, srcOrigin);
+      checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, srcOrigin, hostOrigin, pitched.region,
+                                      pitched.srcRow, pitched.srcSlice, pitched.dstRow, pitched.dstSlice, d.dst.host,
+                                      0, nullptr, nullptr),
+              "copy: clEnqueueReadBufferRect");
+    }
+    return true;
+  }
+
+  void strided(const CopyDesc& d, QueueImpl& qi) override {
+    enqueueStridedCopy(device_, device_.queueOf(qi, "copy"), d, "copy");
+  }
+
+  void hostImage(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) override {
+    const char* fn = "copy";
+    OpenCLQueue& q = device_.queueOf(qi, fn);
+    const CopyDesc desc = d;
+    if (d.src.isHost()) {
+      // The packed image of the host source, packed on the host in queue order unless
+      // the source is packed already, is written to the device.
+      cl_mem dstMem = device_.memOf(d.dst.buffer.allocation, fn);
+      const void* image = d.src.host;
+      std::shared_ptr<char[]> staging;
+      if (!isPacked(d.dims, d.size.data(), d.srcStep.data(), d.elemSize)) {
+        staging.reset(new char[bytes]);
+        cl_event marker = nullptr;
+        checkCl(clEnqueueMarkerWithWaitList(q.queue(), 0, nullptr, &marker), "copy: clEnqueueMarkerWithWaitList");
+        enqueueHostStep(device_, q, marker, [desc, staging] {
+          std::int64_t packed[kMaxDims] = {};
+          packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
+          hostStridedCopy(staging.get(), packed, static_cast<const char*>(desc.src.host), desc.srcStep.data(),
+                          desc.dims, desc.size.data(), desc.elemSize);
+        }, fn);
+        image = staging.get();
+      }
+      cl_event written = nullptr;
+      checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.buffer.offset, bytes, image, 0, nullptr,
+                                   &written),
+              "copy: clEnqueueWriteBuffer");
+      if (staging) releaseAfter(written, staging);
+      else clReleaseEvent(written);
+      return;
+    }
+    // The packed device image is read, and unpacked on the host in queue order unless
+    // the destination is packed.
+    cl_mem srcMem = device_.memOf(d.src.buffer.allocation, fn);
+    const bool hostPacked = isPacked(d.dims, d.size.data(), d.dstStep.data(), d.elemSize);
+    std::shared_ptr<char[]> staging;
+    if (!hostPacked) staging.reset(new char[bytes]);
+    void* image = hostPacked ? d.dst.host : staging.get();
+    cl_event read = nullptr;
+    checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, image, 0, nullptr, &read),
+            "copy: clEnqueueReadBuffer");
+    if (hostPacked) {
+      clReleaseEvent(read);
+      return;
+    }
+    enqueueHostStep(device_, q, read, [desc, staging] {
+      std::int64_t packed[kMaxDims] = {};
+      packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
+      hostStridedCopy(static_cast<char*>(desc.dst.host), desc.dstStep.data(), staging.get(), packed, desc.dims,
+                      desc.size.data(), desc.elemSize);
+    }, fn);
+  }
+
+  std::unique_ptr<Allocation> acquireScratch(std::size_t bytes, QueueImpl& qi) override {
+    OpenCLQueue& q = device_.queueOf(qi, "copy");
+    const ScratchBuffer buffer = device_.acquireScratch(bytes, q, "copy");
+    try {
+      return std::make_unique<OpenCLScratch>(device_, buffer, q);
+    } catch (...) {
+      device_.releaseScratch(buffer, q);
+      throw;
+    }
+  }
+
+  void fill(const FillDesc& d, QueueImpl& qi) override {
+    const char* fn = "fill";
+    OpenCLQueue& q = device_.queueOf(qi, fn);
+    const std::int64_t count = validateFill(d, fn);
+    if (count == 0) return;
+    cl_mem mem = device_.memOf(d.dst.buffer.allocation, fn);
+    const auto e = static_cast<std::int64_t>(d.elemSize);
+    const std::int64_t bytes = checkedMul(count, e, fn);
+    const bool pow2 = (d.elemSize & (d.elemSize - 1)) == 0;
+    if (isPacked(d.dims, d.size.data(), d.step.data(), d.elemSize) && pow2 && d.dst.buffer.offset % d.elemSize == 0) {
+      checkCl(clEnqueueFillBuffer(q.queue(), mem, d.pattern.data(), d.elemSize, d.dst.buffer.offset,
+                                  static_cast<std::size_t>(bytes), 0, nullptr, nullptr),
+              "fill: clEnqueueFillBuffer");
+      return;
+    }
+    const int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, 0, d.dims, d.step.data(), d.step.data());
+    da_fill_pattern pattern;
+    std::memcpy(pattern.bytes, d.pattern.data(), sizeof pattern.bytes);
+    enqueueStrided(device_, q, stridedLayout(d.dims, d.size.data(), d.step.data(), nullptr, d.elemSize, word), word,
+                   mem, d.dst.buffer.offset, nullptr, 0, &pattern, fn);
+  }
+
+  void convert(const ConvertDesc& c, QueueImpl& qi) override {
+    const char* fn = "convertTo";
+    OpenCLQueue& q = device_.queueOf(qi, fn);
+    if (!validateConvert(c, fn)) return;
+    if (!device_.hasFp64() && (c.srcDepth == Depth::F64 || c.dstDepth == Depth::F64))
+      fail(ErrorCode::Unsupported, std::string(fn) + ": " + device_.describe() +
+                                       " has no double precision (CL_DEVICE_DOUBLE_FP_CONFIG is 0), so it cannot "
+                                       "convert F64 data");
+    cl_mem dst = device_.memOf(c.dst.buffer.allocation, fn);
+    cl_mem src = device_.memOf(c.src.buffer.allocation, fn);
+    const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
+    const bool integral = sd <= 4 && dd <= 4;
+    const cl_int integerCopy = integral && c.alpha == 1.0 && c.beta == 0.0 ? 1 : 0;
+    const cl_ulong dOff = c.dst.buffer.offset, sOff = c.src.buffer.offset;
+    const cl_long dStep = c.dstStep, sStep = c.srcStep, rows = c.rows, values = c.values;
+    const cl_int dDepth = dd, sDepth = sd;
+    const cl_double alphaD = c.alpha, betaD = c.beta;
+    const cl_float alphaF = static_cast<cl_float>(c.alpha), betaF = static_cast<cl_float>(c.beta);
+    const RawArg alpha = device_.hasFp64() ? RawArg{8, &alphaD} : RawArg{4, &alphaF};
+    const RawArg beta = device_.hasFp64() ? RawArg{8, &betaD} : RawArg{4, &betaF};
+    const std::size_t global[2] = {static_cast<std::size_t>(c.values), static_cast<std::size_t>(c.rows)};
+    device_.enqueueKernel(fn, "da_convert", q, 2, global,
+                  {{sizeof(cl_mem), &dst}, {8, &dOff}, {8, &dStep}, {4, &dDepth}, {sizeof(cl_mem), &src}, {8, &sOff},
+                   {8, &sStep}, {4, &sDepth}, {8, &rows}, {8, &values}, alpha, beta, {4, &integerCopy}});
+  }
+
+ private:
+  OpenCLDevice& device_;
+};
+
 }  // namespace
 
-// ------------------------------------------------------------ copy steps ----
-
-void OpenCLDevice::doCopyContiguous(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) {
-  OpenCLQueue& q = queueOf(qi, "copy");
-  if (d.src.isHost()) {
-    checkCl(clEnqueueWriteBuffer(q.queue(), memOf(d.dst.buffer.allocation, "copy"), CL_FALSE, d.dst.buffer.offset,
-                                 bytes, d.src.host, 0, nullptr, nullptr),
-            "copy: clEnqueueWriteBuffer");
-    return;
-  }
-  cl_mem srcMem = memOf(d.src.buffer.allocation, "copy");
-  if (d.dst.isHost()) {
-    checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, d.dst.host, 0, nullptr,
-                                nullptr),
-            "copy: clEnqueueReadBuffer");
-    return;
-  }
-  cl_mem dstMem = memOf(d.dst.buffer.allocation, "copy");
-  // clEnqueueCopyBuffer refuses overlapping ranges of one cl_mem; the kernel handles those.
-  const std::size_t dstOff = d.dst.buffer.offset, srcOff = d.src.buffer.offset;
-  if (dstMem == srcMem && dstOff < srcOff + bytes && srcOff < dstOff + bytes) {
-    doCopyStrided(d, qi);
-    return;
-  }
-  checkCl(clEnqueueCopyBuffer(q.queue(), srcMem, dstMem, srcOff, dstOff, bytes, 0, nullptr, nullptr),
-          "copy: clEnqueueCopyBuffer");
-}
-
-bool OpenCLDevice::doCopyRect(const CopyDesc& d, QueueImpl& qi) {
-  Rect rect;
-  if (!rectOf(d, rect)) return false;
-  OpenCLQueue& q = queueOf(qi, "copy");
-  cl_mem dstMem = d.dst.isHost() ? nullptr : memOf(d.dst.buffer.allocation, "copy");
-  cl_mem srcMem = d.src.isHost() ? nullptr : memOf(d.src.buffer.allocation, "copy");
-  if (dstMem != nullptr && !rectFitsWhole(dstMem, d.dst.buffer.offset, rect.dstSlice, rect.region[2])) return false;
-  if (srcMem != nullptr && !rectFitsWhole(srcMem, d.src.buffer.offset, rect.srcSlice, rect.region[2])) return false;
-  const std::size_t hostOrigin[3] = {0, 0, 0};
-  std::size_t dstOrigin[3], srcOrigin[3];
-  if (dstMem != nullptr && srcMem != nullptr) {
-    // Rows narrower than 16 bytes copy faster as one kernel than as a rect
-    // command; within one cl_mem the rect command demands equal pitches.
-    if (dstMem == srcMem || d.elemSize < 16) return false;
-    originOf(d.src.buffer.offset, rect.srcRow, rect.srcSlice, srcOrigin);
-    originOf(d.dst.buffer.offset, rect.dstRow, rect.dstSlice, dstOrigin);
-    checkCl(clEnqueueCopyBufferRect(q.queue(), srcMem, dstMem, srcOrigin, dstOrigin, rect.region, rect.srcRow,
-                                    rect.srcSlice, rect.dstRow, rect.dstSlice, 0, nullptr, nullptr),
-            "copy: clEnqueueCopyBufferRect");
-  } else if (dstMem != nullptr) {
-    originOf(d.dst.buffer.offset, rect.dstRow, rect.dstSlice, dstOrigin);
-    checkCl(clEnqueueWriteBufferRect(q.queue(), dstMem, CL_FALSE, dstOrigin, hostOrigin, rect.region, rect.dstRow,
-                                     rect.dstSlice, rect.srcRow, rect.srcSlice, d.src.host, 0, nullptr, nullptr),
-            "copy: clEnqueueWriteBufferRect");
-  } else {
-    originOf(d.src.buffer.offset, rect.srcRow, rect.srcSlice, srcOrigin);
-    checkCl(clEnqueueReadBufferRect(q.queue(), srcMem, CL_FALSE, srcOrigin, hostOrigin, rect.region, rect.srcRow,
-                                    rect.srcSlice, rect.dstRow, rect.dstSlice, d.dst.host, 0, nullptr, nullptr),
-            "copy: clEnqueueReadBufferRect");
-  }
-  return true;
-}
-
-void OpenCLDevice::doCopyStrided(const CopyDesc& d, QueueImpl& qi) {
-  OpenCLQueue& q = queueOf(qi, "copy");
-  enqueueStridedCopy(*this, q, memOf(d.dst.buffer.allocation, "copy"), static_cast<std::int64_t>(d.dst.buffer.offset),
-                     d.dstStep.data(), memOf(d.src.buffer.allocation, "copy"),
-                     static_cast<std::int64_t>(d.src.buffer.offset), d.srcStep.data(), d.dims, d.size.data(),
-                     d.elemSize, "copy");
-}
-
-void OpenCLDevice::doCopyHostImage(const CopyDesc& d, std::size_t bytes, QueueImpl& qi) {
-  const char* fn = "copy";
-  OpenCLQueue& q = queueOf(qi, fn);
-  const CopyDesc desc = d;
-  if (d.src.isHost()) {
-    // The packed image of the host source, packed on the host in queue order unless
-    // the source is packed already, is written to the device.
-    cl_mem dstMem = memOf(d.dst.buffer.allocation, fn);
-    const void* image = d.src.host;
-    std::shared_ptr<char[]> staging;
-    if (!isPacked(d.dims, d.size.data(), d.srcStep.data(), d.elemSize)) {
-      staging.reset(new char[bytes]);
-      cl_event marker = nullptr;
-      checkCl(clEnqueueMarkerWithWaitList(q.queue(), 0, nullptr, &marker), "copy: clEnqueueMarkerWithWaitList");
-      enqueueHostStep(*this, q, marker, [desc, staging] {
-        std::int64_t packed[kMaxDims] = {};
-        packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
-        hostStridedCopy(staging.get(), packed, static_cast<const char*>(desc.src.host), desc.srcStep.data(),
-                        desc.dims, desc.size.data(), desc.elemSize);
-      }, fn);
-      image = staging.get();
-    }
-    cl_event written = nullptr;
-    checkCl(clEnqueueWriteBuffer(q.queue(), dstMem, CL_FALSE, d.dst.buffer.offset, bytes, image, 0, nullptr, &written),
-            "copy: clEnqueueWriteBuffer");
-    if (staging) releaseAfter(written, staging);
-    else clReleaseEvent(written);
-    return;
-  }
-  // The packed device image is read, and unpacked on the host in queue order unless
-  // the destination is packed.
-  cl_mem srcMem = memOf(d.src.buffer.allocation, fn);
-  const bool hostPacked = isPacked(d.dims, d.size.data(), d.dstStep.data(), d.elemSize);
-  std::shared_ptr<char[]> staging;
-  if (!hostPacked) staging.reset(new char[bytes]);
-  void* image = hostPacked ? d.dst.host : staging.get();
-  cl_event read = nullptr;
-  checkCl(clEnqueueReadBuffer(q.queue(), srcMem, CL_FALSE, d.src.buffer.offset, bytes, image, 0, nullptr, &read),
-          "copy: clEnqueueReadBuffer");
-  if (hostPacked) {
-    clReleaseEvent(read);
-    return;
-  }
-  enqueueHostStep(*this, q, read, [desc, staging] {
-    std::int64_t packed[kMaxDims] = {};
-    packedSteps(desc.dims, desc.size.data(), desc.elemSize, packed);
-    hostStridedCopy(static_cast<char*>(desc.dst.host), desc.dstStep.data(), staging.get(), packed, desc.dims,
-                    desc.size.data(), desc.elemSize);
-  }, fn);
-}
-
-std::unique_ptr<Allocation> OpenCLDevice::doAcquireScratch(std::size_t bytes, QueueImpl& qi) {
-  OpenCLQueue& q = queueOf(qi, "copy");
-  const ScratchBuffer buffer = acquireScratch(bytes, q, "copy");
-  try {
-    return std::make_unique<OpenCLScratch>(*this, buffer, q);
-  } catch (...) {
-    releaseScratch(buffer, q);
-    throw;
-  }
-}
-
-// ----------------------------------------------------------------- fill ----
-
-void OpenCLDevice::doFill(const FillDesc& d, QueueImpl& qi) {
-  const char* fn = "fill";
-  OpenCLQueue& q = queueOf(qi, fn);
-  const std::int64_t count = validateFill(d, fn);
-  if (count == 0) return;
-  cl_mem mem = memOf(d.dst.buffer.allocation, fn);
-  const auto e = static_cast<std::int64_t>(d.elemSize);
-  const std::int64_t bytes = checkedMul(count, e, fn);
-  const bool pow2 = (d.elemSize & (d.elemSize - 1)) == 0;
-  if (isPacked(d.dims, d.size.data(), d.step.data(), d.elemSize) && pow2 && d.dst.buffer.offset % d.elemSize == 0) {
-    checkCl(clEnqueueFillBuffer(q.queue(), mem, d.pattern.data(), d.elemSize, d.dst.buffer.offset,
-                                static_cast<std::size_t>(bytes), 0, nullptr, nullptr),
-            "fill: clEnqueueFillBuffer");
-    return;
-  }
-  FillLayoutArg layout{};
-  for (int i = 0; i < d.dims; ++i) {
-    layout.size[i] = d.size[i];
-    layout.step[i] = d.step[i];
-  }
-  std::memcpy(layout.pattern, d.pattern.data(), d.elemSize);
-  const cl_int word = stridedWordBytes(d.elemSize, d.dst.buffer.offset, 0, d.dims, d.step.data(), d.step.data());
-  const cl_long wordsPerElem = e / word;
-  const cl_long total = checkedMul(count, wordsPerElem, fn);
-  const cl_ulong off = d.dst.buffer.offset;
-  const cl_int nd = d.dims;
-  const std::size_t global[1] = {static_cast<std::size_t>(total)};
-  enqueueKernel(fn, "da_fill_strided", q, 1, global,
-                {{sizeof(cl_mem), &mem}, {8, &off}, {sizeof layout, &layout}, {4, &nd}, {4, &word},
-                 {8, &wordsPerElem}, {8, &total}});
-}
-
-// -------------------------------------------------------------- convert ----
-
-void OpenCLDevice::doConvert(const ConvertDesc& c, QueueImpl& qi) {
-  const char* fn = "convertTo";
-  OpenCLQueue& q = queueOf(qi, fn);
-  if (!validateConvert(c, fn)) return;
-  if (!hasFp64_ && (c.srcDepth == Depth::F64 || c.dstDepth == Depth::F64))
-    fail(ErrorCode::Unsupported, std::string(fn) + ": " + describe() +
-                                     " has no double precision (CL_DEVICE_DOUBLE_FP_CONFIG is 0), so it cannot "
-                                     "convert F64 data");
-  cl_mem dst = memOf(c.dst.buffer.allocation, fn);
-  cl_mem src = memOf(c.src.buffer.allocation, fn);
-  const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
-  const bool integral = sd <= 4 && dd <= 4;
-  const cl_int integerCopy = integral && c.alpha == 1.0 && c.beta == 0.0 ? 1 : 0;
-  const cl_ulong dOff = c.dst.buffer.offset, sOff = c.src.buffer.offset;
-  const cl_long dStep = c.dstStep, sStep = c.srcStep, rows = c.rows, values = c.values;
-  const cl_int dDepth = dd, sDepth = sd;
-  const cl_double alphaD = c.alpha, betaD = c.beta;
-  const cl_float alphaF = static_cast<cl_float>(c.alpha), betaF = static_cast<cl_float>(c.beta);
-  const RawArg alpha = hasFp64_ ? RawArg{8, &alphaD} : RawArg{4, &alphaF};
-  const RawArg beta = hasFp64_ ? RawArg{8, &betaD} : RawArg{4, &betaF};
-  const std::size_t global[2] = {static_cast<std::size_t>(c.values), static_cast<std::size_t>(c.rows)};
-  enqueueKernel(fn, "da_convert", q, 2, global,
-                {{sizeof(cl_mem), &dst}, {8, &dOff}, {8, &dStep}, {4, &dDepth}, {sizeof(cl_mem), &src}, {8, &sOff},
-                 {8, &sStep}, {4, &sDepth}, {8, &rows}, {8, &values}, alpha, beta, {4, &integerCopy}});
-}
+std::unique_ptr<CopySteps> makeCopySteps(OpenCLDevice& device) { return std::make_unique<OpenCLCopySteps>(device); }
 
 }  // namespace devicearray::detail::opencl

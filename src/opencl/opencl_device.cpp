@@ -74,8 +74,8 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_devic
       context_(context),
       device_(device),
       ordinal_(ordinal),
-      adopted_(adopted),
-      primitives_(makePrimitives(*this)) {
+      adopted_(adopted) {
+  setWorkObjects(makePrimitives(*this), makeCopySteps(*this));
   model_ = deviceString(device, CL_DEVICE_NAME, "CL_DEVICE_NAME");
   // The platform name ("NVIDIA CUDA", "Portable Computing Language") tells the
   // user which driver runs the device; CL_DEVICE_VENDOR would name the CPU maker.

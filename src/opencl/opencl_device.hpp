@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
 #include "opencl/opencl_queue.hpp"
 
@@ -70,7 +71,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t freeMemory() override;
 
   const std::shared_ptr<QueueImpl>& libraryQueue() override { return libraryQueue_; }
-  ParallelPrimitives& primitives() override { return *primitives_; }
 
   // ---- internals shared by the copy engine (opencl_copy.cpp) ----
   cl_context context() const { return context_; }
@@ -118,14 +118,6 @@ class OpenCLDevice final : public DeviceImpl {
   std::shared_ptr<EventImpl> doRecordTimingEvent(QueueImpl& q) override;
   std::shared_ptr<Allocation> doAllocate(std::size_t bytes, QueueImpl& q) override;
   std::shared_ptr<Allocation> doAdopt(void* handle, std::size_t bytes) override;
-  // The copy steps (opencl_copy.cpp).
-  void doCopyContiguous(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  bool doCopyRect(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyStrided(const CopyDesc& desc, QueueImpl& q) override;
-  void doCopyHostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override;
-  std::unique_ptr<Allocation> doAcquireScratch(std::size_t bytes, QueueImpl& q) override;
-  void doFill(const FillDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
-  void doConvert(const ConvertDesc& desc, QueueImpl& q) override;  // opencl_copy.cpp
   void doLaunch(const KernelLaunch& launch, QueueImpl& q) override;
   /// Releases the cached buffers without waiting (OpenCL deletes a cl_mem once the
   /// commands using it have finished).
@@ -165,8 +157,10 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t cacheLimitBytes_ = 0;
   std::size_t liveBytes_ = 0;  // owned buffers handed out and not yet returned (guarded by cacheMutex_)
 
-  std::unique_ptr<ParallelPrimitives> primitives_;
 };
+
+/// The copy, fill and conversion steps of `device` (opencl_copy.cpp).
+std::unique_ptr<CopySteps> makeCopySteps(OpenCLDevice& device);
 
 /// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp).
 std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device);
