@@ -9,10 +9,11 @@
 // 8-bit codes, so an sRGB -> linear -> sRGB round trip is exact only above sRGB ~ 20.
 //
 // Streams (docs/stream-queue-context.md). Every operation has an overload taking a
-// StreamOrQueue: it enqueues its work there, returns without blocking (unless stated: operations whose
-// output size depends on the data read one count back) and what it hands out is ready
-// on that stream. The overloads without a stream run on the device's own queue and
-// block until their work is complete.
+// StreamOrQueue: it enqueues its work there, returns without blocking (unless stated)
+// and what it hands out is ready on that stream. The overloads without a stream run on
+// the device's own queue and block until their work is complete. Operations whose
+// output size depends on the data (toUnorganizedPointCloud, voxelDownsampled) hand out
+// an UnorganizedPointCloud whose size is known after an event: see that class.
 //
 // Errors. Every function throws devicearray::Error: InvalidArgument for bad input
 // (named in the message), InvalidState for an empty cloud where data is required,
@@ -24,6 +25,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "devicearray/device.hpp"
@@ -57,6 +59,9 @@ struct RegionOfInterestBox {
 };
 
 class UnorganizedPointCloud;
+namespace detail {
+class PendingPointCount;
+}
 
 /// An organized point cloud on one device.
 ///
@@ -253,7 +258,9 @@ class PointCloud {
 
   /// The valid points in row-major order (exclusive scan of validity + scatter), with
   /// their colour and SNR and this cloud's transformationMatrix(). The stream overload
-  /// enqueues everything on `sq` and then blocks once to read the point count.
+  /// only enqueues: its result's point count stays on the device until something reads
+  /// it (see UnorganizedPointCloud, "size known after an event"). The overload without a
+  /// stream blocks and returns a cloud whose size is known.
   ///@{
   UnorganizedPointCloud toUnorganizedPointCloud() const;
   UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
@@ -281,6 +288,24 @@ class PointCloud {
 /// device. Copies share device memory, as for PointCloud. A cloud of 0 points is allowed
 /// (its arrays are empty); it still knows its device when it came from a device
 /// operation.
+///
+/// Size known after an event. The stream overloads of PointCloud::toUnorganizedPointCloud
+/// and voxelDownsampled never block: their result's arrays are allocated at a capacity
+/// (the input's point count), the points past the count are missing (NaN) points, and
+/// the count itself stays in device memory. isSizeKnown() is false for such a cloud.
+/// transform/transformed and the stream overload of voxelDownsampled consume it as it
+/// is, without a host read (missing points are ignored by both), so a frame chain
+/// unorganize -> transform -> voxel enqueues without a host synchronization and can be
+/// captured into a CUDA graph. Everything else resolves the count first, once per cloud,
+/// blocking until the work that produces it is done: size(), isEmpty(), downloads and
+/// clones, the device* accessors, the stored*() arrays and every other operation
+/// (normals, outlier removal, extend, paintUniformColor, centroid, center: these need
+/// the exact point count on the host). Once
+/// resolved, the cloud is an ordinary one (its arrays are the first size() elements of
+/// the capacity arrays). An error found on the device while producing the cloud (a
+/// voxel size too small for the cloud's extent) is thrown by the call that resolves the
+/// count. Resolving mutates the object's cached state: like every non-thread-safe
+/// object, one cloud must not be resolved from two threads at once (copies may).
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
@@ -304,10 +329,12 @@ class UnorganizedPointCloud {
   /// InvalidArgument for an invalid device.
   UnorganizedPointCloud clone(const ComputeDevice& device) const;
 
-  /// Number of points.
-  std::size_t size() const noexcept { return xyz_.size(); }
-  /// True for a cloud without points.
-  bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  /// Number of points. Resolves a count still on the device (blocking; see above).
+  std::size_t size() const;
+  /// True for a cloud without points. Resolves a count still on the device.
+  bool isEmpty() const;
+  /// False while the point count is still in device memory (size() would wait for it).
+  bool isSizeKnown() const noexcept { return pendingCount_ == nullptr; }
   /// Whether the cloud has colours / SNR values.
   ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
@@ -357,8 +384,11 @@ class UnorganizedPointCloud {
   /// `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
   /// (x-major, then y, then z voxel index), so it is deterministic. Throws
   /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
-  /// size so small that an axis needs 2^21 - 1 or more voxels. The stream overload
-  /// blocks once, to read the voxel count.
+  /// size so small that an axis needs 2^21 - 1 or more voxels. The overload without a
+  /// stream blocks and throws that at once; the stream overload never blocks, neither to
+  /// read the voxel count nor this cloud's count (the result's size is known after an
+  /// event, see above): it throws the too-small error from the call that resolves the
+  /// result's count.
   ///@{
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel) const;
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
@@ -441,20 +471,30 @@ class UnorganizedPointCloud {
   static UnorganizedPointCloud fromParts(ComputeDevice device, DeviceArray<PointXYZ> xyz, DeviceArray<ColorRGBA> colors,
                                          DeviceArray<SNR> snrs, const Matrix4x4& transform,
                                          DeviceArray<NormalXYZ> normals = {});
-  const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
-  const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
-  const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
-  const DeviceArray<NormalXYZ>& storedNormals() const noexcept { return normals_; }
+  /// fromCapacity takes arrays at a capacity whose points past the count are missing, and
+  /// the count still in device memory. The stored arrays resolve the count first.
+  static UnorganizedPointCloud fromCapacity(ComputeDevice device, DeviceArray<PointXYZ> xyz,
+                                            DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
+                                            const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
+                                            std::shared_ptr<detail::PendingPointCount> count);
+  const DeviceArray<PointXYZ>& storedXYZ() const;
+  const DeviceArray<ColorRGBA>& storedColors() const;
+  const DeviceArray<SNR>& storedSNRs() const;
+  const DeviceArray<NormalXYZ>& storedNormals() const;
   ///@}
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
+  /// Reads a count still on the device and trims the arrays to it (no-op once known).
+  void resolveSize() const;
 
   ComputeDevice device_;
-  DeviceArray<PointXYZ> xyz_;
-  DeviceArray<ColorRGBA> colors_;
-  DeviceArray<SNR> snrs_;
-  DeviceArray<NormalXYZ> normals_;
+  // Mutable: resolving a count that is known after an event trims them to it.
+  mutable DeviceArray<PointXYZ> xyz_;
+  mutable DeviceArray<ColorRGBA> colors_;
+  mutable DeviceArray<SNR> snrs_;
+  mutable DeviceArray<NormalXYZ> normals_;
+  mutable std::shared_ptr<detail::PendingPointCount> pendingCount_;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 
