@@ -60,7 +60,9 @@ struct RegionOfInterestBox {
 
 class UnorganizedPointCloud;
 namespace detail {
+class PointCountWord;
 class PendingPointCount;
+struct PointArrays;
 }
 
 /// An organized point cloud on one device.
@@ -292,7 +294,7 @@ class PointCloud {
 /// Size known after an event. The stream overloads of PointCloud::toUnorganizedPointCloud
 /// and voxelDownsampled never block: their result's arrays are allocated at a capacity
 /// (the input's point count), the points past the count are missing (NaN) points, and
-/// the count itself stays in device memory. isSizeKnown() is false for such a cloud.
+/// the count itself stays in device memory: isSizeKnown() is false until it is read.
 /// transform/transformed and the stream overload of voxelDownsampled consume it as it
 /// is, without a host read (missing points are ignored by both), so a frame chain
 /// unorganize -> transform -> voxel enqueues without a host synchronization and can be
@@ -304,8 +306,8 @@ class PointCloud {
 /// resolved, the cloud is an ordinary one (its arrays are the first size() elements of
 /// the capacity arrays). An error found on the device while producing the cloud (a
 /// voxel size too small for the cloud's extent) is thrown by the call that resolves the
-/// count. Resolving mutates the object's cached state: like every non-thread-safe
-/// object, one cloud must not be resolved from two threads at once (copies may).
+/// count. Resolving is thread-safe: const calls on one cloud from several threads stay
+/// safe.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
@@ -334,7 +336,7 @@ class UnorganizedPointCloud {
   /// True for a cloud without points. Resolves a count still on the device.
   bool isEmpty() const;
   /// False while the point count is still in device memory (size() would wait for it).
-  bool isSizeKnown() const noexcept { return pendingCount_ == nullptr; }
+  bool isSizeKnown() const noexcept;
   /// Whether the cloud has colours / SNR values.
   ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
@@ -476,7 +478,7 @@ class UnorganizedPointCloud {
   static UnorganizedPointCloud fromCapacity(ComputeDevice device, DeviceArray<PointXYZ> xyz,
                                             DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
                                             const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
-                                            std::shared_ptr<detail::PendingPointCount> count);
+                                            std::shared_ptr<detail::PointCountWord> count);
   const DeviceArray<PointXYZ>& storedXYZ() const;
   const DeviceArray<ColorRGBA>& storedColors() const;
   const DeviceArray<SNR>& storedSNRs() const;
@@ -485,16 +487,20 @@ class UnorganizedPointCloud {
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
-  /// Reads a count still on the device and trims the arrays to it (no-op once known).
-  void resolveSize() const;
+  /// The arrays trimmed to a count still on the device (read once, thread-safely; the
+  /// cloud's own arrays stay the capacity ones). Only while pending_ is set.
+  const detail::PointArrays& trimmedArrays() const;
+  /// Makes the trimmed arrays the cloud's own (a no-op once the size is known): for the
+  /// operations that replace some of the arrays.
+  void settleSize();
 
   ComputeDevice device_;
-  // Mutable: resolving a count that is known after an event trims them to it.
-  mutable DeviceArray<PointXYZ> xyz_;
-  mutable DeviceArray<ColorRGBA> colors_;
-  mutable DeviceArray<SNR> snrs_;
-  mutable DeviceArray<NormalXYZ> normals_;
-  mutable std::shared_ptr<detail::PendingPointCount> pendingCount_;
+  // While pending_ is set: arrays at a capacity, missing points past the count.
+  DeviceArray<PointXYZ> xyz_;
+  DeviceArray<ColorRGBA> colors_;
+  DeviceArray<SNR> snrs_;
+  DeviceArray<NormalXYZ> normals_;
+  std::shared_ptr<detail::PendingPointCount> pending_;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 

@@ -435,7 +435,7 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) cons
   const auto q = pc::queueOf(device(), sq, fn);
   const pc::CompactResult cap = enqueueValidPoints(*q, *this, fn);
   return UnorganizedPointCloud::fromCapacity(device(), cap.xyz, cap.colors, cap.snrs, transform_, {},
-                                             std::make_shared<detail::PendingPointCount>(cap.block, cap.countAt));
+                                             std::make_shared<detail::PointCountWord>(cap.block, cap.countAt));
 }
 
 UnorganizedPointCloud PointCloud::toUnorganizedPointCloud() const {

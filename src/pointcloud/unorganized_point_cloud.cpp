@@ -65,52 +65,37 @@ UnorganizedPointCloud UnorganizedPointCloud::fromParts(ComputeDevice device, Dev
 UnorganizedPointCloud UnorganizedPointCloud::fromCapacity(ComputeDevice device, DeviceArray<PointXYZ> xyz,
                                                           DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
                                                           const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
-                                                          std::shared_ptr<detail::PendingPointCount> count) {
+                                                          std::shared_ptr<detail::PointCountWord> count) {
   UnorganizedPointCloud c = fromParts(std::move(device), std::move(xyz), std::move(colors), std::move(snrs),
                                       transform, std::move(normals));
-  c.pendingCount_ = std::move(count);
+  c.pending_ = std::make_shared<detail::PendingPointCount>(std::move(count));
   return c;
 }
 
-void UnorganizedPointCloud::resolveSize() const {
-  if (!pendingCount_) return;
-  const std::size_t count = pendingCount_->resolve();
-  auto trim = [count](auto& a) {
-    if (count == 0)
-      a = {};
-    else if (a.isValid())
-      a = pc::prefixOf(a, count);
-  };
-  trim(xyz_);
-  trim(colors_);
-  trim(snrs_);
-  trim(normals_);
-  pendingCount_.reset();
+const detail::PointArrays& UnorganizedPointCloud::trimmedArrays() const {
+  return pending_->trimmed(detail::PointArrays{xyz_, colors_, snrs_, normals_});
 }
 
-std::size_t UnorganizedPointCloud::size() const {
-  resolveSize();
-  return xyz_.size();
+void UnorganizedPointCloud::settleSize() {
+  if (!pending_) return;
+  const detail::PointArrays points = trimmedArrays();
+  xyz_ = points.xyz;
+  colors_ = points.colors;
+  snrs_ = points.snrs;
+  normals_ = points.normals;
+  pending_.reset();
 }
-bool UnorganizedPointCloud::isEmpty() const {
-  resolveSize();
-  return xyz_.isEmpty();
-}
-const DeviceArray<PointXYZ>& UnorganizedPointCloud::storedXYZ() const {
-  resolveSize();
-  return xyz_;
-}
+
+bool UnorganizedPointCloud::isSizeKnown() const noexcept { return !pending_ || pending_->isCountRead(); }
+std::size_t UnorganizedPointCloud::size() const { return storedXYZ().size(); }
+bool UnorganizedPointCloud::isEmpty() const { return storedXYZ().isEmpty(); }
+const DeviceArray<PointXYZ>& UnorganizedPointCloud::storedXYZ() const { return pending_ ? trimmedArrays().xyz : xyz_; }
 const DeviceArray<ColorRGBA>& UnorganizedPointCloud::storedColors() const {
-  resolveSize();
-  return colors_;
+  return pending_ ? trimmedArrays().colors : colors_;
 }
-const DeviceArray<SNR>& UnorganizedPointCloud::storedSNRs() const {
-  resolveSize();
-  return snrs_;
-}
+const DeviceArray<SNR>& UnorganizedPointCloud::storedSNRs() const { return pending_ ? trimmedArrays().snrs : snrs_; }
 const DeviceArray<NormalXYZ>& UnorganizedPointCloud::storedNormals() const {
-  resolveSize();
-  return normals_;
+  return pending_ ? trimmedArrays().normals : normals_;
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice& device) {
@@ -146,10 +131,10 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
 HostPointCloud UnorganizedPointCloud::toHost() const {
   HostPointCloud out;
   if (isEmpty()) return out;
-  pc::downloadAttributes(device_, xyz_, colors_, snrs_, out);
+  pc::downloadAttributes(device_, storedXYZ(), storedColors(), storedSNRs(), out);
   if (hasNormals()) {
     static_assert(sizeof(NormalXYZ) == 3 * sizeof(float));
-    const std::vector<NormalXYZ> normals = normals_.toHost();
+    const std::vector<NormalXYZ> normals = storedNormals().toHost();
     out.normals.resize(3 * normals.size());
     std::memcpy(out.normals.data(), normals.data(), out.normals.size() * sizeof(float));
   }
@@ -164,30 +149,30 @@ ComputeDevice UnorganizedPointCloud::device() const {
 
 const DeviceArray<ColorRGBA>& UnorganizedPointCloud::requireColors(const char* fn) const {
   if (!hasColors()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no colours");
-  return colors_;
+  return storedColors();
 }
 
 DeviceArray<PointXYZ> UnorganizedPointCloud::devicePointsXYZ(StreamOrQueue sq) const {
   (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZ");
-  return isEmpty() ? DeviceArray<PointXYZ>() : convert<PointXYZ>(xyz_, sq);
+  return isEmpty() ? DeviceArray<PointXYZ>() : convert<PointXYZ>(storedXYZ(), sq);
 }
 DeviceArray<PointXYZW> UnorganizedPointCloud::devicePointsXYZW(StreamOrQueue sq) const {
   (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZW");
-  return isEmpty() ? DeviceArray<PointXYZW>() : convert<PointXYZW>(xyz_, sq);
+  return isEmpty() ? DeviceArray<PointXYZW>() : convert<PointXYZW>(storedXYZ(), sq);
 }
 DeviceArray<SNR> UnorganizedPointCloud::deviceSNRs(StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::deviceSNRs";
   (void)pc::queueOf(device(), sq, fn);
   if (isEmpty()) return {};
   if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
-  return convert<SNR>(snrs_, sq);
+  return convert<SNR>(storedSNRs(), sq);
 }
 DeviceArray<NormalXYZ> UnorganizedPointCloud::deviceNormalsXYZ(StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::deviceNormalsXYZ";
   (void)pc::queueOf(device(), sq, fn);
   if (isEmpty()) return {};
   if (!hasNormals()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no normals (see estimateNormals)");
-  return convert<NormalXYZ>(normals_, sq);
+  return convert<NormalXYZ>(storedNormals(), sq);
 }
 
 // ----------------------------------------------------------------- voxels ----
@@ -315,8 +300,8 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   grid.run(voxelSize, minPointsPerVoxel, false);
   const pc::CompactResult& r = grid.output();
   return fromCapacity(device_, r.xyz, r.colors, r.snrs, transform_, r.normals,
-                      std::make_shared<detail::PendingPointCount>(r.block, r.countAt + sizeof(std::uint32_t),
-                                                                  voxelTooSmallText(voxelSize, fn)));
+                      std::make_shared<detail::PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
+                                                               voxelTooSmallText(voxelSize, fn)));
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
@@ -324,7 +309,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
   const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
-  VoxelGrid grid(*q, xyz_, colors_, snrs_, normals_, fn);
+  VoxelGrid grid(*q, storedXYZ(), storedColors(), storedSNRs(), storedNormals(), fn);
   // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
   // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
   std::uint32_t result[3] = {0, 0, 0};
@@ -358,6 +343,7 @@ UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, Str
     out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, xyz_.size(), fn);
     pc::enqueueRotateNormals(*q, m, normals_, out.normals_);
   }
+  if (pending_) out.pending_ = pending_->forOtherArrays();  // new arrays, the same points
   return out;
 }
 UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m) const {
@@ -393,6 +379,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
     pc::raise(ErrorCode::InvalidArgument, fn,
               "the other cloud lives on " + other.device().toString() + " but this one on " + device_.toString());
   const auto q = pc::queueOf(device_, sq, fn);
+  settleSize();  // the result gets new arrays of the exact size
   if (isEmpty()) {
     const Matrix4x4 keep = transform_;
     *this = other;
@@ -440,6 +427,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other) {
 void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq) {
   constexpr const char* fn = "UnorganizedPointCloud::paintUniformColor";
   const auto q = pc::queueOf(device(), sq, fn);
+  settleSize();  // the new colours have the exact size
   if (isEmpty()) return;
   DeviceArray<ColorRGBA> painted = pc::allocateUnorganized<ColorRGBA>(*q, size(), fn);
   OrderedUse use(*q, {pc::storageOf(painted)});
