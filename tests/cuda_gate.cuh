@@ -13,8 +13,13 @@
 
 #include <gtest/gtest.h>
 
-#include "cuda_ok.cuh"
 #include "ordering_support.hpp"
+
+#define CUDA_OK(expr)                                                           \
+  do {                                                                          \
+    const cudaError_t err_ = (expr);                                            \
+    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_); \
+  } while (0)
 
 namespace {
 

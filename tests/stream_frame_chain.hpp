@@ -1,7 +1,6 @@
-// The frame chain of the stream tests (stream_frame_chain_test.cpp on every device,
-// stream_frame_chain_cuda_test.cu captured into a CUDA graph): downsample -> normals ->
-// transform -> ROI -> unorganize -> voxel, blocking and on a stream, and the byte-wise
-// comparison of the two results.
+// The frame chain of the stream tests: downsample -> normals -> transform -> ROI ->
+// unorganize -> voxel, blocking and on a stream, and the byte-wise comparison of the
+// two results.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // OpenCL, every call returns while the stream is held back by a user event the host
 // completes only afterwards (a call that waited on the host would never return; a
 // watchdog then opens the gate and the test fails instead of hanging). The CUDA
-// counterpart, a CUDA graph captured from the chain, is in stream_frame_chain_cuda_test.cu.
+// counterpart, a gated kernel holding the stream back, is stream_frame_chain_cuda_test.cu.
 #include <gtest/gtest.h>
 
 #if defined(DEVICEARRAY_HAS_OPENCL)
@@ -83,7 +83,7 @@ TEST_P(StreamFrameChain, ATooSmallVoxelIsReportedWhenTheCountIsRead) {
 
 TEST_P(StreamFrameChain, EnqueuesWithoutAHostSynchronization) {
   const ComputeDevice d = GetParam();
-  if (d.backend() != ComputeBackend::opencl) GTEST_SKIP() << "the OpenCL user-event gate; CUDA has the graph test";
+  if (d.backend() != ComputeBackend::opencl) GTEST_SKIP() << "the OpenCL gate; stream_frame_chain_cuda_test gates CUDA";
   const PointCloud uploaded = PointCloud::fromHost(frame(), d);
   const ChainResult want = blockingChain(uploaded);
   Stream stream(d);
