@@ -297,17 +297,16 @@ class PointCloud {
 /// the count itself stays in device memory: isSizeKnown() is false until it is read.
 /// transform/transformed and the stream overload of voxelDownsampled consume it as it
 /// is, without a host read (missing points are ignored by both), so a frame chain
-/// unorganize -> transform -> voxel enqueues without a host synchronization and can be
-/// captured into a CUDA graph. Everything else resolves the count first, once per cloud,
-/// blocking until the work that produces it is done: size(), isEmpty(), downloads and
-/// clones, the device* accessors, the stored*() arrays and every other operation
+/// unorganize -> transform -> voxel enqueues without a host synchronization and the
+/// host runs ahead of the device. Everything else resolves the count first, once per
+/// cloud, blocking until the work that produces it is done: size(), isEmpty(), downloads
+/// and clones, the device* accessors, the stored*() arrays and every other operation
 /// (normals, outlier removal, extend, paintUniformColor, centroid, center: these need
-/// the exact point count on the host). Once
-/// resolved, the cloud is an ordinary one (its arrays are the first size() elements of
-/// the capacity arrays). An error found on the device while producing the cloud (a
-/// voxel size too small for the cloud's extent) is thrown by the call that resolves the
-/// count. Resolving is thread-safe: const calls on one cloud from several threads stay
-/// safe.
+/// the exact point count on the host). Once resolved, the cloud's arrays are the first
+/// size() elements of the capacity arrays. An error found on the device while producing
+/// the cloud (a voxel size too small for the cloud's extent) is thrown by the call that
+/// resolves the count. Resolving is thread-safe: const calls on one cloud from several
+/// threads stay safe.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;

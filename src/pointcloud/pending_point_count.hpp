@@ -49,7 +49,6 @@ struct PointArrays {
 /// cloud from several threads stay safe.
 class PendingPointCount {
  public:
-
   explicit PendingPointCount(std::shared_ptr<PointCountWord> count) : count_(std::move(count)) {}
 
   /// The same count for another set of capacity arrays with the same points (e.g. a
