@@ -10,6 +10,8 @@
 // The CUDA counterparts (gated kernels need nvcc) are in ordering_cuda_test.cu.
 #if defined(DEVICEARRAY_HAS_OPENCL)
 #include <CL/cl.h>
+
+#include "opencl_gate.hpp"
 #endif
 
 #include <chrono>
@@ -62,31 +64,7 @@ void settle(cl_command_queue q) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-/// A user event the host completes (see GateWatchdog).
-class Gate {
- public:
-  Gate(cl_context context, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    cl_int err = CL_SUCCESS;
-    event_ = clCreateUserEvent(context, &err);
-    if (err != CL_SUCCESS) event_ = nullptr;
-    watchdog_.start(limit, [this] {
-      if (event_ != nullptr) clSetUserEventStatus(event_, CL_COMPLETE);
-    });
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  ~Gate() {
-    watchdog_.stop();
-    if (event_ != nullptr) clReleaseEvent(event_);
-  }
-  cl_event event() const { return event_; }
-  /// Opens the gate; true when the watchdog had not already opened it (nothing blocked).
-  bool open() { return watchdog_.open(); }
-
- private:
-  cl_event event_ = nullptr;
-  datest::ordering::GateWatchdog watchdog_;
-};
+using datest::ordering::Gate;
 
 /// A context the test creates on the device, three queues (the library's, a producer
 /// and a consumer) and the user program; the library adopts it with fromOpenCL.

@@ -13,10 +13,11 @@
 // averages of light in either space. Alpha is linear in both.
 //
 // Streams (docs/stream-queue-context.md). Every operation has an overload taking a
-// StreamOrQueue: it enqueues its work there, returns without blocking (unless stated: operations whose
-// output size depends on the data read one count back) and what it hands out is ready
-// on that stream. The overloads without a stream run on the device's own queue and
-// block until their work is complete.
+// StreamOrQueue: it enqueues its work there, returns without blocking (unless stated)
+// and what it hands out is ready on that stream. The overloads without a stream run on
+// the device's own queue and block until their work is complete. Operations whose
+// output size depends on the data (toUnorganizedPointCloud, voxelDownsampled) hand out
+// an UnorganizedPointCloud whose size is known after an event: see that class.
 //
 // Errors. Every function throws devicearray::Error: InvalidArgument for bad input
 // (named in the message), InvalidState for an empty cloud where data is required,
@@ -28,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -62,6 +64,11 @@ struct RegionOfInterestBox {
 };
 
 class UnorganizedPointCloud;
+namespace detail {
+class PointCountWord;
+class PendingPointCount;
+struct PointArrays;
+}
 
 namespace detail {
 /// Internal: stored 8-bit colour codes (a ColorRGBA array) seen as the sRGB codes they
@@ -282,7 +289,9 @@ class PointCloud {
 
   /// The valid points in row-major order (exclusive scan of validity + scatter), with
   /// their colour and SNR and this cloud's transformationMatrix(). The stream overload
-  /// enqueues everything on `sq` and then blocks once to read the point count.
+  /// only enqueues: its result's point count stays on the device until something reads
+  /// it (see UnorganizedPointCloud, "size known after an event"). The overload without a
+  /// stream blocks and returns a cloud whose size is known.
   ///@{
   UnorganizedPointCloud toUnorganizedPointCloud() const;
   UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
@@ -315,6 +324,23 @@ class PointCloud {
 /// SNR and unit normals, on one device. Copies share device memory, as for PointCloud. A
 /// cloud of 0 points is allowed (its arrays are empty); it still knows its device when
 /// it came from a device operation.
+///
+/// Size known after an event. The stream overloads of PointCloud::toUnorganizedPointCloud
+/// and voxelDownsampled never block: their result's arrays are allocated at a capacity
+/// (the input's point count), the points past the count are missing (NaN) points, and
+/// the count itself stays in device memory: isSizeKnown() is false until it is read.
+/// transform/transformed and the stream overload of voxelDownsampled consume it as it
+/// is, without a host read (missing points are ignored by both), so a frame chain
+/// unorganize -> transform -> voxel enqueues without a host synchronization and the
+/// host runs ahead of the device. Everything else resolves the count first, once per
+/// cloud, blocking until the work that produces it is done: size(), isEmpty(), downloads
+/// and clones, the device* accessors, the stored*() arrays and every other operation
+/// (normals, outlier removal, extend, paintUniformColor, centroid, center: these need
+/// the exact point count on the host). Once resolved, the cloud's arrays are the first
+/// size() elements of the capacity arrays. An error found on the device while producing
+/// the cloud (a voxel size too small for the cloud's extent) is thrown by the call that
+/// resolves the count. Resolving is thread-safe: const calls on one cloud from several
+/// threads stay safe.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
@@ -347,10 +373,12 @@ class UnorganizedPointCloud {
   /// InvalidArgument for an invalid device.
   UnorganizedPointCloud clone(const ComputeDevice& device) const;
 
-  /// Number of points.
-  std::size_t size() const noexcept { return xyz_.size(); }
-  /// True for a cloud without points.
-  bool isEmpty() const noexcept { return xyz_.isEmpty(); }
+  /// Number of points. Resolves a count still on the device (blocking; see above).
+  std::size_t size() const;
+  /// True for a cloud without points. Resolves a count still on the device.
+  bool isEmpty() const;
+  /// False while the point count is still in device memory (size() would wait for it).
+  bool isSizeKnown() const noexcept;
   /// Whether the cloud has colours / SNR values.
   ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }
@@ -405,8 +433,11 @@ class UnorganizedPointCloud {
   /// with fewer than `minPointsPerVoxel` points are dropped. Output order: ascending voxel key
   /// (x-major, then y, then z voxel index), so it is deterministic. Throws
   /// InvalidArgument for voxelSize not finite and > 0, minPointsPerVoxel < 1, or a voxel
-  /// size so small that an axis needs 2^21 - 1 or more voxels. The stream overload
-  /// blocks once, to read the voxel count.
+  /// size so small that an axis needs 2^21 - 1 or more voxels. The overload without a
+  /// stream blocks and throws that at once; the stream overload never blocks, neither to
+  /// read the voxel count nor this cloud's count (the result's size is known after an
+  /// event, see above): it throws the too-small error from the call that resolves the
+  /// result's count.
   ///@{
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel) const;
   UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
@@ -495,21 +526,36 @@ class UnorganizedPointCloud {
                                          DeviceArray<SNR> snrs, const Matrix4x4& transform,
                                          DeviceArray<NormalXYZ> normals = {},
                                          ColorSpace colorSpace = ColorSpace::linear);
-  const DeviceArray<PointXYZ>& storedXYZ() const noexcept { return xyz_; }
-  const DeviceArray<ColorRGBA>& storedColors() const noexcept { return colors_; }
-  const DeviceArray<SNR>& storedSNRs() const noexcept { return snrs_; }
-  const DeviceArray<NormalXYZ>& storedNormals() const noexcept { return normals_; }
+  /// fromCapacity takes arrays at a capacity whose points past the count are missing, and
+  /// the count still in device memory. The stored arrays resolve the count first.
+  static UnorganizedPointCloud fromCapacity(ComputeDevice device, DeviceArray<PointXYZ> xyz,
+                                            DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
+                                            const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
+                                            std::shared_ptr<detail::PointCountWord> count,
+                                            ColorSpace colorSpace = ColorSpace::linear);
+  const DeviceArray<PointXYZ>& storedXYZ() const;
+  const DeviceArray<ColorRGBA>& storedColors() const;
+  const DeviceArray<SNR>& storedSNRs() const;
+  const DeviceArray<NormalXYZ>& storedNormals() const;
   ///@}
 
  private:
   const DeviceArray<ColorRGBA>& requireColors(const char* fn) const;
+  /// The arrays trimmed to a count still on the device (read once, thread-safely; the
+  /// cloud's own arrays stay the capacity ones). Only while pending_ is set.
+  const detail::PointArrays& trimmedArrays() const;
+  /// Makes the trimmed arrays the cloud's own (a no-op once the size is known): for the
+  /// operations that replace some of the arrays.
+  void settleSize();
 
   ComputeDevice device_;
+  // While pending_ is set: arrays at a capacity, missing points past the count.
   DeviceArray<PointXYZ> xyz_;
   DeviceArray<ColorRGBA> colors_;
   DeviceArray<SNR> snrs_;
   DeviceArray<NormalXYZ> normals_;
   ColorSpace colorSpace_ = ColorSpace::linear;
+  std::shared_ptr<detail::PendingPointCount> pending_;
   Matrix4x4 transform_ = identityMatrix4x4();
 };
 

@@ -312,7 +312,9 @@ void bindPointClouds(nb::module_& m) {
              nb::gil_scoped_release release;
              return s != nullptr ? pc.toUnorganizedPointCloud(s->handle()) : pc.toUnorganizedPointCloud();
            },
-           nb::arg("stream") = nb::none(), "Order-preserving compaction of the valid points.");
+           nb::arg("stream") = nb::none(),
+           "Order-preserving compaction of the valid points. With a stream it only enqueues: the "
+           "result's size is read when first needed.");
 
   // ----------------------------------------------- UnorganizedPointCloud --
   nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud",
@@ -358,8 +360,20 @@ void bindPointClouds(nb::module_& m) {
            },
            nb::arg("neighbours") = UnorganizedPointCloud::kDefaultNormalNeighbours, nb::arg("stream") = nb::none(),
            "Plane-fit normals over each point's nearest neighbours, towards the viewpoint.")
-      .def("size", &UnorganizedPointCloud::size)
-      .def("is_empty", &UnorganizedPointCloud::isEmpty)
+      // A cloud from a stream call may hold its count on the device: reading it waits.
+      .def("size",
+           [](const UnorganizedPointCloud& pc) {
+             nb::gil_scoped_release release;
+             return pc.size();
+           },
+           "Number of points; waits for a count still on the device (see is_size_known).")
+      .def("is_empty",
+           [](const UnorganizedPointCloud& pc) {
+             nb::gil_scoped_release release;
+             return pc.isEmpty();
+           })
+      .def("is_size_known", &UnorganizedPointCloud::isSizeKnown,
+           "False while the point count of a stream call's result is still in device memory.")
       .def("has_colors", &UnorganizedPointCloud::hasColors)
       .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
       .def("device", &UnorganizedPointCloud::device)

@@ -230,13 +230,19 @@ DA_KERNEL(da_pc_valid_flags)(DA_PARAMS(DA_PC_VALID_FLAGS_PARAMS)) {
 }
 
 /* Order-preserving compaction: point i is kept when offsets[i + 1] != offsets[i] (the
- * exclusive scan of the keep flags) and goes to position offsets[i]. */
+ * exclusive scan of the keep flags) and goes to position offsets[i]. The dropped points
+ * fill the positions past the kept count with missing points, so the whole output is a
+ * cloud of n points that operations ignoring missing points can take as it is, before
+ * the host knows the count. */
 DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_COMPACT_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const da_u32 o = offsets[i];
-  if (offsets[i + 1] == o) return;
+  if (offsets[i + 1] == o) {
+    da_pc_store(xyzOut, (long)offsets[n] + (i - (long)o), DA_NAN, DA_NAN, DA_NAN);
+    return;
+  }
   da_pc_store(xyzOut, o, xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]);
   if (hasColor) {
     rgbaOut[4 * o] = rgbaIn[4 * i];
@@ -349,9 +355,13 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
 DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
   const long s = DA_ID(0);
-  if (s >= n || s >= (long)segmentOf[n]) return;
+  if (s >= n) return;
   const da_u32 o = keepOffsets[s];
-  if (keepOffsets[s + 1] == o) return;
+  if (s >= (long)segmentOf[n] || keepOffsets[s + 1] == o) {
+    /* Not an output voxel: a missing point past the voxel count (see da_pc_compact). */
+    da_pc_store(xyzOut, (long)keepOffsets[n] + (s - (long)o), DA_NAN, DA_NAN, DA_NAN);
+    return;
+  }
   const da_u32 begin = starts[s], end = starts[s + 1];
   da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */

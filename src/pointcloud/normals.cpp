@@ -58,6 +58,7 @@ void UnorganizedPointCloud::estimateNormals(int neighbours, StreamOrQueue sq) {
     pc::raise(ErrorCode::InvalidArgument, fn,
               "neighbours is " + std::to_string(neighbours) + "; it must be in [3, " +
                   std::to_string(DA_NRM_MAX_NEIGHBOURS) + "]");
+  settleSize();  // the new normals have the exact size
   if (isEmpty()) return;
   normals_ = pc::estimateNormals(*q, pc::bufferOf(xyz_), size(), neighbours,
                                  {transform_[3], transform_[7], transform_[11]}, fn);

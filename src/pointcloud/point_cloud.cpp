@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "pointcloud/pending_point_count.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
 
@@ -407,37 +408,55 @@ PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) 
 
 // ------------------------------------------------------------- unorganize ----
 
-UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) const {
-  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
-  const auto q = pc::queueOf(device(), sq, fn);
-  const std::size_t n = size();
+namespace {
+
+/// Enqueues the compaction of `cloud`'s valid points into arrays at its point count
+/// (capacity), missing points past the compacted count, which goes to the result's
+/// count word. No host synchronization.
+pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& cloud, const char* fn) {
+  const std::size_t n = cloud.size();
+  const auto& xyz = cloud.storedXYZ();
+  const auto& colors = cloud.storedColors();
+  const auto& snrs = cloud.storedSNRs();
   pc::ScratchLayout layout;
   const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const std::size_t offsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
-  const auto scratch = layout.allocate(*q);
-  const pc::CompactResult cap = pc::allocateAttributes(*q, n, hasColors(), hasSNRs(), false, fn);
-  std::uint32_t count = 0;
-  {
-    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), scratch.get(),
-                        pc::storageOf(cap.xyz)});
-    detail::launch<kernels::da_pc_valid_flags>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(xyz_),
-                                               pc::arg(scratch, flagsAt));
-    q->device()->primitives().exclusiveScanU32(*q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
-    detail::launch<kernels::da_pc_compact>(*q, LaunchGeometry::items(n), pc::i64(n), hasColors() ? 1 : 0,
-                                           hasSNRs() ? 1 : 0, 0, pc::arg(scratch, offsetsAt), pc::arg(xyz_),
-                                           pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_), pc::arg(xyz_),
-                                           pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-                                           pc::argOr(cap.snrs, cap.xyz), pc::arg(cap.xyz));
-    use.commit();
-  }
-  // The one host sync of this operation: the output size.
-  pc::readBack(*q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
-  const pc::CompactResult r = pc::trimmed(*q, cap, n, count, fn);
-  return UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_, {}, colorSpace_);
+  const auto scratch = layout.allocate(q);
+  const pc::CompactResult cap = pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), false, fn, 1);
+  OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), scratch.get(), cap.block.get()});
+  detail::launch<kernels::da_pc_valid_flags>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(xyz),
+                                             pc::arg(scratch, flagsAt));
+  q.device()->primitives().exclusiveScanU32(q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
+  detail::launch<kernels::da_pc_compact>(q, LaunchGeometry::items(n), pc::i64(n), cloud.hasColors() ? 1 : 0,
+                                         cloud.hasSNRs() ? 1 : 0, 0, pc::arg(scratch, offsetsAt), pc::arg(xyz),
+                                         pc::argOr(colors, xyz), pc::argOr(snrs, xyz), pc::arg(xyz),
+                                         pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+                                         pc::argOr(cap.snrs, cap.xyz), pc::arg(cap.xyz));
+  pc::copyBytes(q, cap.block.get(), cap.countAt, scratch.get(), offsetsAt + n * sizeof(std::uint32_t),
+                sizeof(std::uint32_t));
+  use.commit();
+  return cap;
+}
+
+}  // namespace
+
+UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) const {
+  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
+  const auto q = pc::queueOf(device(), sq, fn);
+  const pc::CompactResult cap = enqueueValidPoints(*q, *this, fn);
+  return UnorganizedPointCloud::fromCapacity(device(), cap.xyz, cap.colors, cap.snrs, transform_, {},
+                                             std::make_shared<detail::PointCountWord>(cap.block, cap.countAt), colorSpace_);
 }
 
 UnorganizedPointCloud PointCloud::toUnorganizedPointCloud() const {
-  UnorganizedPointCloud out = toUnorganizedPointCloud(device().sdkStreamOrQueue());
+  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
+  const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
+  const pc::CompactResult cap = enqueueValidPoints(*q, *this, fn);
+  std::uint32_t count = 0;
+  pc::readBack(*q, cap.block.get(), cap.countAt, &count, sizeof(count));
+  const pc::CompactResult r = pc::trimmed(*q, cap, size(), count, fn);
+  UnorganizedPointCloud out =
+      UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_, {}, colorSpace_);
   pc::finishDeviceQueue(device());
   return out;
 }

@@ -26,8 +26,8 @@ UnorganizedPointCloud UnorganizedPointCloud::clone(const ComputeDevice& device) 
   constexpr const char* fn = "UnorganizedPointCloud::clone";
   if (!device_.isValid()) detail::pc::raise(ErrorCode::InvalidState, fn, "the cloud has never been on a device");
   requireValid(device, fn);
-  return fromParts(device, xyz_.clone(device), colors_.clone(device), snrs_.clone(device), transform_,
-                   normals_.clone(device), colorSpace_);
+  return fromParts(device, storedXYZ().clone(device), storedColors().clone(device), storedSNRs().clone(device),
+                   transform_, storedNormals().clone(device), colorSpace_);
 }
 
 }  // namespace devicearray

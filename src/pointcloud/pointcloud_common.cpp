@@ -92,16 +92,19 @@ void enqueueRotateNormals(QueueImpl& q, const Matrix4x4& m, const DeviceArray<No
 }
 
 CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, bool normals,
-                                 const char* fn) {
+                                 const char* fn, std::size_t countWords) {
   checkPointCount(count, fn);
   ScratchLayout layout;
   const std::size_t xyzAt = layout.add(count, sizeof(PointXYZ), fn);
   const std::size_t colorsAt = colors ? layout.add(count, sizeof(ColorRGBA), fn) : 0;
   const std::size_t snrsAt = snrs ? layout.add(count, sizeof(SNR), fn) : 0;
   const std::size_t normalsAt = normals ? layout.add(count, sizeof(NormalXYZ), fn) : 0;
+  const std::size_t countAt = countWords > 0 ? layout.add(countWords, sizeof(std::uint32_t), fn) : 0;
   const std::shared_ptr<Allocation> block = layout.allocate(q);
   const int n = static_cast<int>(count);
   CompactResult r;
+  r.block = block;
+  r.countAt = countAt;
   r.xyz = wrapStorage<PointXYZ>(block, xyzAt, false, 1, n);
   if (colors) r.colors = wrapStorage<ColorRGBA>(block, colorsAt, false, 1, n);
   if (snrs) r.snrs = wrapStorage<SNR>(block, snrsAt, false, 1, n);

@@ -123,11 +123,15 @@ struct CompactResult {
   DeviceArray<ColorRGBA> colors;
   DeviceArray<SNR> snrs;
   DeviceArray<NormalXYZ> normals;
+  /// The allocation holding the arrays, and the offset of its `countWords` u32 words.
+  std::shared_ptr<Allocation> block;
+  std::size_t countAt = 0;
 };
 /// Unorganized arrays of `count` points each, with colours, SNRs and normals only where
-/// asked for, as slices of one allocation (one driver call to allocate and one to free).
+/// asked for, as slices of one allocation (one driver call to allocate and one to free),
+/// followed by `countWords` u32 words for a count known after an event.
 CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, bool snrs, bool normals,
-                                 const char* fn);
+                                 const char* fn, std::size_t countWords = 0);
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);
 

@@ -2,7 +2,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
+#include "pointcloud/pending_point_count.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
 
@@ -62,6 +64,43 @@ UnorganizedPointCloud UnorganizedPointCloud::fromParts(ComputeDevice device, Dev
   return c;
 }
 
+UnorganizedPointCloud UnorganizedPointCloud::fromCapacity(ComputeDevice device, DeviceArray<PointXYZ> xyz,
+                                                          DeviceArray<ColorRGBA> colors, DeviceArray<SNR> snrs,
+                                                          const Matrix4x4& transform, DeviceArray<NormalXYZ> normals,
+                                                          std::shared_ptr<detail::PointCountWord> count,
+                                                          ColorSpace colorSpace) {
+  UnorganizedPointCloud c = fromParts(std::move(device), std::move(xyz), std::move(colors), std::move(snrs),
+                                      transform, std::move(normals), colorSpace);
+  c.pending_ = std::make_shared<detail::PendingPointCount>(std::move(count));
+  return c;
+}
+
+const detail::PointArrays& UnorganizedPointCloud::trimmedArrays() const {
+  return pending_->trimmed(detail::PointArrays{xyz_, colors_, snrs_, normals_});
+}
+
+void UnorganizedPointCloud::settleSize() {
+  if (!pending_) return;
+  const detail::PointArrays points = trimmedArrays();
+  xyz_ = points.xyz;
+  colors_ = points.colors;
+  snrs_ = points.snrs;
+  normals_ = points.normals;
+  pending_.reset();
+}
+
+bool UnorganizedPointCloud::isSizeKnown() const noexcept { return !pending_ || pending_->isCountRead(); }
+std::size_t UnorganizedPointCloud::size() const { return storedXYZ().size(); }
+bool UnorganizedPointCloud::isEmpty() const { return storedXYZ().isEmpty(); }
+const DeviceArray<PointXYZ>& UnorganizedPointCloud::storedXYZ() const { return pending_ ? trimmedArrays().xyz : xyz_; }
+const DeviceArray<ColorRGBA>& UnorganizedPointCloud::storedColors() const {
+  return pending_ ? trimmedArrays().colors : colors_;
+}
+const DeviceArray<SNR>& UnorganizedPointCloud::storedSNRs() const { return pending_ ? trimmedArrays().snrs : snrs_; }
+const DeviceArray<NormalXYZ>& UnorganizedPointCloud::storedNormals() const {
+  return pending_ ? trimmedArrays().normals : normals_;
+}
+
 UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice& device) {
   constexpr const char* fn = "UnorganizedPointCloud::fromHost";
   cloud.validate();
@@ -94,10 +133,10 @@ UnorganizedPointCloud UnorganizedPointCloud::fromHost(const HostPointCloud& clou
 HostPointCloud UnorganizedPointCloud::toHost() const {
   HostPointCloud out;
   if (isEmpty()) return out;
-  pc::downloadAttributes(device_, xyz_, colors_, colorSpace_, snrs_, out);
+  pc::downloadAttributes(device_, storedXYZ(), storedColors(), colorSpace_, storedSNRs(), out);
   if (hasNormals()) {
     static_assert(sizeof(NormalXYZ) == 3 * sizeof(float));
-    const std::vector<NormalXYZ> normals = normals_.toHost();
+    const std::vector<NormalXYZ> normals = storedNormals().toHost();
     out.normals.resize(3 * normals.size());
     std::memcpy(out.normals.data(), normals.data(), out.normals.size() * sizeof(float));
   }
@@ -112,116 +151,183 @@ ComputeDevice UnorganizedPointCloud::device() const {
 
 const DeviceArray<ColorRGBA>& UnorganizedPointCloud::requireColors(const char* fn) const {
   if (!hasColors()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no colours");
-  return colors_;
+  return storedColors();
 }
 
 DeviceArray<PointXYZ> UnorganizedPointCloud::devicePointsXYZ(StreamOrQueue sq) const {
   (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZ");
-  return isEmpty() ? DeviceArray<PointXYZ>() : convert<PointXYZ>(xyz_, sq);
+  return isEmpty() ? DeviceArray<PointXYZ>() : convert<PointXYZ>(storedXYZ(), sq);
 }
 DeviceArray<PointXYZW> UnorganizedPointCloud::devicePointsXYZW(StreamOrQueue sq) const {
   (void)pc::queueOf(device(), sq, "UnorganizedPointCloud::devicePointsXYZW");
-  return isEmpty() ? DeviceArray<PointXYZW>() : convert<PointXYZW>(xyz_, sq);
+  return isEmpty() ? DeviceArray<PointXYZW>() : convert<PointXYZW>(storedXYZ(), sq);
 }
 DeviceArray<SNR> UnorganizedPointCloud::deviceSNRs(StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::deviceSNRs";
   (void)pc::queueOf(device(), sq, fn);
   if (isEmpty()) return {};
   if (!hasSNRs()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no SNR values");
-  return convert<SNR>(snrs_, sq);
+  return convert<SNR>(storedSNRs(), sq);
 }
 DeviceArray<NormalXYZ> UnorganizedPointCloud::deviceNormalsXYZ(StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::deviceNormalsXYZ";
   (void)pc::queueOf(device(), sq, fn);
   if (isEmpty()) return {};
   if (!hasNormals()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no normals (see estimateNormals)");
-  return convert<NormalXYZ>(normals_, sq);
+  return convert<NormalXYZ>(storedNormals(), sq);
 }
 
 // ----------------------------------------------------------------- voxels ----
 
-UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel,
-                                                              StreamOrQueue sq) const {
-  constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
-  char sizeText[32];  // %g: std::to_string prints 1e-9 as 0.000000
-  std::snprintf(sizeText, sizeof sizeText, "%g", static_cast<double>(voxelSize));
+namespace {
+
+/// voxelSize as %g (std::to_string prints 1e-9 as 0.000000).
+std::string voxelSizeText(float voxelSize) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(voxelSize));
+  return text;
+}
+
+void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn) {
   if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
-    pc::raise(ErrorCode::InvalidArgument, fn, std::string("voxelSize is ") + sizeText + "; it must be finite and > 0");
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "voxelSize is " + voxelSizeText(voxelSize) + "; it must be finite and > 0");
   if (minPointsPerVoxel < 1)
     pc::raise(ErrorCode::InvalidArgument, fn,
               "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
-  const auto q = pc::queueOf(device(), sq, fn);
-  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
-  const std::size_t n = size();
-  const pc::SrgbTables tables = pc::srgbTables(*q);
-  const bool color = hasColors(), snr = hasSNRs(), normal = hasNormals();
-  // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
-  // [4..9] min and max corner (floats).
-  pc::ScratchLayout layout;
-  const std::size_t scalarsAt = layout.add(10, sizeof(std::uint32_t), fn);
-  const std::size_t keysAt = layout.add(n, sizeof(std::uint64_t), fn);
-  const std::size_t sortedKeysAt = layout.add(n, sizeof(std::uint64_t), fn);
-  const std::size_t indicesAt = layout.add(n, sizeof(std::uint32_t), fn);
-  const std::size_t orderAt = layout.add(n, sizeof(std::uint32_t), fn);
-  const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);  // heads, then keep flags
-  const std::size_t segmentOfAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
-  const std::size_t startsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
-  const std::size_t keepOffsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
-  const auto scratch = layout.allocate(*q);
-  detail::Allocation* const t = scratch.get();
-  const pc::CompactResult cap = pc::allocateAttributes(*q, n, color, snr, normal, fn);
-  auto& primitives = q->device()->primitives();
-  // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
-  // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
-  std::uint32_t result[3] = {0, 0, 0};
-  for (const bool compact : {true, false}) {
-    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
-                        pc::storageOf(cap.xyz), tables.owner.get()});
+}
+
+std::string voxelTooSmallText(float voxelSize, const char* fn) {
+  return std::string(fn) + ": voxelSize " + voxelSizeText(voxelSize) +
+         " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
+}
+
+/// The voxel grid of the n points of `in` (missing ones ignored) as an enqueued
+/// computation. run() enqueues one attempt and writes [overflow flag, voxel count, needs
+/// wide keys flag] into the output block's three count words; the output arrays hold the
+/// voxels, then missing points up to n.
+class VoxelGrid {
+ public:
+  VoxelGrid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
+            ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
+      : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
+        n_(xyz.size()), tables_(pc::srgbTables(q)) {
+    // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
+    // [4..9] min and max corner (floats).
+    scalarsAt_ = layout_.add(10, sizeof(std::uint32_t), fn);
+    keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
+    sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
+    indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
+    orderAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
+    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // heads, then keep flags
+    segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    scratch_ = layout_.allocate(q);
+    out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
+  }
+
+  /// Enqueues one attempt: compact (32-bit) keys when `compact`, which are right only
+  /// when the needs-wide-keys flag stays 0; wide (63-bit) keys always are.
+  void run(float voxelSize, int minPointsPerVoxel, bool compact) {
+    detail::QueueImpl& q = q_;
+    const std::size_t n = n_;
+    const auto& scratch = scratch_;
+    detail::Allocation* const t = scratch.get();
+    const pc::CompactResult& cap = out_;
+    const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
+    auto& primitives = q.device()->primitives();
+    OrderedUse use(q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
+                       cap.block.get(), tables_.owner.get()});
     detail::FillDesc zero;
     zero.dims = 1;
     zero.size[0] = 3;
     zero.step[0] = 4;
     zero.elemSize = 4;
-    zero.dst = detail::MemRef::dev(t, scalarsAt);
-    q->device()->fill(zero, *q);
-    primitives.boundsValidXYZ(*q, pc::bufferOf(xyz_), n, {t, scalarsAt + 16});
-    detail::launch<kernels::da_vx_keys>(*q, LaunchGeometry::items(n), pc::i64(n), voxelSize, compact ? 1 : 0,
-                                        pc::arg(scratch, scalarsAt + 16), pc::arg(xyz_), pc::arg(scratch, keysAt),
-                                        pc::arg(scratch, indicesAt), pc::arg(scratch, scalarsAt));
-    primitives.sortPairsU64U32(*q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt}, n,
+    zero.dst = detail::MemRef::dev(t, scalarsAt_);
+    q.device()->fill(zero, q);
+    primitives.boundsValidXYZ(q, pc::bufferOf(xyz_), n, {t, scalarsAt_ + 16});
+    detail::launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n), pc::i64(n), voxelSize, compact ? 1 : 0,
+                                        pc::arg(scratch, scalarsAt_ + 16), pc::arg(xyz_), pc::arg(scratch, keysAt_),
+                                        pc::arg(scratch, indicesAt_), pc::arg(scratch, scalarsAt_));
+    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n,
                                compact ? 32 : 63);
-    detail::launch<kernels::da_vx_heads>(*q, LaunchGeometry::items(n + 1), pc::i64(n),
-                                         pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, segmentOfAt}, n + 1);
-    detail::launch<kernels::da_vx_starts>(*q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt),
-                                          pc::arg(scratch, startsAt));
-    detail::launch<kernels::da_vx_keep>(*q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
-                                        pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt),
-                                        pc::arg(scratch, sortedKeysAt), pc::arg(scratch, flagsAt));
-    primitives.exclusiveScanU32(*q, {t, flagsAt}, {t, keepOffsetsAt}, n + 1);
+    detail::launch<kernels::da_vx_heads>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, sortedKeysAt_),
+                                         pc::arg(scratch, flagsAt_));
+    primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, segmentOfAt_}, n + 1);
+    detail::launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt_),
+                                          pc::arg(scratch, startsAt_));
+    detail::launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
+                                        pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
+                                        pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, flagsAt_));
+    primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
     detail::launch<kernels::da_vx_reduce>(
-        *q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, colorSpace_ == ColorSpace::srgb ? 1 : 0, snr ? 1 : 0,
-        normal ? 1 : 0,
-        pc::arg(scratch, segmentOfAt), pc::arg(scratch, startsAt), pc::arg(scratch, keepOffsetsAt),
-        pc::arg(scratch, orderAt), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
+        q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_), pc::arg(scratch, keepOffsetsAt_),
+        pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
         pc::argOr(normals_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-        pc::argOr(cap.normals, cap.xyz), tables.decode, tables.encode);
-    pc::copyBytes(*q, t, scalarsAt + 4, t, keepOffsetsAt + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
+        pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode);
+    pc::copyBytes(q, t, scalarsAt_ + 4, t, keepOffsetsAt_ + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
+    pc::copyBytes(q, cap.block.get(), cap.countAt, t, scalarsAt_, 3 * sizeof(std::uint32_t));
     use.commit();
-    // The one host sync of an attempt: the flags and the voxel count together.
-    pc::readBack(*q, t, scalarsAt, result, sizeof(result));
-    if (result[0] != 0)
-      pc::raise(ErrorCode::InvalidArgument, fn,
-                std::string("voxelSize ") + sizeText + " is too small for the cloud's extent: an axis would need " +
-                    "2^21 - 1 or more voxels");
-    if (result[2] == 0) break;
   }
-  const pc::CompactResult r = pc::trimmed(*q, cap, n, result[1], fn);
-  return fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_);
+
+  const pc::CompactResult& output() const noexcept { return out_; }
+
+ private:
+  detail::QueueImpl& q_;
+  const DeviceArray<PointXYZ>& xyz_;
+  const DeviceArray<ColorRGBA>& colors_;
+  bool srgb_;
+  const DeviceArray<SNR>& snrs_;
+  const DeviceArray<NormalXYZ>& normals_;
+  std::size_t n_;
+  pc::SrgbTables tables_;
+  pc::ScratchLayout layout_;
+  std::size_t scalarsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
+              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0;
+  std::shared_ptr<detail::Allocation> scratch_;
+  pc::CompactResult out_;
+};
+
+}  // namespace
+
+UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel,
+                                                              StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
+  checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  // xyz_ is the capacity while the count is still on the device: its missing points
+  // are ignored, so no host read of this cloud's count is needed.
+  if (xyz_.isEmpty()) return fromParts(device_, {}, {}, {}, transform_, {}, colorSpace_);
+  VoxelGrid grid(*q, xyz_, colors_, colorSpace_, snrs_, normals_, fn);
+  // Wide keys: choosing the compact ones would need the host to read the grid's extent.
+  grid.run(voxelSize, minPointsPerVoxel, false);
+  const pc::CompactResult& r = grid.output();
+  return fromCapacity(device_, r.xyz, r.colors, r.snrs, transform_, r.normals,
+                      std::make_shared<detail::PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
+                                                               voxelTooSmallText(voxelSize, fn)),
+                      colorSpace_);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
-  UnorganizedPointCloud out = voxelDownsampled(voxelSize, minPointsPerVoxel, device().sdkStreamOrQueue());
+  constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
+  checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
+  const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
+  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
+  VoxelGrid grid(*q, storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals(), fn);
+  // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
+  // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
+  std::uint32_t result[3] = {0, 0, 0};
+  for (const bool compact : {true, false}) {
+    grid.run(voxelSize, minPointsPerVoxel, compact);
+    // The one host sync of an attempt: the flags and the voxel count together.
+    pc::readBack(*q, grid.output().block.get(), grid.output().countAt, result, sizeof(result));
+    if (result[0] != 0) detail::fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
+    if (result[2] == 0) break;
+  }
+  const pc::CompactResult r = pc::trimmed(*q, grid.output(), size(), result[1], fn);
+  UnorganizedPointCloud out = fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_);
   pc::finishDeviceQueue(device());
   return out;
 }
@@ -234,13 +340,16 @@ UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, Str
   const auto q = pc::queueOf(device(), sq, fn);
   UnorganizedPointCloud out = *this;
   out.transform_ = pc::multiply(m, transform_);
-  if (isEmpty()) return out;
-  out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, size(), fn);
+  // xyz_ may be a capacity whose count is on the device: the result shares that count
+  // and its missing points stay missing, so no host read is needed.
+  if (xyz_.isEmpty()) return out;
+  out.xyz_ = pc::allocateUnorganized<PointXYZ>(*q, xyz_.size(), fn);
   pc::enqueueTransform(*q, m, xyz_, out.xyz_);
   if (hasNormals()) {
-    out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, size(), fn);
+    out.normals_ = pc::allocateUnorganized<NormalXYZ>(*q, xyz_.size(), fn);
     pc::enqueueRotateNormals(*q, m, normals_, out.normals_);
   }
+  if (pending_) out.pending_ = pending_->forOtherArrays();  // new arrays, the same points
   return out;
 }
 UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m) const {
@@ -252,7 +361,7 @@ void UnorganizedPointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
   constexpr const char* fn = "UnorganizedPointCloud::transform";
   pc::checkAffine(m, fn);
   const auto q = pc::queueOf(device(), sq, fn);
-  if (!isEmpty()) pc::enqueueTransform(*q, m, xyz_, xyz_);
+  if (!xyz_.isEmpty()) pc::enqueueTransform(*q, m, xyz_, xyz_);  // the capacity, as in transformed()
   if (hasNormals()) pc::enqueueRotateNormals(*q, m, normals_, normals_);
   transform_ = pc::multiply(m, transform_);
 }
@@ -276,6 +385,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
     pc::raise(ErrorCode::InvalidArgument, fn,
               "the other cloud lives on " + other.device().toString() + " but this one on " + device_.toString());
   const auto q = pc::queueOf(device_, sq, fn);
+  settleSize();  // the result gets new arrays of the exact size
   if (isEmpty()) {
     const Matrix4x4 keep = transform_;
     *this = other;
@@ -325,6 +435,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other) {
 void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq) {
   constexpr const char* fn = "UnorganizedPointCloud::paintUniformColor";
   const auto q = pc::queueOf(device(), sq, fn);
+  settleSize();  // the new colours have the exact size
   if (isEmpty()) return;
   DeviceArray<ColorRGBA> painted = pc::allocateUnorganized<ColorRGBA>(*q, size(), fn);
   OrderedUse use(*q, {pc::storageOf(painted)});

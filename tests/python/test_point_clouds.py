@@ -625,6 +625,22 @@ def test_to_unorganized_compacts_in_order(device, on):
     assert plain.size() == valid.sum() and not plain.has_colors() and not plain.has_snrs()
 
 
+def test_stream_results_resolve_their_size_lazily(device):
+    xyz, rgba, snr = make_cloud(36, 48, 51, holes=0.4)
+    cloud = upload(device, xyz, rgba, snr)
+    stream = da.Stream(device)
+    u = cloud.to_unorganized_point_cloud(stream=stream)
+    voxels = u.voxel_downsampled(20.0, 1, stream=stream)
+    assert not u.is_size_known() and not voxels.is_size_known()
+    blocking = cloud.to_unorganized_point_cloud()
+    assert blocking.is_size_known()
+    assert u.size() == valid_of(xyz).sum() and u.is_size_known()
+    np.testing.assert_array_equal(u.device_points_xyz().to_numpy(), blocking.device_points_xyz().to_numpy())
+    want = blocking.voxel_downsampled(20.0, 1)
+    assert voxels.size() == want.size()
+    np.testing.assert_array_equal(voxels.device_points_xyz().to_numpy(), want.device_points_xyz().to_numpy())
+
+
 # ----------------------------------------------------- UnorganizedPointCloud --
 
 def unorganized_data(n, seed, nan=0):

@@ -1,0 +1,49 @@
+// PointCountWord and PendingPointCount: the lazily read point count of a cloud known
+// after an event.
+#include "pointcloud/pending_point_count.hpp"
+
+#include <cstdint>
+#include <type_traits>
+
+#include "pointcloud/pointcloud_internal.hpp"
+
+namespace devicearray::detail {
+
+PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage)
+    : storage_(std::move(storage)), offset_(offset), errorMessage_(std::move(errorMessage)) {}
+
+std::size_t PointCountWord::read() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (count_) return *count_;
+  // The error flag sits right before the count, so one read brings both. The library
+  // queue's read is ordered after the producing stream's work through the allocation's
+  // last event, whatever stream that was.
+  const bool withError = !errorMessage_.empty();
+  std::uint32_t words[2] = {0, 0};
+  const std::size_t at = withError ? offset_ - sizeof(std::uint32_t) : offset_;
+  pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, withError ? words : words + 1,
+               withError ? sizeof(words) : sizeof(std::uint32_t));
+  if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
+  count_ = words[1];
+  storage_.reset();  // the arrays keep the memory alive; the count needs it no more
+  return *count_;
+}
+
+bool PointCountWord::isRead() const noexcept {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return count_.has_value();
+}
+
+const PointArrays& PendingPointCount::trimmed(const PointArrays& capacity) {
+  const std::size_t count = count_->read();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (trimmed_) return *trimmed_;
+  auto trim = [count](const auto& a) {
+    using Array = std::decay_t<decltype(a)>;
+    return count == 0 || !a.isValid() ? Array() : pc::prefixOf(a, count);
+  };
+  trimmed_ = PointArrays{trim(capacity.xyz), trim(capacity.colors), trim(capacity.snrs), trim(capacity.normals)};
+  return *trimmed_;
+}
+
+}  // namespace devicearray::detail
