@@ -176,21 +176,20 @@ void normalsKnn(benchmark::State& state, da::ComputeDevice device) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const da::ComputeDevice& device : da::ComputeDevice::all()) {
-    const std::string tag = dabench::deviceTag(device);
-    benchmark::RegisterBenchmark(("icp_iteration/" + tag).c_str(), icpIteration, device)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("registration/" + tag).c_str(), registration, device)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("normals_plane_fit/" + tag).c_str(), normalsPlaneFit, device)
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("normals_knn/" + tag).c_str(), normalsKnn, device)
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-  }
+  struct Case {
+    const char* name;
+    void (*run)(benchmark::State&, da::ComputeDevice);
+    benchmark::TimeUnit unit;
+  };
+  const Case cases[] = {{"icp_iteration/", icpIteration, benchmark::kMillisecond},
+                        {"registration/", registration, benchmark::kMillisecond},
+                        {"normals_plane_fit/", normalsPlaneFit, benchmark::kMicrosecond},
+                        {"normals_knn/", normalsKnn, benchmark::kMicrosecond}};
+  for (const da::ComputeDevice& device : da::ComputeDevice::all())
+    for (const Case& c : cases)
+      benchmark::RegisterBenchmark((c.name + dabench::deviceTag(device)).c_str(), c.run, device)
+          ->UseManualTime()
+          ->Unit(c.unit);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
