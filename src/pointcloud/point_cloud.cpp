@@ -160,22 +160,19 @@ PointCloud PointCloud::fromHost(const HostPointCloud& cloud, const ComputeDevice
   cloud.validate();
   if (!cloud.isOrganized())
     pc::raise(ErrorCode::InvalidArgument, fn, "the host cloud is unorganized (height and width are 0)");
+  // The host arrays have the formats' layouts (packed floats and bytes), and uploads copy
+  // bytes: the arrays go up as they are, without an element-wise copy of a camera frame.
   static_assert(sizeof(PointXYZ) == 3 * sizeof(float) && sizeof(ColorRGBA_SRGB) == 4 && sizeof(SNR) == sizeof(float));
-  std::vector<PointXYZ> xyz(cloud.size());
-  std::memcpy(xyz.data(), cloud.xyz.data(), cloud.xyz.size() * sizeof(float));
-  DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(xyz.data(), cloud.height, cloud.width, device);
+  DeviceArray<PointXYZ> dxyz = DeviceArray<PointXYZ>::fromHost(reinterpret_cast<const PointXYZ*>(cloud.xyz.data()),
+                                                                cloud.height, cloud.width, device);
   DeviceArray<ColorRGBA_SRGB> dcolors;
-  if (cloud.hasColors()) {
-    std::vector<ColorRGBA_SRGB> c(cloud.size());
-    std::memcpy(c.data(), cloud.rgba.data(), cloud.rgba.size());
-    dcolors = DeviceArray<ColorRGBA_SRGB>::fromHost(c.data(), cloud.height, cloud.width, device);
-  }
+  if (cloud.hasColors())
+    dcolors = DeviceArray<ColorRGBA_SRGB>::fromHost(reinterpret_cast<const ColorRGBA_SRGB*>(cloud.rgba.data()),
+                                                    cloud.height, cloud.width, device);
   DeviceArray<SNR> dsnr;
-  if (cloud.hasSNR()) {
-    std::vector<SNR> s(cloud.size());
-    std::memcpy(s.data(), cloud.snr.data(), cloud.snr.size() * sizeof(float));
-    dsnr = DeviceArray<SNR>::fromHost(s.data(), cloud.height, cloud.width, device);
-  }
+  if (cloud.hasSNR())
+    dsnr = DeviceArray<SNR>::fromHost(reinterpret_cast<const SNR*>(cloud.snr.data()), cloud.height, cloud.width,
+                                      device);
   return PointCloud(std::move(dxyz), std::move(dcolors), std::move(dsnr));
 }
 
