@@ -336,8 +336,7 @@ class VertexSink {
   /// A vertex with a non-finite coordinate is stored as a missing point (NaN x, y, z),
   /// the one form writePly writes for it.
   const char* store(std::size_t i, const double* values) {
-    if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
-    stored_ = std::max(stored_, i + 1);
+    makeRoomFor(i);
     float xyz[3];
     for (int c = 0; c < 3; ++c) {
       const double exact = values[m_.xyz[c]];
@@ -346,9 +345,7 @@ class VertexSink {
       narrowing_.check(exact, *f);
       xyz[c] = *f;
     }
-    if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
-      xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
+    storeXyz(i, xyz);
     if (m_.hasColors()) {
       for (int c = 0; c < 4; ++c) {
         const int p = m_.rgba[c];
@@ -384,13 +381,10 @@ class VertexSink {
 
   /// store() for a record of a DirectVertexLayout: the same values without the decode.
   void storeDirect(std::size_t i, const char* record, const DirectVertexLayout& l) {
-    if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
-    stored_ = std::max(stored_, i + 1);
+    makeRoomFor(i);
     float xyz[3];
     for (int c = 0; c < 3; ++c) std::memcpy(&xyz[c], record + l.xyz[c], sizeof(float));
-    if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
-      xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
+    storeXyz(i, xyz);
     if (m_.hasColors())
       for (std::size_t c = 0; c < 4; ++c)
         cloud_.rgba[4 * i + c] =
@@ -416,6 +410,19 @@ class VertexSink {
   const VertexMapping& mapping() const noexcept { return m_; }
 
  private:
+  /// Grows the arrays to hold record i (see the class comment) and counts it stored.
+  void makeRoomFor(std::size_t i) {
+    if (i >= allocated_) resize(std::min(count_, std::max<std::size_t>(2 * allocated_, 1 << 16)));
+    stored_ = std::max(stored_, i + 1);
+  }
+
+  /// A vertex with a non-finite coordinate is stored as a missing point (NaN x, y, z).
+  void storeXyz(std::size_t i, float (&xyz)[3]) {
+    if (!(std::isfinite(xyz[0]) && std::isfinite(xyz[1]) && std::isfinite(xyz[2])))
+      xyz[0] = xyz[1] = xyz[2] = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(&cloud_.xyz[3 * i], xyz, sizeof xyz);
+  }
+
   const char* propertyName(int p) const { return v_.properties[static_cast<std::size_t>(p)].name.c_str(); }
 
   void resize(std::size_t points) {
