@@ -5,8 +5,10 @@
 //   registration   a whole localPointCloudRegistration of two 1920x1200 views
 //                  downsampled 2x2, the target's normals estimated inside; counters
 //                  rotation_error_deg and translation_error_mm against the known pose;
-//   normals_plane_fit  PointCloud::deviceNormalsXYZ(window) on a 1920x1200 view
-//                  downsampled 2x2 (the frame pipeline's normals stage), device time;
+//   normals_plane_fit  PointCloud::deviceNormalsXYZ(window) on a 960x600 view (the
+//                  frame pipeline's normals stage after its 2x2 downsample), device
+//                  time, for the windows 5 (what the pipeline's grid needs), 7 and
+//                  kDefaultNormalWindowSize (what a full-resolution grid needs);
 //   normals_knn    UnorganizedPointCloud::estimateNormals(k) on the valid points of
 //                  the same view, device time.
 // The normals rows count median_error_deg against the scene's exact normals and
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <vector>
 #include <map>
@@ -154,7 +157,7 @@ void normalsPlaneFit(benchmark::State& state, da::ComputeDevice device) {
   da::Stream stream(device);
   da::DeviceArray<da::NormalXYZ> normals;
   dabench::timeOnDevice(state, stream, [&] {
-    normals = cloud.deviceNormalsXYZ(da::PointCloud::kDefaultNormalWindowSize, stream);
+    normals = cloud.deviceNormalsXYZ(static_cast<int>(state.range(0)), stream);
   });
   countNormalErrors(state, normals.toHost(), exact);
 }
@@ -180,16 +183,21 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)(benchmark::State&, da::ComputeDevice);
     benchmark::TimeUnit unit;
+    std::vector<std::int64_t> args;  ///< one run per value (state.range(0)), or none
   };
   const Case cases[] = {{"icp_iteration/", icpIteration, benchmark::kMillisecond},
                         {"registration/", registration, benchmark::kMillisecond},
-                        {"normals_plane_fit/", normalsPlaneFit, benchmark::kMicrosecond},
+                        {"normals_plane_fit/", normalsPlaneFit, benchmark::kMicrosecond,
+                         {5, 7, da::PointCloud::kDefaultNormalWindowSize}},
                         {"normals_knn/", normalsKnn, benchmark::kMicrosecond}};
   for (const da::ComputeDevice& device : da::ComputeDevice::all())
-    for (const Case& c : cases)
-      benchmark::RegisterBenchmark((c.name + dabench::deviceTag(device)).c_str(), c.run, device)
-          ->UseManualTime()
-          ->Unit(c.unit);
+    for (const Case& c : cases) {
+      benchmark::internal::Benchmark* b =
+          benchmark::RegisterBenchmark((c.name + dabench::deviceTag(device)).c_str(), c.run, device)
+              ->UseManualTime()
+              ->Unit(c.unit);
+      for (const std::int64_t arg : c.args) b->Arg(arg);
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -119,6 +119,31 @@ TEST(PipelineStagesParse, CameraFilterOptions) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "depth step without a filter");
 }
 
+TEST(PipelineStagesParse, NormalWindowChoosesThePlaneFit) {
+  const PipelineStages s = PipelineStages::parse({"--normals", "--normal-window", "5"});
+  EXPECT_TRUE(s.normals);
+  EXPECT_EQ(s.normalWindow, 5);
+  EXPECT_EQ(s.stageCount(), 1);  // one normals stage, whichever way it estimates them
+  EXPECT_EQ(PipelineStages::parse(s.toArguments()), s);
+  EXPECT_EQ(s.toArguments(), (std::vector<std::string>{"--normals", "--normal-window", "5"}));
+  EXPECT_EQ(PipelineStages::parse({"--normals"}).normalWindow, 0);
+  EXPECT_FALSE(PipelineStages::parse({"--normals", "--normal-window=7"}) == s);
+
+  expectRefused({"--normal-window", "5"}, "--normal-window needs --normals");
+  expectRefused({"--normals", "--normal-window", "4"}, "--normal-window 4 must be odd and in 3..15");
+  expectRefused({"--normals", "--normal-window", "17"}, "--normal-window '17' must be an integer in 3..15");
+  expectRefused({"--normals", "--normal-window", "1"}, "--normal-window '1' must be an integer in 3..15");
+
+  PipelineStages built;
+  built.normalWindow = 5;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "window without normals");
+  built.normals = true;
+  built.normalWindow = 9;
+  EXPECT_NO_THROW(built.validate());
+  built.normalWindow = -3;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { built.validate(); }, "negative window");
+}
+
 TEST(PipelineStagesParse, TransformFromAFileWithComments) {
   const fs::path file = tempDir() / "rigid.txt";
   {
@@ -412,6 +437,31 @@ TEST_P(FramePipeline, CameraFiltersRunFirstAndMatchTheCloudMethods) {
     else
       EXPECT_EQ(r.cloud.xyz[i], want.xyz[i]) << i;
   }
+}
+
+TEST_P(FramePipeline, NormalWindowGivesThePlaneFitOfTheCloudMethod) {
+  const PipelineStages stages = PipelineStages::parse({"--downsample", "2x2", "--normals", "--normal-window", "5"});
+  const PipelineResult r = devicearray::runPipeline(scene_, stages, device());
+  devicearray::PointCloud cloud = devicearray::PointCloud::fromHost(scene_, device());
+  cloud.downsample(Downsampling::by2x2);
+  const std::vector<devicearray::NormalXYZ> want = cloud.deviceNormalsXYZ(5, device().sdkStreamOrQueue()).toHost();
+  const std::vector<devicearray::NormalXYZ> central = cloud.deviceNormalsXYZ(device().sdkStreamOrQueue()).toHost();
+  ASSERT_EQ(r.cloud.normals.size(), 3 * want.size());
+  std::size_t compared = 0, differsFromCentral = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i].x)) {
+      EXPECT_TRUE(std::isnan(r.cloud.normals[3 * i])) << i;
+      continue;
+    }
+    // The pipeline writes them normalized once more: equal to rounding.
+    EXPECT_NEAR(r.cloud.normals[3 * i], want[i].x, 1e-6f) << i;
+    EXPECT_NEAR(r.cloud.normals[3 * i + 1], want[i].y, 1e-6f) << i;
+    EXPECT_NEAR(r.cloud.normals[3 * i + 2], want[i].z, 1e-6f) << i;
+    ++compared;
+    if (!std::isnan(central[i].x) && std::abs(central[i].x - want[i].x) > 1e-3f) ++differsFromCentral;
+  }
+  EXPECT_GT(compared, want.size() / 2);
+  EXPECT_GT(differsFromCentral, compared / 10) << "the window, not central differences, made these normals";
 }
 
 TEST_P(FramePipeline, WithoutStagesTheCloudComesBackUnchanged) {

@@ -39,6 +39,7 @@ struct ProcessArgs {
   // The camera filters' values, passed to PipelineStages::parse as given (it checks them).
   std::string snrThreshold, removeOutliers, smooth, smoothRadius, fillHoles, maxDepthStep;
   bool normals = false;
+  std::string normalWindow;  // checked by PipelineStages::parse
   bool unorganize = false;
   int minPoints = 1;
   std::string device;
@@ -200,6 +201,10 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_flag(
       "--normals", a->normals,
       "Estimate normals from the grid and write them (nx, ny, nz); normals in the input file are not carried");
+  CLI::Option* normalWindow = cmd->add_option(
+      "--normal-window", a->normalWindow,
+      "Fit each normal's plane to this N x N window (odd, 3..15) instead of central differences: far less noisy; "
+      "5 suits a 2x2-downsampled camera frame (needs --normals)");
   CLI::Option* transform = cmd->add_option(
       "--transform", a->transform,
       "Affine 4x4 matrix: 16 comma-separated numbers, row-major (last row 0,0,0,1), or a file holding them");
@@ -234,7 +239,7 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("--format", a->format, "PLY encoding")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
-  cmd->callback([a, filterArgs, downsample, transform, roi, statisticalOutliers, radiusOutliers, voxel, minPoints] {
+  cmd->callback([a, filterArgs, downsample, normalWindow, transform, roi, statisticalOutliers, radiusOutliers, voxel, minPoints] {
     // The stage options go to the library as the arguments PipelineStages::parse reads.
     std::vector<std::string>& args = a->stageArgs;
     args.clear();
@@ -242,6 +247,7 @@ void addProcessCommand(CLI::App& app) {
       if (option->count() > 0) args.push_back(name + "=" + option->results().front());
     if (downsample->count() > 0) args.insert(args.end(), {"--downsample", a->downsample});
     if (a->normals) args.emplace_back("--normals");
+    if (normalWindow->count() > 0) args.insert(args.end(), {"--normal-window", a->normalWindow});
     if (transform->count() > 0) args.insert(args.end(), {"--transform", a->transform});
     if (roi->count() > 0) args.insert(args.end(), {"--roi", a->roi});
     if (a->unorganize) args.emplace_back("--unorganize");

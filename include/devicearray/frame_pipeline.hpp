@@ -64,6 +64,10 @@ struct PipelineStages {
   float maxDepthStep = 10.0f;              ///< --max-depth-step MM: depth discontinuity of --smooth and --fill-holes
   std::optional<Downsampling> downsample;  ///< --downsample 2x2|3x3|4x4: k x k block reduction
   bool normals = false;                    ///< --normals: estimate normals on the grid and keep them
+  /// --normal-window N: the normals are the plane fit over an N x N window
+  /// (PointCloud::deviceNormalsXYZ(N, sq); odd, 3..15; needs --normals); 0: central
+  /// differences, cheaper and far noisier (docs/frame-pipeline.md compares them).
+  int normalWindow = 0;
   std::optional<Matrix4x4> transform;      ///< --transform: affine row-major 4x4 applied to the points
   std::optional<RegionOfInterestBox> roi;  ///< --roi: points outside the box become missing
   bool unorganize = false;                 ///< --unorganize: keep only the valid points, unorganized
@@ -74,7 +78,7 @@ struct PipelineStages {
 
   /// Parses the stage options of `devicearray process`, each as "--name value" (two
   /// items) or "--name=value" (one item):
-  ///   --downsample 2x2|3x3|4x4    --normals    --unorganize
+  ///   --downsample 2x2|3x3|4x4    --normals    --normal-window N    --unorganize
   ///   --transform M   16 numbers separated by commas and/or whitespace (row-major, last
   ///                   row 0 0 0 1), or the path of a text file holding them ('#' starts a
   ///                   comment; at most 64 KiB)

@@ -7,14 +7,15 @@
 #include "backend/kernel_params.h"
 
 /* Organized cloud: plane fit over the valid points of the (2 radius + 1)^2 window around
- * each point. One work-group of DA_NRM_TILE_W x DA_NRM_TILE_H work items per tile of the
- * grid, row-major over the tiles; radius <= DA_NRM_MAX_RADIUS. */
+ * each point, one kernel da_nrm_window_<radius> per radius in [1, DA_NRM_MAX_RADIUS]. One
+ * work-group of DA_NRM_TILE_W x DA_NRM_TILE_H work items per tile of the grid, row-major
+ * over the tiles. */
 #define DA_NRM_TILE_W 32
 #define DA_NRM_TILE_H 8
 #define DA_NRM_WINDOW_GROUP (DA_NRM_TILE_W * DA_NRM_TILE_H)
 #define DA_NRM_MAX_RADIUS 7
 #define DA_NRM_WINDOW_PARAMS(S0, B0, S, B)                                                                          \
-  S0(int, width) S(int, height) S(int, radius) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
+  S0(int, width) S(int, height) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
   B(float, normals)
 
 /* Most neighbours of an unorganized cloud's plane fit, and the bins of the squared
@@ -39,7 +40,13 @@
 #include "backend/kernel_signature.hpp"
 
 namespace devicearray::detail::kernels {
-DA_KERNEL_SIGNATURE(da_nrm_window, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_1, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_2, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_3, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_4, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_5, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_6, DA_NRM_WINDOW_PARAMS);
+DA_KERNEL_SIGNATURE(da_nrm_window_7, DA_NRM_WINDOW_PARAMS);
 DA_KERNEL_SIGNATURE(da_nrm_knn, DA_NRM_KNN_PARAMS);
 DA_KERNEL_SIGNATURE(da_nrm_rotate, DA_NRM_ROTATE_PARAMS);
 }  // namespace devicearray::detail::kernels

@@ -368,7 +368,10 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
     finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
   }
   if (stages.normals) {
-    row = &table.onStream("normals", stream, [&] { normals = cloud.deviceNormalsXYZ(stream); });
+    row = &table.onStream("normals", stream, [&] {
+      normals = stages.normalWindow != 0 ? cloud.deviceNormalsXYZ(stages.normalWindow, stream)
+                                         : cloud.deviceNormalsXYZ(stream);
+    });
     finishRow(*row, gridText(cloud.height(), cloud.width()) + " normals", stageDone);
   }
   if (stages.transform) {

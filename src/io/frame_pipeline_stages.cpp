@@ -59,11 +59,12 @@ namespace {
 
 constexpr const char* kStageOptions =
     "--snr-threshold, --remove-outliers, --smooth, --smooth-radius, --fill-holes, --max-depth-step, "
-    "--downsample, --normals, --transform, --roi, --unorganize, --statistical-outliers, --radius-outliers, --voxel, "
+    "--downsample, --normals, --normal-window, --transform, --roi, --unorganize, --statistical-outliers, --radius-outliers, --voxel, "
     "--min-points";
 
 constexpr float kDefaultMaxDepthStep = 10.0f;
 constexpr int kLargestSmoothingRadius = 15;
+constexpr int kLargestNormalWindow = 15;  // PointCloud::deviceNormalsXYZ's largest window
 constexpr int kLargestHole = 1024;
 constexpr int kMostStatisticalNeighbours = 32;
 
@@ -297,7 +298,7 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   const char* const kFlags[] = {"--normals", "--unorganize"};
   std::optional<std::string> downsample, transform, roi, voxel, minPoints, normals, unorganize;
   std::optional<std::string> snrThreshold, outliers, smooth, smoothRadius, fillHoles, maxDepthStep;
-  std::optional<std::string> statisticalOutliers, radiusOutliers;
+  std::optional<std::string> statisticalOutliers, radiusOutliers, normalWindow;
   const auto slotOf = [&](const std::string& name) -> std::optional<std::string>* {
     if (name == "--snr-threshold") return &snrThreshold;
     if (name == "--remove-outliers") return &outliers;
@@ -311,6 +312,7 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
     if (name == "--voxel") return &voxel;
     if (name == "--min-points") return &minPoints;
     if (name == "--normals") return &normals;
+    if (name == "--normal-window") return &normalWindow;
     if (name == "--unorganize") return &unorganize;
     if (name == "--statistical-outliers") return &statisticalOutliers;
     if (name == "--radius-outliers") return &radiusOutliers;
@@ -353,6 +355,10 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   }
   if (downsample) s.downsample = parseDownsample(*downsample);
   s.normals = normals.has_value();
+  if (normalWindow) {
+    if (!normals) invalid("--normal-window needs --normals (it chooses how they are estimated)");
+    s.normalWindow = parseInteger("--normal-window", *normalWindow, 3, kLargestNormalWindow);
+  }
   if (transform) s.transform = parseTransform(*transform);
   if (roi) s.roi = parseRoi(*roi);
   s.unorganize = unorganize.has_value();
@@ -369,6 +375,10 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
 
 void PipelineStages::validate() const {
   checkFilterValues(*this);
+  if (normalWindow != 0 && (normalWindow < 3 || normalWindow > kLargestNormalWindow || normalWindow % 2 == 0))
+    invalid("--normal-window " + std::to_string(normalWindow) + " must be odd and in 3.." +
+            std::to_string(kLargestNormalWindow) + " (or 0: central differences)");
+  if (normalWindow != 0 && !normals) invalid("--normal-window needs --normals (it chooses how they are estimated)");
   if (downsample && *downsample != Downsampling::by2x2 && *downsample != Downsampling::by3x3 &&
       *downsample != Downsampling::by4x4)
     invalid("--downsample: " + std::to_string(static_cast<int>(*downsample)) + " is not a Downsampling value");
@@ -413,6 +423,7 @@ std::vector<std::string> PipelineStages::toArguments() const {
   if (maxDepthStep != kDefaultMaxDepthStep) args.insert(args.end(), {"--max-depth-step", numberText(maxDepthStep)});
   if (downsample) args.insert(args.end(), {"--downsample", downsampleText(*downsample)});
   if (normals) args.emplace_back("--normals");
+  if (normalWindow != 0) args.insert(args.end(), {"--normal-window", std::to_string(normalWindow)});
   if (transform) args.insert(args.end(), {"--transform", joinedNumbers(transform->data(), 16)});
   if (roi) {
     const RegionOfInterestBox& b = *roi;
@@ -460,7 +471,8 @@ bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept {
   };
   return a.snrThreshold == b.snrThreshold && a.outlierDistance == b.outlierDistance &&
          a.smoothingSigma == b.smoothingSigma && a.smoothingRadius == b.smoothingRadius &&
-         a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample && a.normals == b.normals && a.transform == b.transform &&
+         a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample && a.normals == b.normals &&
+         a.normalWindow == b.normalWindow && a.transform == b.transform &&
          a.roi.has_value() == b.roi.has_value() && (!a.roi || sameBox(*a.roi, *b.roi)) &&
          a.unorganize == b.unorganize && a.statisticalOutliers == b.statisticalOutliers &&
          a.radiusOutliers == b.radiusOutliers && a.voxelSize == b.voxelSize && a.minPointsPerVoxel == b.minPointsPerVoxel;

@@ -113,78 +113,90 @@ DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
 
 /* The points of a tile and its halo of `radius`, staged in local memory: every point of
  * the grid is read by up to (2 radius + 1)^2 work items, which then read it from the
- * work-group's copy instead of global memory. Points outside the grid are NaN. */
-#define DA_NRM_SPAN_POINTS ((DA_NRM_TILE_W + 2 * DA_NRM_MAX_RADIUS) * (DA_NRM_TILE_H + 2 * DA_NRM_MAX_RADIUS))
-
-/* The neighbours are the valid points of the window that lie on the point's surface:
+ * work-group's copy instead of global memory. Points outside the grid are NaN.
+ *
+ * The neighbours are the valid points of the window that lie on the point's surface:
  * within 3 grid steps' worth of distance per window ring, a step being the distance to
  * the nearest valid 4-neighbour, so that a window straddling a depth edge does not mix
- * two surfaces. When they are fewer than 3 or lie on a line, all valid ones count. */
-DA_KERNEL_GROUP(da_nrm_window, DA_NRM_WINDOW_GROUP, 2)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {
-  DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);
-  DA_LOCAL_ARRAY(float, tileX, DA_NRM_SPAN_POINTS);
-  DA_LOCAL_ARRAY(float, tileY, DA_NRM_SPAN_POINTS);
-  DA_LOCAL_ARRAY(float, tileZ, DA_NRM_SPAN_POINTS);
-  const int tilesPerRow = (width + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W;
-  const int group = (int)DA_GROUP_ID();
-  const int left = (group % tilesPerRow) * DA_NRM_TILE_W - radius, top = (group / tilesPerRow) * DA_NRM_TILE_H - radius;
-  const int spanW = DA_NRM_TILE_W + 2 * radius, spanH = DA_NRM_TILE_H + 2 * radius;
-  for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {
-    const int x = left + t % spanW, y = top + t / spanW;
-    const int inside = x >= 0 && y >= 0 && x < width && y < height;
-    const long j = inside ? (long)y * width + x : 0;
-    tileX[t] = inside ? xyz[3 * j] : DA_NAN;
-    tileY[t] = inside ? xyz[3 * j + 1] : DA_NAN;
-    tileZ[t] = inside ? xyz[3 * j + 2] : DA_NAN;
+ * two surfaces. When they are fewer than 3 or lie on a line, all valid ones count.
+ *
+ * One instance per radius (da_nrm_window_<radius>): with the window a constant, the
+ * column loop unrolls, each column's ring bound folds into a constant and the tile holds
+ * only the halo it needs, which is most of the kernel's time at the common radii. */
+#define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
+  DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 2)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
+    DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);                                                                             \
+    enum { spanW = DA_NRM_TILE_W + 2 * (R), spanH = DA_NRM_TILE_H + 2 * (R) };                                         \
+    DA_LOCAL_ARRAY(float, tileX, spanW * spanH);                                                                       \
+    DA_LOCAL_ARRAY(float, tileY, spanW * spanH);                                                                       \
+    DA_LOCAL_ARRAY(float, tileZ, spanW * spanH);                                                                       \
+    const int tilesPerRow = (width + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W;                                               \
+    const int group = (int)DA_GROUP_ID();                                                                              \
+    const int left = (group % tilesPerRow) * DA_NRM_TILE_W - (R), top = (group / tilesPerRow) * DA_NRM_TILE_H - (R);  \
+    for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {                                        \
+      const int x = left + t % spanW, y = top + t / spanW;                                                             \
+      const int inside = x >= 0 && y >= 0 && x < width && y < height;                                                  \
+      const long j = inside ? (long)y * width + x : 0;                                                                 \
+      tileX[t] = inside ? xyz[3 * j] : DA_NAN;                                                                         \
+      tileY[t] = inside ? xyz[3 * j + 1] : DA_NAN;                                                                     \
+      tileZ[t] = inside ? xyz[3 * j + 2] : DA_NAN;                                                                     \
+    }                                                                                                                  \
+    DA_BARRIER();                                                                                                      \
+    const int lx = DA_LOCAL_ID() % DA_NRM_TILE_W, ly = DA_LOCAL_ID() / DA_NRM_TILE_W;                                  \
+    const int c = left + (R) + lx, r = top + (R) + ly;                                                                 \
+    if (c >= width || r >= height) return;                                                                             \
+    const long i = (long)r * width + c;                                                                                \
+    const int centre = (ly + (R)) * spanW + lx + (R);                                                                  \
+    const float px = tileX[centre], py = tileY[centre], pz = tileZ[centre];                                            \
+    if (!da_pc_valid(px, py, pz)) {                                                                                    \
+      normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;                                               \
+      return;                                                                                                          \
+    }                                                                                                                  \
+    float step2 = -1.0f;                                                                                               \
+    for (int k = 0; k < 4; ++k) {                                                                                      \
+      const int j = centre + (k == 0 ? -1 : k == 1 ? 1 : k == 2 ? -spanW : spanW);                                     \
+      const float dx = tileX[j] - px, dy = tileY[j] - py, dz = tileZ[j] - pz;                                          \
+      const float d2 = dx * dx + dy * dy + dz * dz;                                                                    \
+      if (da_pc_finite(d2) && (step2 < 0.0f || d2 < step2)) step2 = d2;                                                \
+    }                                                                                                                  \
+    /* Only the near points are summed here; the fallback to all valid points is rare                               \
+     * (isolated points, lines), so it walks the window again. */                                                      \
+    da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                                             \
+    if (step2 >= 0.0f) {                                                                                               \
+      for (int dy = -(R); dy <= (R); ++dy) {                                                                           \
+        const int ring = dy < 0 ? -dy : dy;                                                                            \
+        const int row = centre + dy * spanW;                                                                           \
+        DA_UNROLL for (int dx = -(R); dx <= (R); ++dx) {                                                               \
+          const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;                 \
+          const float d2 = ox * ox + oy * oy + oz * oz;                                                                \
+          const int cring = dx < 0 ? -dx : dx;                                                                         \
+          const float reach = 3.0f * (float)(cring > ring ? cring : ring);                                             \
+          if (da_pc_finite(d2) && d2 <= reach * reach * step2) da_nrm_add(&near, ox, oy, oz);                          \
+        }                                                                                                              \
+      }                                                                                                                \
+    }                                                                                                                  \
+    float n[3] = {DA_NAN, DA_NAN, DA_NAN};                                                                             \
+    if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) {                                                         \
+      da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                                            \
+      for (int dy = -(R); dy <= (R); ++dy) {                                                                           \
+        const int row = centre + dy * spanW;                                                                           \
+        for (int dx = -(R); dx <= (R); ++dx) {                                                                         \
+          const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;                 \
+          if (da_pc_finite(ox * ox + oy * oy + oz * oz)) da_nrm_add(&all, ox, oy, oz);                                 \
+        }                                                                                                              \
+      }                                                                                                                \
+      da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);                                                               \
+    }                                                                                                                  \
+    da_nrm_store(normals, i, n);                                                                                       \
   }
-  DA_BARRIER();
-  const int lx = DA_LOCAL_ID() % DA_NRM_TILE_W, ly = DA_LOCAL_ID() / DA_NRM_TILE_W;
-  const int c = left + radius + lx, r = top + radius + ly;
-  if (c >= width || r >= height) return;
-  const long i = (long)r * width + c;
-  const int centre = (ly + radius) * spanW + lx + radius;
-  const float px = tileX[centre], py = tileY[centre], pz = tileZ[centre];
-  if (!da_pc_valid(px, py, pz)) {
-    normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;
-    return;
-  }
-  float step2 = -1.0f;
-  for (int k = 0; k < 4; ++k) {
-    const int j = centre + (k == 0 ? -1 : k == 1 ? 1 : k == 2 ? -spanW : spanW);
-    const float dx = tileX[j] - px, dy = tileY[j] - py, dz = tileZ[j] - pz;
-    const float d2 = dx * dx + dy * dy + dz * dz;
-    if (da_pc_finite(d2) && (step2 < 0.0f || d2 < step2)) step2 = d2;
-  }
-  /* Only the near points are summed here; the fallback to all valid points is rare
-   * (isolated points, lines), so it walks the window again. */
-  da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  if (step2 >= 0.0f) {
-    for (int dy = -radius; dy <= radius; ++dy) {
-      const int ring = dy < 0 ? -dy : dy;
-      const int row = centre + dy * spanW;
-      for (int dx = -radius; dx <= radius; ++dx) {
-        const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;
-        const float d2 = ox * ox + oy * oy + oz * oz;
-        const int cring = dx < 0 ? -dx : dx;
-        const float reach = 3.0f * (float)(cring > ring ? cring : ring);
-        if (da_pc_finite(d2) && d2 <= reach * reach * step2) da_nrm_add(&near, ox, oy, oz);
-      }
-    }
-  }
-  float n[3] = {DA_NAN, DA_NAN, DA_NAN};
-  if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) {
-    da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int dy = -radius; dy <= radius; ++dy) {
-      const int row = centre + dy * spanW;
-      for (int dx = -radius; dx <= radius; ++dx) {
-        const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;
-        if (da_pc_finite(ox * ox + oy * oy + oz * oz)) da_nrm_add(&all, ox, oy, oz);
-      }
-    }
-    da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);
-  }
-  da_nrm_store(normals, i, n);
-}
+
+DA_NRM_WINDOW_KERNEL(1)
+DA_NRM_WINDOW_KERNEL(2)
+DA_NRM_WINDOW_KERNEL(3)
+DA_NRM_WINDOW_KERNEL(4)
+DA_NRM_WINDOW_KERNEL(5)
+DA_NRM_WINDOW_KERNEL(6)
+DA_NRM_WINDOW_KERNEL(7)
 
 /* One pass over the points closer than sqrt(reach2) to p in the cells around it. The
  * first pass (moments == 0) counts them by squared distance in DA_NRM_DISTANCE_BINS

@@ -44,9 +44,21 @@ DeviceArray<NormalXYZ> PointCloud::deviceNormalsXYZ(int windowSize, StreamOrQueu
   OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(normals)});
   const auto tiles = static_cast<std::size_t>((width_ + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W) *
                      static_cast<std::size_t>((height_ + DA_NRM_TILE_H - 1) / DA_NRM_TILE_H);
-  detail::launch<kernels::da_nrm_window>(*q, LaunchGeometry::groups(tiles, DA_NRM_WINDOW_GROUP), width_, height_,
-                                         windowSize / 2, transform_[3], transform_[7], transform_[11], pc::arg(xyz_),
-                                         pc::arg(normals));
+  const LaunchGeometry geometry = LaunchGeometry::groups(tiles, DA_NRM_WINDOW_GROUP);
+  const float camX = transform_[3], camY = transform_[7], camZ = transform_[11];
+  const auto launchWindow = [&]<class Kernel>(Kernel) {
+    detail::launch<Kernel>(*q, geometry, width_, height_, camX, camY, camZ, pc::arg(xyz_), pc::arg(normals));
+  };
+  static_assert(DA_NRM_MAX_RADIUS == 7, "one case per kernel instance");
+  switch (windowSize / 2) {
+    case 1: launchWindow(kernels::da_nrm_window_1{}); break;
+    case 2: launchWindow(kernels::da_nrm_window_2{}); break;
+    case 3: launchWindow(kernels::da_nrm_window_3{}); break;
+    case 4: launchWindow(kernels::da_nrm_window_4{}); break;
+    case 5: launchWindow(kernels::da_nrm_window_5{}); break;
+    case 6: launchWindow(kernels::da_nrm_window_6{}); break;
+    default: launchWindow(kernels::da_nrm_window_7{}); break;
+  }
   use.commit();
   return normals;
 }

@@ -82,6 +82,10 @@ def test_keywords_build_the_same_stages_as_the_options():
     assert da.PipelineStages(downsample=da.Downsampling.by3x3) == da.PipelineStages.parse(["--downsample=3x3"])
     assert by_keyword != da.PipelineStages()
     assert da.PipelineStages.parse(by_keyword.to_arguments()) == by_keyword
+    windowed = da.PipelineStages(downsample="2x2", normals=True, normal_window=5)
+    assert windowed.normal_window == 5
+    assert windowed == da.PipelineStages.parse(["--downsample", "2x2", "--normals", "--normal-window", "5"])
+    assert windowed != da.PipelineStages(downsample="2x2", normals=True)
 
 
 def test_camera_filter_options_and_keywords():
@@ -142,6 +146,8 @@ def test_stages_pickle_and_print_as_their_options():
     (["--voxel", "5", "--min-points", "0"], "--min-points '0'"),
     (["--voxel"], "--voxel needs a value"),
     (["--normals", "--normals"], "given twice"),
+    (["--normal-window", "5"], "--normal-window needs --normals"),
+    (["--normals", "--normal-window", "6"], "--normal-window 6 must be odd"),
     (["--fast"], "not a stage option"),
     (["--snr-threshold", "inf"], "--snr-threshold 'inf' is not a finite number"),
     (["--remove-outliers", "-2"], "--remove-outliers -2 must be a finite distance >= 0"),
@@ -178,6 +184,7 @@ OPTION_SETS = [
     ["--transform", "1e37,0,0,0,0,1,0,0,0,0,1,0,0,0,0,1"],
     ["--snr-threshold", "5", "--remove-outliers", "20", "--smooth", "1.2", "--fill-holes", "4", "--normals"],
     ["--normals", "--statistical-outliers", "16,1", "--radius-outliers", "30,4", "--voxel", "15"],
+    ["--downsample", "2x2", "--normals", "--normal-window", "5"],
 ]
 
 
