@@ -6,10 +6,16 @@
 //
 // Each stage runs on the output of the stages before it, prepared once outside the
 // timed loop. Times are device-event spans around the stage's calls on one stream
-// (manual time); stages that read a count back (unorganize, voxel, pipeline) block
-// the host inside that span, so the span is their latency as a caller sees it. The
-// host wall-clock time of the same span is reported as host_us, and the bytes the
-// stage must read plus write (its memory bound at the copy bandwidth) as bytes.
+// (manual time); every call is a stream call that only enqueues, and the point count
+// of a result is read after the span. The host wall-clock time of the same span is
+// reported as host_us, and the bytes the stage must read plus write (its memory bound
+// at the copy bandwidth) as bytes.
+//
+// On GPUs the span can be the host's: the device finishes each call before the host
+// has enqueued the next. queued_us is the span of the same calls enqueued behind a
+// long device copy (queued_delay_us), so the device runs them back to back: the
+// device's own time. It is 0 where the host did not finish enqueuing before the copy
+// did (queued_us would again be the host's).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -87,8 +93,43 @@ da::RegionOfInterestBox centralBox(const da::HostPointCloud& cloud) {
   return box;
 }
 
+// Seconds since t0.
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The device time of `body` when the host has enqueued all of it before the device
+// starts (queued_us, see the file comment), the median of a few runs.
+template <class Body>
+void timeQueued(benchmark::State& state, da::Stream& stream, Body& body) {
+  const da::ComputeDevice device = stream.device();
+  constexpr int kBytes = 1 << 30;  // about 0.7 ms of copying on a current GPU
+  const da::GpuMatND from({kBytes}, da::makeType(da::Depth::U8, 1), device);
+  da::GpuMatND to({kBytes}, da::makeType(da::Depth::U8, 1), device);
+  std::vector<double> spans, delays;
+  for (int run = 0; run < 9; ++run) {
+    da::Event delayStart(device), start(device), stop(device);
+    delayStart.record(stream);
+    from.copyTo(to, stream);
+    start.record(stream);
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    const double hostSeconds = secondsSince(t0);
+    stop.record(stream);
+    stop.waitForCompletion();
+    const double delay = da::Event::elapsedTime(delayStart, start) * 1e-3;
+    if (hostSeconds >= delay) continue;  // the host, not the device, set the pace
+    spans.push_back(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e3);
+    delays.push_back(delay * 1e6);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::sort(delays.begin(), delays.end());
+  state.counters["queued_us"] = spans.empty() ? 0.0 : spans[spans.size() / 2];
+  state.counters["queued_delay_us"] = delays.empty() ? 0.0 : delays[delays.size() / 2];
+}
+
 // Device-event time per iteration (manual time) and the host wall-clock time of the
-// same span as the host_us counter.
+// same span as the host_us counter; on GPUs also queued_us.
 template <class Body>
 void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
   const da::ComputeDevice device = stream.device();
@@ -102,11 +143,12 @@ void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
     body();
     stop.record(stream);
     stop.waitForCompletion();
-    hostSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    hostSeconds += secondsSince(t0);
     state.SetIterationTime(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e-3);
   }
   state.counters["host_us"] =
       state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
+  if (dabench::isGpu(device)) timeQueued(state, stream, body);
 }
 
 // The clouds each stage starts from, built with the stages before it, and the sizes
@@ -165,6 +207,8 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
   const da::Matrix4x4 m = pose();
   const da::Matrix4x4 back = inverseRigid(m);
   std::size_t pointsOut = 0;
+  // The last result of a stage that compacts: its count is read after the timing.
+  da::UnorganizedPointCloud lastOut;
   switch (which) {
     case Stage::downsample:
       timeStage(state, stream, [&] {
@@ -199,16 +243,12 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
       break;
     }
     case Stage::unorganize:
-      timeStage(state, stream, [&] {
-        const da::UnorganizedPointCloud out = in.masked.toUnorganizedPointCloud(stream);
-        pointsOut = out.size();
-      });
+      timeStage(state, stream, [&] { lastOut = in.masked.toUnorganizedPointCloud(stream); });
+      pointsOut = lastOut.size();
       break;
     case Stage::voxel:
-      timeStage(state, stream, [&] {
-        const da::UnorganizedPointCloud out = in.unorganized.voxelDownsampled(kVoxelMm, 1, stream);
-        pointsOut = out.size();
-      });
+      timeStage(state, stream, [&] { lastOut = in.unorganized.voxelDownsampled(kVoxelMm, 1, stream); });
+      pointsOut = lastOut.size();
       break;
     case Stage::pipeline:
       timeStage(state, stream, [&] {
@@ -217,10 +257,10 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
         cloud.transform(m, stream);
         cloud.maskByRegionOfInterest(box, stream);
         const da::UnorganizedPointCloud points = cloud.toUnorganizedPointCloud(stream);
-        const da::UnorganizedPointCloud voxels = points.voxelDownsampled(kVoxelMm, 1, stream);
+        lastOut = points.voxelDownsampled(kVoxelMm, 1, stream);
         benchmark::DoNotOptimize(normals.devicePointer());
-        pointsOut = voxels.size();
       });
+      pointsOut = lastOut.size();
       break;
   }
   state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline
