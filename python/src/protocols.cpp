@@ -220,23 +220,19 @@ Imported importOwnedTensor(void* pointer, bool versioned, const std::optional<Co
     out.copied = true;
     return out;
   }
-  {
-    nb::gil_scoped_release release;
-    try {
-      if (versioned) {
-        auto* v = static_cast<DLManagedTensorVersioned*>(pointer);
-        out.mat = device ? fromDLPack(v, *device) : fromDLPack(v);
-      } else {
-        auto* l = static_cast<DLManagedTensor*>(pointer);
-        out.mat = device ? fromDLPack(l, *device) : fromDLPack(l);
-      }
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unsupported) {
-        nb::gil_scoped_acquire acquire;
-        throw nb::buffer_error(e.what());
-      }
-      throw;
+  // With the GIL held: wrapping device memory never waits for a device, and the import
+  // is shorter than releasing and taking the GIL back.
+  try {
+    if (versioned) {
+      auto* v = static_cast<DLManagedTensorVersioned*>(pointer);
+      out.mat = device ? fromDLPack(v, *device) : fromDLPack(v);
+    } else {
+      auto* l = static_cast<DLManagedTensor*>(pointer);
+      out.mat = device ? fromDLPack(l, *device) : fromDLPack(l);
     }
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Unsupported) throw nb::buffer_error(e.what());
+    throw;
   }
   return out;
 }
