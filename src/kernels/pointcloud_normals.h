@@ -124,7 +124,7 @@ DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
  * column loop unrolls, each column's ring bound folds into a constant and the tile holds
  * only the halo it needs, which is most of the kernel's time at the common radii. */
 #define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
-  DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 2)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
+  DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 6)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
     DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);                                                                             \
     enum { spanW = DA_NRM_TILE_W + 2 * (R), spanH = DA_NRM_TILE_H + 2 * (R) };                                         \
     DA_LOCAL_ARRAY(float, tileX, spanW * spanH);                                                                       \
