@@ -17,7 +17,9 @@
 // and what it hands out is ready on that stream. The overloads without a stream run on
 // the device's own queue and block until their work is complete. Operations whose
 // output size depends on the data (toUnorganizedPointCloud, voxelDownsampled) hand out
-// an UnorganizedPointCloud whose size is known after an event: see that class.
+// an UnorganizedPointCloud whose size is known after an event, and
+// UnorganizedPointCloud::center leaves its translation on the device until
+// transformationMatrix() reads it: see that class.
 //
 // Errors. Every function throws devicearray::Error: InvalidArgument for bad input
 // (named in the message), InvalidState for an empty cloud where data is required,
@@ -531,10 +533,11 @@ class UnorganizedPointCloud {
   std::array<float, 3> centroid() const;
   std::array<float, 3> centroid(StreamOrQueue sq) const;
   ///@}
-  /// The centroid() of the valid points as a new one-point array on `sq`, the same
-  /// float values, without a host read: it only enqueues (it sums a count still on the
-  /// device over the capacity, whose missing points it ignores, so it never resolves
-  /// one). A cloud without a valid point (or without points) gives a point of NaN, the
+  /// The mean of the valid points as a new one-point array on `sq`, computed as
+  /// centroid() computes it (sums in double, divided on the device to the float the host
+  /// division gives; the same values for a cloud whose size is known), without a host
+  /// read: it only enqueues (a cloud whose count is still on the device is summed over
+  /// the capacity, whose missing points it ignores, so the count is never resolved). A cloud without a valid point (or without points) gives a point of NaN, the
   /// device's way of saying what centroid() throws InvalidState for. Throws InvalidState
   /// for a cloud that has never been on a device, InvalidArgument for a stream of
   /// another device or backend.
