@@ -2,12 +2,13 @@
 // GPUs. DEVICEARRAY_OPENCL_NO_FP64=1, set here before any device exists, makes the
 // library treat every OpenCL device so: its program is built without DA_HAS_FP64 (no
 // cl_khr_fp64 pragma, no double code) and the host refuses F64 depths. The tests check
-// that the program builds and works and that the reductions (centroid) stay as exact
-// as with double.
+// that the program builds and works, that the reductions (centroid) stay as exact as
+// with double and that the device divides their sums as the host does.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 #include "devicearray/devicearray.hpp"
@@ -62,6 +63,33 @@ TEST_P(WithoutFp64, CentroidIsAsExactAsWithDouble) {
     const double ulp = std::nextafter(static_cast<float>(expected[k]), INFINITY) - static_cast<float>(expected[k]);
     EXPECT_NEAR(c[k], expected[k], 1.5 * ulp + 1e-12) << "axis " << k;
   }
+}
+
+TEST_P(WithoutFp64, DeviceCentroidDividesAsTheHostDoes) {
+  // Sums exact in double (coordinates in quarters of a millimetre), so (float)(sum /
+  // count) is the reference bit for bit: the device divides the binary64 sums with
+  // integers, rounding twice as the host's double division and float conversion do.
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> quarters(-4000000, 4000000);
+  for (const std::size_t n : {3u, 7u, 11u, 641u, 30011u}) {
+    std::vector<PointXYZ> points(n);
+    double s[3] = {0, 0, 0};
+    for (auto& p : points) {
+      p = {quarters(rng) / 4.0f, quarters(rng) / 4.0f, quarters(rng) / 4.0f};
+      s[0] += p.x;
+      s[1] += p.y;
+      s[2] += p.z;
+    }
+    const UnorganizedPointCloud cloud(DeviceArray<PointXYZ>::fromHost(points.data(), n, GetParam()));
+    const std::vector<PointXYZ> c = cloud.deviceCentroid(GetParam().sdkStreamOrQueue()).toHost();
+    ASSERT_EQ(c.size(), 1u);
+    const float got[3] = {c[0].x, c[0].y, c[0].z};
+    for (int k = 0; k < 3; ++k)
+      EXPECT_EQ(got[k], static_cast<float>(s[k] / static_cast<double>(n))) << n << " points, axis " << k;
+  }
+  const std::vector<PointXYZ> missing(5, PointXYZ{NAN, 0, 0});
+  const UnorganizedPointCloud none(DeviceArray<PointXYZ>::fromHost(missing.data(), missing.size(), GetParam()));
+  EXPECT_TRUE(std::isnan(none.deviceCentroid(GetParam().sdkStreamOrQueue()).toHost().at(0).z));
 }
 
 TEST_P(WithoutFp64, DoubleDepthIsUnsupportedAndOtherDepthsConvert) {

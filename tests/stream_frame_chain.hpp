@@ -1,10 +1,11 @@
 // The frame chain of the stream tests: downsample -> normals -> transform -> ROI ->
-// unorganize -> voxel, blocking and on a stream, and the byte-wise comparison of the
-// two results.
+// unorganize -> centroid, centre and voxel, blocking and on a stream, the byte-wise
+// comparison of the two results and the centring's check against the host's data.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -51,8 +52,10 @@ inline RegionOfInterestBox box() {
 }
 
 struct ChainResult {
-  UnorganizedPointCloud points;  // unorganized
-  UnorganizedPointCloud voxels;  // voxelDownsampled
+  UnorganizedPointCloud points;     // unorganized
+  DeviceArray<PointXYZ> centroid;   // deviceCentroid of points
+  UnorganizedPointCloud centred;    // unorganized again, then center()
+  UnorganizedPointCloud voxels;     // voxelDownsampled
   DeviceArray<NormalXYZ> normals;
 };
 
@@ -64,6 +67,9 @@ inline ChainResult blockingChain(const PointCloud& uploaded) {
   cloud.transform(pose());
   cloud.maskByRegionOfInterest(box());
   r.points = cloud.toUnorganizedPointCloud();
+  r.centroid = r.points.deviceCentroid(cloud.device().sdkStreamOrQueue());
+  r.centred = cloud.toUnorganizedPointCloud();
+  r.centred.center();
   r.voxels = r.points.voxelDownsampled(12.f, 2);
   return r;
 }
@@ -75,6 +81,9 @@ inline ChainResult streamChain(const PointCloud& uploaded, StreamOrQueue sq) {
   cloud.transform(pose(), sq);
   cloud.maskByRegionOfInterest(box(), sq);
   r.points = cloud.toUnorganizedPointCloud(sq);
+  r.centroid = r.points.deviceCentroid(sq);
+  r.centred = cloud.toUnorganizedPointCloud(sq);
+  r.centred.center(sq);
   r.voxels = r.points.voxelDownsampled(12.f, 2, sq);
   return r;
 }
@@ -97,10 +106,39 @@ inline void expectSameCloud(const UnorganizedPointCloud& got, const UnorganizedP
   EXPECT_EQ(got.transformationMatrix(), want.transformationMatrix()) << what;
 }
 
+/// The chain's centroid against the mean of its unorganized points as the host
+/// downloads them (long double, within one float step: the device sums in double), and
+/// its centred cloud against those points moved by minus that centroid, the translation
+/// following pose() in the matrix.
+inline void expectCentring(const ChainResult& r, const char* what) {
+  const HostPointCloud points = r.points.toHost();
+  long double sum[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < points.xyz.size(); ++i) sum[i % 3] += points.xyz[i];
+  const std::size_t n = points.xyz.size() / 3;
+  ASSERT_GT(n, 0u) << what;
+  const std::vector<PointXYZ> c = r.centroid.toHost();
+  ASSERT_EQ(c.size(), 1u) << what;
+  const float centroid[3] = {c[0].x, c[0].y, c[0].z};
+  for (int k = 0; k < 3; ++k) {
+    const float mean = static_cast<float>(sum[k] / n);
+    EXPECT_NEAR(centroid[k], mean, std::nextafter(std::fabs(mean), INFINITY) - std::fabs(mean)) << what << " axis " << k;
+  }
+  const HostPointCloud centred = r.centred.toHost();
+  ASSERT_EQ(centred.xyz.size(), points.xyz.size()) << what;
+  for (std::size_t i = 0; i < points.xyz.size(); ++i)
+    ASSERT_EQ(centred.xyz[i], points.xyz[i] - centroid[i % 3]) << what << " coordinate " << i;
+  Matrix4x4 m = pose();
+  for (int k = 0; k < 3; ++k)
+    m[4 * k + 3] = static_cast<float>(static_cast<double>(m[4 * k + 3]) - static_cast<double>(centroid[k]));
+  EXPECT_EQ(r.centred.transformationMatrix(), m) << what;
+}
+
 inline void expectSameChain(const ChainResult& got, const ChainResult& want) {
   expectSameCloud(got.points, want.points, "unorganized");
   expectSameCloud(got.voxels, want.voxels, "voxels");
   expectSameBytes(got.normals, want.normals, "normals");
+  expectCentring(got, "stream chain");
+  expectCentring(want, "blocking chain");
 }
 
 }  // namespace datest::chain

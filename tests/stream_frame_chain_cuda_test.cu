@@ -42,6 +42,7 @@ TEST(StreamFrameChainCuda, EnqueuesWithoutAHostSynchronization) {
     CUDA_OK(cudaGetLastError());
     got = streamChain(uploaded, CUDAStreamPtr{stream});
     EXPECT_FALSE(got.points.isSizeKnown());
+    EXPECT_FALSE(got.centred.isSizeKnown());
     EXPECT_FALSE(got.voxels.isSizeKnown());
     EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady) << "the stream finished while it was gated";
     EXPECT_TRUE(gate.open()) << "a call of the chain waited on the host for the held-back stream";

@@ -1,6 +1,7 @@
-// The frame chain downsample -> normals -> transform -> ROI -> unorganize -> voxel
-// enqueued on a stream without a host synchronization (the unorganized clouds' sizes are
-// known after an event), on every device: the same points as the blocking chain, and on
+// The frame chain downsample -> normals -> transform -> ROI -> unorganize -> centroid,
+// centre and voxel enqueued on a stream without a host synchronization (the unorganized
+// clouds' sizes, the centroid and the centring's translation are known after an event),
+// on every device: the same points as the blocking chain, and on
 // OpenCL, every call returns while the stream is held back by a user event the host
 // completes only afterwards (a call that waited on the host would never return; a
 // watchdog then opens the gate and the test fails instead of hanging). The CUDA
@@ -35,6 +36,7 @@ TEST_P(StreamFrameChain, GivesTheBlockingChainsPoints) {
   Stream stream(d);
   const ChainResult got = streamChain(uploaded, stream);
   EXPECT_FALSE(got.voxels.isSizeKnown());
+  EXPECT_FALSE(got.centred.isSizeKnown());
   expectSameChain(got, want);
 }
 
@@ -98,6 +100,7 @@ TEST_P(StreamFrameChain, EnqueuesWithoutAHostSynchronization) {
     ASSERT_EQ(clEnqueueBarrierWithWaitList(queue, 1, &held, nullptr), CL_SUCCESS);
     got = streamChain(uploaded, stream);
     EXPECT_FALSE(got.points.isSizeKnown());
+    EXPECT_FALSE(got.centred.isSizeKnown());
     EXPECT_FALSE(got.voxels.isSizeKnown());
     EXPECT_TRUE(gate.open()) << "a call of the chain waited on the host for the held-back stream";
   }

@@ -17,7 +17,9 @@
 // and what it hands out is ready on that stream. The overloads without a stream run on
 // the device's own queue and block until their work is complete. Operations whose
 // output size depends on the data (toUnorganizedPointCloud, voxelDownsampled) hand out
-// an UnorganizedPointCloud whose size is known after an event: see that class.
+// an UnorganizedPointCloud whose size is known after an event, and
+// UnorganizedPointCloud::center leaves its translation on the device until
+// transformationMatrix() reads it: see that class.
 //
 // Errors. Every function throws devicearray::Error: InvalidArgument for bad input
 // (named in the message), InvalidState for an empty cloud where data is required,
@@ -67,6 +69,7 @@ class UnorganizedPointCloud;
 namespace detail {
 class PointCountWord;
 class PendingPointCount;
+class PendingTransformation;
 struct PointArrays;
 }
 
@@ -329,18 +332,30 @@ class PointCloud {
 /// and voxelDownsampled never block: their result's arrays are allocated at a capacity
 /// (the input's point count), the points past the count are missing (NaN) points, and
 /// the count itself stays in device memory: isSizeKnown() is false until it is read.
-/// transform/transformed and the stream overload of voxelDownsampled consume it as it
-/// is, without a host read (missing points are ignored by both), so a frame chain
-/// unorganize -> transform -> voxel enqueues without a host synchronization and the
-/// host runs ahead of the device. Everything else resolves the count first, once per
-/// cloud, blocking until the work that produces it is done: size(), isEmpty(), downloads
-/// and clones, the device* accessors, the stored*() arrays and every other operation
-/// (normals, outlier removal, extend, paintUniformColor, centroid, center: these need
-/// the exact point count on the host). Once resolved, the cloud's arrays are the first
+/// transform/transformed, deviceCentroid, the stream overloads of center and
+/// voxelDownsampled consume it as it is, without a host read (missing points are
+/// ignored by all of them), so a frame chain unorganize -> transform -> center -> voxel
+/// enqueues without a host synchronization and the host runs ahead of the device.
+/// Everything else resolves the count first, once per cloud, blocking until the work
+/// that produces it is done: size(), isEmpty(), downloads and clones, the other
+/// device* accessors, the stored*() arrays and every other operation (normals, outlier
+/// removal, extend, paintUniformColor, centroid, the blocking center: these need the
+/// exact point count on the host). Once resolved, the cloud's arrays are the first
 /// size() elements of the capacity arrays. An error found on the device while producing
 /// the cloud (a voxel size too small for the cloud's extent) is thrown by the call that
 /// resolves the count. Resolving is thread-safe: const calls on one cloud from several
 /// threads stay safe.
+///
+/// Transformation known after an event. center(sq) translates the points by minus a
+/// centroid that stays in device memory, so transformationMatrix() holds a translation
+/// the host has not read yet. Transforms, centring again and every operation that hands
+/// out a cloud with this one's matrix (the *ed forms, voxelDownsampled, the outlier
+/// removals, clone, extend) carry it on without a read; the calls that need the matrix on
+/// the host read it, once per cloud, blocking until the centring's work is done:
+/// transformationMatrix() and what uses it (estimateNormals, whose viewpoint it is, and
+/// localPointCloudRegistration's target). When the centred cloud had no valid point, the
+/// call that reads the matrix throws InvalidState (the message centroid() gives), and
+/// every later one does too. Reading is thread-safe as resolving the count is.
 class UnorganizedPointCloud {
  public:
   UnorganizedPointCloud() = default;
@@ -477,14 +492,20 @@ class UnorganizedPointCloud {
 
   /// As PointCloud::transform (affine, accumulated into transformationMatrix()); normals
   /// are turned by the matrix's rotation part (the upper-left 3x3, taken as a rotation).
+  /// Neither form reads a matrix that center(sq) left on the device.
   ///@{
   void transform(const Matrix4x4& m);
   void transform(const Matrix4x4& m, StreamOrQueue sq);
   UnorganizedPointCloud transformed(const Matrix4x4& m) const;
   UnorganizedPointCloud transformed(const Matrix4x4& m, StreamOrQueue sq) const;
   ///@}
-  /// The product of all transforms applied since construction (identity at first).
-  const Matrix4x4& transformationMatrix() const noexcept { return transform_; }
+  /// The product of all transforms applied since construction (identity at first),
+  /// centring included. After center(sq) it reads the centroid from the device the first
+  /// time (blocking until the centring's work is done; see "Transformation known after an
+  /// event" above) and throws InvalidState there when the centred cloud had no valid
+  /// point; otherwise it returns at once. The reference stays valid until the cloud
+  /// changes.
+  const Matrix4x4& transformationMatrix() const;
 
   /// Appends `other`'s points (new arrays; this cloud's transformationMatrix() is
   /// kept). Both must be on the same device (else InvalidArgument) and have the same
@@ -512,8 +533,24 @@ class UnorganizedPointCloud {
   std::array<float, 3> centroid() const;
   std::array<float, 3> centroid(StreamOrQueue sq) const;
   ///@}
-  /// Translates the cloud so that its centroid is at the origin. The translation is a
-  /// transform like any other: it is accumulated into transformationMatrix(). Blocking.
+  /// The mean of the valid points as a new one-point array on `sq`, computed as
+  /// centroid() computes it (sums in double, divided on the device to the float the host
+  /// division gives; the same values for a cloud whose size is known), without a host
+  /// read: it only enqueues (a cloud whose count is still on the device is summed over
+  /// the capacity, whose missing points it ignores, so the count is never resolved). A cloud without a valid point (or without points) gives a point of NaN, the
+  /// device's way of saying what centroid() throws InvalidState for. Throws InvalidState
+  /// for a cloud that has never been on a device, InvalidArgument for a stream of
+  /// another device or backend.
+  DeviceArray<PointXYZ> deviceCentroid(StreamOrQueue sq) const;
+  /// Translates the valid points so that their centroid is at the origin. The
+  /// translation is a transform like any other: it is accumulated into
+  /// transformationMatrix(). Throws InvalidState for a cloud without points (at once).
+  /// The blocking form reads the centroid first and throws InvalidState there when no
+  /// point is valid, leaving the cloud unchanged. The stream overload never blocks: the
+  /// points are moved on the device by the deviceCentroid() it enqueues, and the
+  /// translation joins transformationMatrix() when that is next read (see
+  /// "Transformation known after an event"); a cloud without a valid point is left as it
+  /// is, and the read throws the InvalidState.
   ///@{
   void center();
   void center(StreamOrQueue sq);
@@ -547,6 +584,12 @@ class UnorganizedPointCloud {
   /// Makes the trimmed arrays the cloud's own (a no-op once the size is known): for the
   /// operations that replace some of the arrays.
   void settleSize();
+  /// Appends `m` to the accumulated transformation, or, when `centroid` is given, the
+  /// translation by minus its point (read from the device when the matrix is needed).
+  void accumulate(const Matrix4x4& m, DeviceArray<PointXYZ> centroid = {});
+  /// This cloud with `source`'s transformation, still to be read from the device when
+  /// it is.
+  UnorganizedPointCloud withTransformationOf(const UnorganizedPointCloud& source) &&;
 
   ComputeDevice device_;
   // While pending_ is set: arrays at a capacity, missing points past the count.
@@ -557,6 +600,8 @@ class UnorganizedPointCloud {
   ColorSpace colorSpace_ = ColorSpace::linear;
   std::shared_ptr<detail::PendingPointCount> pending_;
   Matrix4x4 transform_ = identityMatrix4x4();
+  // After center(sq): the whole transformation, transform_ unused.
+  std::shared_ptr<const detail::PendingTransformation> pendingTransform_;
 };
 
 /// An H x W colour image on one device, stored as the 8-bit RGBA codes it arrived in

@@ -467,7 +467,16 @@ void bindPointClouds(nb::module_& m) {
            },
            nb::arg("matrix"), nb::arg("stream") = nb::none())
       .def("transformation_matrix",
-           [](UnorganizedPointCloud pc) { return matrixTo(pc.transformationMatrix()); })
+           [](UnorganizedPointCloud pc) {
+             const Matrix4x4* m = nullptr;
+             {
+               nb::gil_scoped_release release;  // a centring on a stream is read from the device here
+               m = &pc.transformationMatrix();
+             }
+             return matrixTo(*m);
+           },
+           "The accumulated 4 x 4 transformation; after center(stream) the first call waits for the centroid "
+           "(and raises when no point was valid).")
       .def("extend",
            [](UnorganizedPointCloud& pc, UnorganizedPointCloud other, const Stream* s) {
              updateReleased(pc, [&](auto& cloud) {
@@ -491,6 +500,13 @@ void bindPointClouds(nb::module_& m) {
              return s != nullptr ? pc.centroid(s->handle()) : pc.centroid();
            },
            nb::arg("stream") = nb::none(), "Mean of the points (x, y, z).")
+      .def("device_centroid",
+           [](UnorganizedPointCloud pc, const Stream* s) {
+             return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) { return pc.deviceCentroid(sq); })};
+           },
+           nb::arg("stream") = nb::none(),
+           "The mean of the valid points as a one-point PointXYZ DeviceArray, computed on the device without a host "
+           "read (on `stream`: only enqueued); NaN when no point is valid.")
       .def("center",
            [](UnorganizedPointCloud& pc, const Stream* s) {
              updateReleased(pc, [&](auto& cloud) {
@@ -498,7 +514,9 @@ void bindPointClouds(nb::module_& m) {
                else cloud.center();
              });
            },
-           nb::arg("stream") = nb::none(), "Translates the cloud so that its centroid is the origin.");
+           nb::arg("stream") = nb::none(),
+           "Translates the cloud so that its centroid is the origin. On `stream` it does not wait: the translation "
+           "joins transformation_matrix() when that is next read, which raises when no point was valid.");
 
   // ------------------------------------------------------------- Frame2D --
   nb::class_<Frame2D>(m, "Frame2D",

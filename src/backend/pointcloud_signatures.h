@@ -22,6 +22,15 @@
   S0(da_i64, n) S(float, m00) S(float, m01) S(float, m02) S(float, m03) S(float, m10) S(float, m11) S(float, m12)   \
   S(float, m13) S(float, m20) S(float, m21) S(float, m22) S(float, m23) B(const float, xyzIn) B(float, xyzOut)
 
+/* The mean of the valid points as one point (NaN when there is none), from the sums
+ * that ParallelPrimitives::sumValidXYZ writes (sum x, sum y, sum z, count as binary64,
+ * read as their bit patterns: devices without double precision read them too). */
+#define DA_PC_CENTROID_PARAMS(S0, B0, S, B) B0(const da_u64, sums) B(float, centroid)
+
+/* p' = p - c for valid points, in place; c is the point at `centroid`, which the device
+ * computed (da_pc_centroid), so the host never reads it. */
+#define DA_PC_CENTER_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, centroid) B(float, xyz)
+
 /* Points whose mask byte is 0 become NaN; maskStep is the mask's row step in bytes. */
 #define DA_PC_MASK_PARAMS(S0, B0, S, B)                                                                             \
   S0(int, width) S(int, height) S(da_i64, maskStep) B(const da_u8, mask) B(const float, xyzIn) B(float, xyzOut)
@@ -79,6 +88,8 @@
 namespace devicearray::detail::kernels {
 DA_KERNEL_SIGNATURE(da_pc_downsample, DA_PC_DOWNSAMPLE_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_transform, DA_PC_TRANSFORM_PARAMS);
+DA_KERNEL_SIGNATURE(da_pc_centroid, DA_PC_CENTROID_PARAMS);
+DA_KERNEL_SIGNATURE(da_pc_center, DA_PC_CENTER_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_mask, DA_PC_MASK_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_roi, DA_PC_ROI_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_normals, DA_PC_NORMALS_PARAMS);

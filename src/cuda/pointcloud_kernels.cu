@@ -11,6 +11,8 @@
 
 DA_CUDA_REGISTER(da_pc_downsample);
 DA_CUDA_REGISTER(da_pc_transform);
+DA_CUDA_REGISTER(da_pc_centroid);
+DA_CUDA_REGISTER(da_pc_center);
 DA_CUDA_REGISTER(da_pc_mask);
 DA_CUDA_REGISTER(da_pc_roi);
 DA_CUDA_REGISTER(da_pc_normals);

@@ -16,6 +16,7 @@
 
 #include "prelude.h"
 #include "backend/pointcloud_signatures.h"
+#include "binary64_quotient.h"
 #include "point_validity.h"
 #include "linear_light.h"
 
@@ -115,6 +116,26 @@ DA_KERNEL(da_pc_transform)(DA_PARAMS(DA_PC_TRANSFORM_PARAMS)) {
   }
   da_pc_store(xyzOut, i, m00 * x + m01 * y + m02 * z + m03, m10 * x + m11 * y + m12 * z + m13,
               m20 * x + m21 * y + m22 * z + m23);
+}
+
+/* The centroid from the reduction's sums: one work item per coordinate. Divided as the
+ * host divides them, (float)(sum / count), on every device. */
+DA_KERNEL(da_pc_centroid)(DA_PARAMS(DA_PC_CENTROID_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_CENTROID_PARAMS);
+  const long k = DA_ID(0);
+  if (k >= 3) return;
+  const int none = (sums[3] << 1) == 0; /* a count of 0: no valid point */
+  centroid[k] = none ? DA_NAN : da_binary64_quotient(sums[k], sums[3]);
+}
+
+/* Moves the valid points by minus the centroid that da_pc_centroid wrote. */
+DA_KERNEL(da_pc_center)(DA_PARAMS(DA_PC_CENTER_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_CENTER_PARAMS);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+  if (!da_pc_valid(x, y, z)) return;
+  da_pc_store(xyz, i, x - centroid[0], y - centroid[1], z - centroid[2]);
 }
 
 /* Pixels whose mask byte is 0 become NaN (global size W x H). The mask has its own row

@@ -75,6 +75,7 @@ typedef ulong da_u64;
 #define da_fminf(x, y) fmin((float)(x), (float)(y))
 #define da_fmaxf(x, y) fmax((float)(x), (float)(y))
 #define da_float_bits(x) as_uint(x)
+#define da_float_from_bits(b) as_float((uint)(b))
 
 #else /* CUDA C++ or host C++ */
 #include <cmath>
@@ -139,6 +140,12 @@ DA_FN da_u32 da_float_bits(float x) {
   std::memcpy(&bits, &x, sizeof bits);
   return bits;
 #endif
+}
+/* The float whose bit pattern is `bits` (the copy is a register move on the device). */
+DA_FN float da_float_from_bits(da_u32 bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
 }
 #endif
 

@@ -91,17 +91,7 @@ DA_KERNEL(da_rgbd_write)(DA_PARAMS(DA_RGBD_WRITE_PARAMS)) {
   const da_u32 w = winner[p];
   const int empty = w == DA_RGBD_EMPTY;
   DA_GLOBAL da_u8* row = depth + r * depthStep;
-  float z = 0.0f;
-  if (!empty) {
-    const da_u32 bits = zbuffer[p];
-#if defined(__OPENCL_VERSION__)
-    z = as_float(bits);
-#elif defined(__CUDA_ARCH__)
-    z = __uint_as_float(bits);
-#else
-    std::memcpy(&z, &bits, sizeof z);
-#endif
-  }
+  const float z = empty ? 0.0f : da_float_from_bits(zbuffer[p]);
   if (isFloat) {
     ((DA_GLOBAL float*)row)[c] = empty ? DA_NAN : z / scale;
   } else {

@@ -72,8 +72,8 @@ void UnorganizedPointCloud::estimateNormals(int neighbours, StreamOrQueue sq) {
                   std::to_string(DA_NRM_MAX_NEIGHBOURS) + "]");
   settleSize();  // the new normals have the exact size
   if (isEmpty()) return;
-  normals_ = pc::estimateNormals(*q, pc::bufferOf(xyz_), size(), neighbours,
-                                 {transform_[3], transform_[7], transform_[11]}, fn);
+  const Matrix4x4& pose = transformationMatrix();  // reads a centring still on the device
+  normals_ = pc::estimateNormals(*q, pc::bufferOf(xyz_), size(), neighbours, {pose[3], pose[7], pose[11]}, fn);
 }
 void UnorganizedPointCloud::estimateNormals(int neighbours) {
   estimateNormals(neighbours, device().sdkStreamOrQueue());

@@ -37,7 +37,8 @@ std::string text(float v) {
 }
 
 /// The points of `cloud` whose keep flag (flags[0..n), flags[n] = 0, in `scratch`) is set,
-/// in their order, with their attributes; blocks once for the count.
+/// in their order, with their attributes (the caller gives the result the cloud's
+/// transformation, which may still be on the device); blocks once for the count.
 UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointCloud& cloud,
                                  const std::shared_ptr<detail::Allocation>& scratch, std::size_t flagsAt,
                                  std::size_t offsetsAt, const char* fn) {
@@ -62,8 +63,8 @@ UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointClo
   std::uint32_t count = 0;
   pc::readBack(q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
   const pc::CompactResult r = pc::trimmed(q, cap, n, count, fn);
-  return UnorganizedPointCloud::fromParts(cloud.device(), r.xyz, r.colors, r.snrs, cloud.transformationMatrix(),
-                                          r.normals, cloud.colorSpace());
+  return UnorganizedPointCloud::fromParts(cloud.device(), r.xyz, r.colors, r.snrs, identityMatrix4x4(), r.normals,
+                                          cloud.colorSpace());
 }
 
 }  // namespace
@@ -80,7 +81,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
   if (!(std::isfinite(stdRatio) && stdRatio >= 0.0f))
     pc::raise(ErrorCode::InvalidArgument, fn, "stdRatio is " + text(stdRatio) + "; it must be finite and >= 0");
   const auto q = pc::queueOf(device(), sq, fn);
-  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
+  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
   const std::size_t n = size();
   pc::ScratchLayout layout;
   const std::size_t sumsAt = layout.add(4, sizeof(double), fn);
@@ -143,7 +144,7 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
                                          pc::arg(scratch, statsAt), pc::arg(scratch, pendingAt));
     use.commit();
   }
-  return keptPoints(*q, *this, scratch, pendingAt, offsetsAt, fn);
+  return keptPoints(*q, *this, scratch, pendingAt, offsetsAt, fn).withTransformationOf(*this);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neighbours, float stdRatio) const {
@@ -168,7 +169,7 @@ UnorganizedPointCloud UnorganizedPointCloud::radiusOutliersRemoved(float radius,
   if (minPoints < 1)
     pc::raise(ErrorCode::InvalidArgument, fn, "minPoints is " + std::to_string(minPoints) + "; it must be >= 1");
   const auto q = pc::queueOf(device(), sq, fn);
-  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
+  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
   const std::size_t n = size();
   pc::ScratchLayout layout;
   const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
@@ -184,7 +185,7 @@ UnorganizedPointCloud UnorganizedPointCloud::radiusOutliersRemoved(float radius,
                                           grid.slotKeys(), grid.slotRanges(), pc::arg(scratch, flagsAt));
     use.commit();
   }
-  return keptPoints(*q, *this, scratch, flagsAt, offsetsAt, fn);
+  return keptPoints(*q, *this, scratch, flagsAt, offsetsAt, fn).withTransformationOf(*this);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::radiusOutliersRemoved(float radius, int minPoints) const {

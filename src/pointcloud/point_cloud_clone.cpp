@@ -27,7 +27,8 @@ UnorganizedPointCloud UnorganizedPointCloud::clone(const ComputeDevice& device) 
   if (!device_.isValid()) detail::pc::raise(ErrorCode::InvalidState, fn, "the cloud has never been on a device");
   requireValid(device, fn);
   return fromParts(device, storedXYZ().clone(device), storedColors().clone(device), storedSNRs().clone(device),
-                   transform_, storedNormals().clone(device), colorSpace_);
+                   transform_, storedNormals().clone(device), colorSpace_)
+      .withTransformationOf(*this);
 }
 
 }  // namespace devicearray

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pointcloud/pending_point_count.hpp"
+#include "pointcloud/pending_transformation.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
 
@@ -87,6 +88,31 @@ void UnorganizedPointCloud::settleSize() {
   snrs_ = points.snrs;
   normals_ = points.normals;
   pending_.reset();
+}
+
+const Matrix4x4& UnorganizedPointCloud::transformationMatrix() const {
+  return pendingTransform_ ? pendingTransform_->matrix() : transform_;
+}
+
+void UnorganizedPointCloud::accumulate(const Matrix4x4& m, DeviceArray<PointXYZ> centroid) {
+  if (pendingTransform_ && pendingTransform_->isResolved()) {
+    transform_ = pendingTransform_->matrix();
+    pendingTransform_.reset();
+  }
+  if (centroid.isValid())
+    pendingTransform_ = pendingTransform_ ? pendingTransform_->followedByCentring(std::move(centroid))
+                                          : std::make_shared<const detail::PendingTransformation>(transform_,
+                                                                                                  std::move(centroid));
+  else if (pendingTransform_)
+    pendingTransform_ = pendingTransform_->followedBy(m);
+  else
+    transform_ = pc::multiply(m, transform_);
+}
+
+UnorganizedPointCloud UnorganizedPointCloud::withTransformationOf(const UnorganizedPointCloud& source) && {
+  transform_ = source.transform_;
+  pendingTransform_ = source.pendingTransform_;
+  return std::move(*this);
 }
 
 bool UnorganizedPointCloud::isSizeKnown() const noexcept { return !pending_ || pending_->isCountRead(); }
@@ -299,7 +325,7 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto q = pc::queueOf(device(), sq, fn);
   // xyz_ is the capacity while the count is still on the device: its missing points
   // are ignored, so no host read of this cloud's count is needed.
-  if (xyz_.isEmpty()) return fromParts(device_, {}, {}, {}, transform_, {}, colorSpace_);
+  if (xyz_.isEmpty()) return fromParts(device_, {}, {}, {}, transform_, {}, colorSpace_).withTransformationOf(*this);
   VoxelGrid grid(*q, xyz_, colors_, colorSpace_, snrs_, normals_, fn);
   // Wide keys: choosing the compact ones would need the host to read the grid's extent.
   grid.run(voxelSize, minPointsPerVoxel, false);
@@ -307,14 +333,15 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   return fromCapacity(device_, r.xyz, r.colors, r.snrs, transform_, r.normals,
                       std::make_shared<detail::PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
                                                                voxelTooSmallText(voxelSize, fn)),
-                      colorSpace_);
+                      colorSpace_)
+      .withTransformationOf(*this);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
   constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
   checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
   const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
-  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_);
+  if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
   VoxelGrid grid(*q, storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals(), fn);
   // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
   // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
@@ -327,7 +354,8 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
     if (result[2] == 0) break;
   }
   const pc::CompactResult r = pc::trimmed(*q, grid.output(), size(), result[1], fn);
-  UnorganizedPointCloud out = fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_);
+  UnorganizedPointCloud out =
+      fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_).withTransformationOf(*this);
   pc::finishDeviceQueue(device());
   return out;
 }
@@ -339,7 +367,7 @@ UnorganizedPointCloud UnorganizedPointCloud::transformed(const Matrix4x4& m, Str
   pc::checkAffine(m, fn);
   const auto q = pc::queueOf(device(), sq, fn);
   UnorganizedPointCloud out = *this;
-  out.transform_ = pc::multiply(m, transform_);
+  out.accumulate(m);
   // xyz_ may be a capacity whose count is on the device: the result shares that count
   // and its missing points stay missing, so no host read is needed.
   if (xyz_.isEmpty()) return out;
@@ -363,7 +391,7 @@ void UnorganizedPointCloud::transform(const Matrix4x4& m, StreamOrQueue sq) {
   const auto q = pc::queueOf(device(), sq, fn);
   if (!xyz_.isEmpty()) pc::enqueueTransform(*q, m, xyz_, xyz_);  // the capacity, as in transformed()
   if (hasNormals()) pc::enqueueRotateNormals(*q, m, normals_, normals_);
-  transform_ = pc::multiply(m, transform_);
+  accumulate(m);
 }
 void UnorganizedPointCloud::transform(const Matrix4x4& m) {
   transform(m, device().sdkStreamOrQueue());
@@ -376,9 +404,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
   constexpr const char* fn = "UnorganizedPointCloud::extend";
   if (other.isEmpty()) return;
   if (!device_.isValid()) {
-    const Matrix4x4 keep = transform_;
-    *this = other;
-    transform_ = keep;
+    *this = UnorganizedPointCloud(other).withTransformationOf(*this);
     return;
   }
   if (other.device() != device_)
@@ -387,9 +413,7 @@ void UnorganizedPointCloud::extend(const UnorganizedPointCloud& other, StreamOrQ
   const auto q = pc::queueOf(device_, sq, fn);
   settleSize();  // the result gets new arrays of the exact size
   if (isEmpty()) {
-    const Matrix4x4 keep = transform_;
-    *this = other;
-    transform_ = keep;
+    *this = UnorganizedPointCloud(other).withTransformationOf(*this);
     return;
   }
   if (hasColors() != other.hasColors() || hasSNRs() != other.hasSNRs() || hasNormals() != other.hasNormals())
@@ -458,35 +482,74 @@ void UnorganizedPointCloud::paintUniformColor(ColorRGBA color) {
 
 // --------------------------------------------------------------- centroid ----
 
+namespace {
+
+/// Enqueues the mean of the valid points among all of `xyz`'s elements (NaN when there
+/// is none) into a new one-point array; the reduction's sums share its allocation.
+DeviceArray<PointXYZ> enqueueCentroid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const char* fn) {
+  pc::ScratchLayout layout;
+  const std::size_t sumsAt = layout.add(4, sizeof(double), fn);
+  const std::size_t centroidAt = layout.add(1, sizeof(PointXYZ), fn);
+  const auto block = layout.allocate(q);
+  DeviceArray<PointXYZ> centroid = pc::wrapStorage<PointXYZ>(block, centroidAt, false, 1, 1);
+  OrderedUse use(q, {pc::storageOf(xyz), block.get()});
+  if (xyz.isEmpty()) {
+    detail::FillDesc zero;  // no point: the sums of none
+    zero.dims = 1;
+    zero.size[0] = 4;
+    zero.step[0] = sizeof(double);
+    zero.elemSize = sizeof(double);
+    zero.dst = detail::MemRef::dev(block.get(), sumsAt);
+    q.device()->fill(zero, q);
+  } else {
+    q.device()->primitives().sumValidXYZ(q, pc::bufferOf(xyz), xyz.size(), {block.get(), sumsAt});
+  }
+  detail::launch<kernels::da_pc_centroid>(q, LaunchGeometry::items(3), pc::arg(block, sumsAt), pc::arg(centroid));
+  use.commit();
+  return centroid;
+}
+
+}  // namespace
+
+DeviceArray<PointXYZ> UnorganizedPointCloud::deviceCentroid(StreamOrQueue sq) const {
+  constexpr const char* fn = "UnorganizedPointCloud::deviceCentroid";
+  const auto q = pc::queueOf(device(), sq, fn);
+  // xyz_ is the capacity while the count is still on the device: its missing points are
+  // ignored, so no host read of the count is needed.
+  return enqueueCentroid(*q, xyz_, fn);
+}
+
 std::array<float, 3> UnorganizedPointCloud::centroid(StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::centroid";
   const auto q = pc::queueOf(device(), sq, fn);
   if (isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no points");
-  const auto sums = pc::scratch(*q, 4, sizeof(double), fn);
-  {
-    OrderedUse use(*q, {pc::storageOf(xyz_), sums.get()});
-    q->device()->primitives().sumValidXYZ(*q, pc::bufferOf(xyz_), size(), {sums.get(), 0});
-    use.commit();
-  }
-  double s[4] = {0, 0, 0, 0};
-  pc::readBack(*q, sums.get(), 0, s, sizeof(s));
-  if (s[3] <= 0.0) pc::raise(ErrorCode::InvalidState, fn, "the cloud has no valid (finite) point");
-  return {static_cast<float>(s[0] / s[3]), static_cast<float>(s[1] / s[3]), static_cast<float>(s[2] / s[3])};
+  return detail::readCentroid(*q, enqueueCentroid(*q, storedXYZ(), fn));
 }
 std::array<float, 3> UnorganizedPointCloud::centroid() const {
   return centroid(device().sdkStreamOrQueue());
 }
+
 void UnorganizedPointCloud::center(StreamOrQueue sq) {
-  const std::array<float, 3> c = centroid(sq);
+  constexpr const char* fn = "UnorganizedPointCloud::center";
+  const auto q = pc::queueOf(device(), sq, fn);
+  // Without arrays the cloud has no points, which the host knows without a read.
+  if (xyz_.isEmpty()) pc::raise(ErrorCode::InvalidState, "UnorganizedPointCloud::centroid", "the cloud has no points");
+  DeviceArray<PointXYZ> c = enqueueCentroid(*q, xyz_, fn);
+  {
+    OrderedUse use(*q, {pc::storageOf(xyz_), pc::storageOf(c)});
+    detail::launch<kernels::da_pc_center>(*q, LaunchGeometry::items(xyz_.size()), pc::i64(xyz_.size()), pc::arg(c),
+                                          pc::arg(xyz_));
+    use.commit();
+  }
+  accumulate(identityMatrix4x4(), std::move(c));
+}
+void UnorganizedPointCloud::center() {
+  const std::array<float, 3> c = centroid();
   Matrix4x4 t = identityMatrix4x4();
   t[3] = -c[0];
   t[7] = -c[1];
   t[11] = -c[2];
-  transform(t, sq);
-}
-void UnorganizedPointCloud::center() {
-  center(device().sdkStreamOrQueue());
-  pc::finishDeviceQueue(device());
+  transform(t);
 }
 
 }  // namespace devicearray

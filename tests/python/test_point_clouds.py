@@ -826,6 +826,33 @@ def test_centroid_and_center(device, on):
         empty.centroid()
 
 
+def test_device_centroid(device, on):
+    xyz, rgba, snr = unorganized_data(301, 69, nan=5)
+    u = upload_unorganized(device, xyz, rgba, snr)
+    c = u.device_centroid(**on.kw)
+    on.sync()
+    assert c.format == F.PointXYZ and c.shape == (1, 3)
+    got = c.to_numpy().reshape(3)
+    np.testing.assert_allclose(got, xyz[valid_of(xyz)].astype(np.float64).mean(0), rtol=1e-6, atol=1e-4)
+    np.testing.assert_array_equal(got, np.asarray(u.centroid(), np.float32))
+    none = upload_unorganized(device, np.full((7, 3), np.nan, np.float32))
+    assert np.isnan(none.device_centroid(**on.kw).to_numpy()).all()
+
+
+def test_center_on_a_stream_reads_its_translation_later(device):
+    xyz, rgba, snr = unorganized_data(120, 70, nan=4)
+    want = xyz[valid_of(xyz)].astype(np.float64).mean(0)
+    u = upload_unorganized(device, xyz, rgba, snr)
+    stream = da.Stream(device)
+    u.center(stream=stream)
+    np.testing.assert_allclose(u.transformation_matrix()[:3, 3], -want, rtol=1e-5, atol=1e-3)
+    assert_points_close(u.device_points_xyz().to_numpy(), xyz.astype(np.float64) - want, atol=2e-3)
+    none = upload_unorganized(device, np.full((5, 3), np.nan, np.float32))
+    none.center(stream=stream)  # the centroid is still on the device: nothing to raise yet
+    with pytest.raises(RuntimeError, match="no valid"):
+        none.transformation_matrix()
+
+
 # ------------------------------------------------------------------ Frame2D --
 
 @pytest.mark.parametrize("fmt", COLOR_FORMATS, ids=lambda f: f.name)
