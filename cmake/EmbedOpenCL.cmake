@@ -7,9 +7,12 @@ file(GLOB headers ${SOURCE_DIR}/src/kernels/*.h)
 list(SORT headers)
 list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/prelude.h)
 # The includes are dropped below, so the headers other kernel files build on (the test
-# of a valid point, colour codes as linear light) go first, whatever the others are named.
-list(REMOVE_ITEM headers ${SOURCE_DIR}/src/kernels/point_validity.h ${SOURCE_DIR}/src/kernels/linear_light.h)
-list(PREPEND headers ${SOURCE_DIR}/src/kernels/point_validity.h ${SOURCE_DIR}/src/kernels/linear_light.h)
+# of a valid point, colour codes as linear light, saturate_cast) go first, whatever the
+# others are named.
+set(first ${SOURCE_DIR}/src/kernels/point_validity.h ${SOURCE_DIR}/src/kernels/linear_light.h
+          ${SOURCE_DIR}/src/kernels/saturate.h)
+list(REMOVE_ITEM headers ${first})
+list(PREPEND headers ${first})
 file(GLOB cl_files ${SOURCE_DIR}/src/opencl/*.cl)
 list(SORT cl_files)
 set(program "")

@@ -1,6 +1,6 @@
 // Internal tests of the CUDA backend (src/cuda/): the strided copy engine, fill
 // and convert against host references, and the backend's error contract.
-// Everything except FastDivmod needs a CUDA device and skips without one.
+// Everything except the fast division needs a CUDA device and skips without one.
 #include <gtest/gtest.h>
 
 #include <cuda_fp16.h>
@@ -22,6 +22,7 @@
 #include "cuda/cuda_device.hpp"
 #include "cuda/host_copy_threads.hpp"
 #include "devicearray/error.hpp"
+#include "kernels/prelude.h"
 
 using namespace devicearray;
 using namespace devicearray::detail;
@@ -136,19 +137,20 @@ std::vector<LayoutCase> layoutCases() {
 
 }  // namespace
 
-TEST(CudaFastDivmod, MatchesIntegerDivisionBelow2To31) {
+TEST(CudaFastDivision, MatchesIntegerDivisionBelow2To31) {
   std::mt19937 rng(7);
   const std::uint32_t divisors[] = {1, 2, 3, 5, 7, 12, 16, 255, 1000, 65535, 65536, 1u << 20, (1u << 31) - 1};
   for (std::uint32_t d : divisors) {
-    const cuda::FastDivmod f(d);
+    da_u32 multiplier = 0, shift = 0;
+    da_fast_div_magic(d, &multiplier, &shift);
     const std::uint32_t edges[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, (1u << 31) - 1, (1u << 31) - 2};
     for (std::uint32_t n : edges) {
       if (n >= (1u << 31)) continue;
-      EXPECT_EQ(f.div(n), n / d) << n << " / " << d;
+      EXPECT_EQ(da_fast_div(n, d, multiplier, shift), n / d) << n << " / " << d;
     }
     for (int i = 0; i < 20000; ++i) {
       const std::uint32_t n = rng() & 0x7FFFFFFFu;
-      ASSERT_EQ(f.div(n), n / d) << n << " / " << d;
+      ASSERT_EQ(da_fast_div(n, d, multiplier, shift), n / d) << n << " / " << d;
     }
   }
 }

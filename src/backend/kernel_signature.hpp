@@ -171,10 +171,9 @@ struct LaunchGeometry {
   }
 };
 
-/// Enqueues kernel `Signature` on `q` (on the queue's device) with `args`, one per
-/// parameter of the signature. Callers order the buffers' use (OrderedUse).
+/// The launch of kernel `Signature` with `args`, one per parameter of the signature.
 template <class Signature, class... A>
-void launch(QueueImpl& q, const LaunchGeometry& geometry, A&&... args) {
+KernelLaunch kernelLaunch(const LaunchGeometry& geometry, A&&... args) {
   KernelLaunch l;
   l.name = Signature::name;
   l.signature = &kSignatureOf<Signature>;
@@ -182,7 +181,14 @@ void launch(QueueImpl& q, const LaunchGeometry& geometry, A&&... args) {
   l.globalSize = geometry.globalSize;
   l.localSize = geometry.localSize;
   l.args = Signature::Params::arguments(std::forward<A>(args)...);
-  q.device()->launch(l, q);
+  return l;
+}
+
+/// Enqueues kernel `Signature` on `q` (on the queue's device) with `args`, one per
+/// parameter of the signature. Callers order the buffers' use (OrderedUse).
+template <class Signature, class... A>
+void launch(QueueImpl& q, const LaunchGeometry& geometry, A&&... args) {
+  q.device()->launch(kernelLaunch<Signature>(geometry, std::forward<A>(args)...), q);
 }
 
 }  // namespace devicearray::detail

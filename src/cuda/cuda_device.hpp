@@ -17,7 +17,6 @@
 #include "backend/backend.hpp"
 #include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
-#include "kernels/prelude.h"
 
 namespace devicearray::detail::cuda {
 
@@ -84,26 +83,6 @@ class DeviceGuard {
   int previous_ = -1;
   bool switched_ = false;
   bool ok_ = true;
-};
-
-/// Division by a run-time constant with one multiply-high and one shift, exact for
-/// dividends and divisors below 2^31 (index decomposition in the convert kernels,
-/// where a hardware 64-bit division would dominate; the constants: da_fast_div_magic).
-struct FastDivmod {
-  std::uint32_t divisor = 1;
-  std::uint32_t multiplier = 0;
-  std::uint32_t shift = 0;
-
-  FastDivmod() = default;
-  __host__ __device__ explicit FastDivmod(std::uint32_t d) : divisor(d) { da_fast_div_magic(d, &multiplier, &shift); }
-  __host__ __device__ std::uint32_t div(std::uint32_t n) const {
-    if (divisor == 1) return n;
-#if defined(__CUDA_ARCH__)
-    return __umulhi(n, multiplier) >> shift;
-#else
-    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier) >> 32) >> shift;
-#endif
-  }
 };
 
 class CudaDevice;

@@ -27,7 +27,11 @@
  *
  * A struct of fixed-size fields (src/backend/strided_layout.h) is a parameter
  * DA_BY_VALUE(T, name); helpers that every work item calls in its inner loop are
- * DA_FN_INLINE; da_mul_hi(a, b) is the high 32 bits of the 32-bit product. */
+ * DA_FN_INLINE; da_mul_hi(a, b) is the high 32 bits of the 32-bit product.
+ *
+ * Half-precision values are kept as their bits (da_u16): da_load_half(p) reads one
+ * as a float, da_store_half(p, x) writes float x rounded to nearest even (overflow
+ * to infinity), with each backend's own conversion. */
 #ifndef DEVICEARRAY_KERNELS_PRELUDE_H
 #define DEVICEARRAY_KERNELS_PRELUDE_H
 
@@ -76,12 +80,15 @@ typedef ulong da_u64;
 #define da_fmaxf(x, y) fmax((float)(x), (float)(y))
 #define da_float_bits(x) as_uint(x)
 #define da_float_from_bits(b) as_float((uint)(b))
+#define da_load_half(p) vload_half(0, (global const half*)(p))
+#define da_store_half(p, x) vstore_half_rte((x), 0, (global half*)(p))
 
 #else /* CUDA C++ or host C++ */
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #if defined(__CUDACC__)
+#include <cuda_fp16.h>
 #define DA_KERNEL(name) extern "C" __global__ void name
 #define DA_KERNEL_GROUP(name, size, minGroups) extern "C" __global__ void __launch_bounds__(size, minGroups) name
 #define DA_LOCAL_ARRAY(T, name, n) __shared__ T name[n]
@@ -103,6 +110,8 @@ typedef uint4 da_u32x4;
  * local memory. */
 #define DA_BY_VALUE(T, name) const __grid_constant__ T name
 #define da_mul_hi(a, b) __umulhi((a), (b))
+#define da_load_half(p) __half2float(*(const __half*)(p))
+#define da_store_half(p, x) (*(__half*)(p) = __float2half_rn(x))
 #define DA_ID(d) \
   ((long)((d) == 0 ? blockIdx.x * (long)blockDim.x + threadIdx.x \
                    : (d) == 1 ? blockIdx.y * (long)blockDim.y + threadIdx.y : blockIdx.z * (long)blockDim.z + threadIdx.z))
@@ -157,6 +166,15 @@ DA_FN void da_fast_div_magic(da_u32 divisor, da_u32* multiplier, da_u32* shift) 
   while (((da_u64)1 << log2Ceil) < divisor) ++log2Ceil;
   *multiplier = divisor > 1 ? (da_u32)((((da_u64)1 << (31 + log2Ceil)) + divisor - 1) / divisor) : 0u;
   *shift = divisor > 1 ? log2Ceil - 1 : 0u;
+}
+
+/* n / divisor with the constants of da_fast_div_magic. */
+DA_FN da_u32 da_fast_div(da_u32 n, da_u32 divisor, da_u32 multiplier, da_u32 shift) {
+#if defined(__OPENCL_VERSION__) || defined(__CUDA_ARCH__)
+  return divisor == 1 ? n : da_mul_hi(n, multiplier) >> shift;
+#else
+  return divisor == 1 ? n : (da_u32)(((da_u64)n * multiplier) >> 32) >> shift;
+#endif
 }
 
 #endif /* DEVICEARRAY_KERNELS_PRELUDE_H */

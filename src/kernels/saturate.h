@@ -1,10 +1,10 @@
 /* OpenCV's saturate_cast to each depth, written once for the depth-conversion
- * kernels (CUDA: src/cuda/cuda_convert.cu; OpenCL: src/opencl/convert.cl) and the
- * host (core/saturate.hpp, fill values; scripts/check-layering.py lets core include
- * exactly this kernel header): integers round half to even, clamp to the
- * destination's range and map NaN to 0; F16 rounds to nearest even and overflows to
- * infinity. da_sat_<depth>_f takes a float, da_sat_<depth>_d a double (OpenCL C has
- * no overloads; the double forms exist in OpenCL only under DA_HAS_FP64).
+ * kernels of both backends (convert_depth.h) and the host (core/saturate.hpp, fill
+ * values; scripts/check-layering.py lets core include exactly this kernel header):
+ * integers round half to even, clamp to the destination's range and map NaN to 0;
+ * F16 rounds to nearest even and overflows to infinity. da_sat_<depth>_f takes a
+ * float, da_sat_<depth>_d a double (OpenCL C has no overloads; the double forms exist
+ * in OpenCL only under DA_HAS_FP64).
  *
  * The range checks compare in the source's floating type before the conversion, so
  * no out-of-range value is ever converted to an integer type: (Real)hi of S32 in

@@ -5,6 +5,7 @@
 //   <= 2 strided axes        -> the *Rect commands
 //   anything else            -> one launch of the strided copy or fill kernel
 //                               (kernels/strided_copy.h)
+// and a depth conversion is one launch of its kernel (kernels/convert_depth.h).
 // The host side of a staged copy (packing a strided host source, unpacking into a
 // strided host destination) runs on the OpenCL callback thread, gated by user
 // events, so it happens in queue order without blocking the caller: a later
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "backend/copy_steps.hpp"
+#include "backend/depth_conversion_signatures.h"
 #include "backend/region.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
@@ -366,25 +368,27 @@ class OpenCLCopySteps final : public CopySteps {
       fail(ErrorCode::Unsupported, std::string(fn) + ": " + device_.describe() +
                                        " has no double precision (CL_DEVICE_DOUBLE_FP_CONFIG is 0), so it cannot "
                                        "convert F64 data");
-    cl_mem dst = device_.memOf(c.dst.buffer.allocation, fn);
-    cl_mem src = device_.memOf(c.src.buffer.allocation, fn);
-    const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
-    const bool integral = sd <= 4 && dd <= 4;
-    const cl_int integerCopy = integral && c.alpha == 1.0 && c.beta == 0.0 ? 1 : 0;
-    const cl_ulong dOff = c.dst.buffer.offset, sOff = c.src.buffer.offset;
-    const cl_long dStep = c.dstStep, sStep = c.srcStep, rows = c.rows, values = c.values;
-    const cl_int dDepth = dd, sDepth = sd;
-    const cl_double alphaD = c.alpha, betaD = c.beta;
-    const cl_float alphaF = static_cast<cl_float>(c.alpha), betaF = static_cast<cl_float>(c.beta);
-    const RawArg alpha = device_.hasFp64() ? RawArg{8, &alphaD} : RawArg{4, &alphaF};
-    const RawArg beta = device_.hasFp64() ? RawArg{8, &betaD} : RawArg{4, &betaF};
-    const std::size_t global[2] = {static_cast<std::size_t>(c.values), static_cast<std::size_t>(c.rows)};
-    device_.enqueueKernel(fn, "da_convert", q, 2, global,
-                  {{sizeof(cl_mem), &dst}, {8, &dOff}, {8, &dStep}, {4, &dDepth}, {sizeof(cl_mem), &src}, {8, &sOff},
-                   {8, &sStep}, {4, &sDepth}, {8, &rows}, {8, &values}, alpha, beta, {4, &integerCopy}});
+    if (device_.hasFp64())
+      enqueueConvert<kernels::da_convert_depths_d>(c, c.alpha, c.beta, q, fn);
+    else
+      enqueueConvert<kernels::da_convert_depths_f>(c, static_cast<float>(c.alpha), static_cast<float>(c.beta), q, fn);
   }
 
  private:
+  /// One launch of the depth conversion kernel (kernels/convert_depth.h), alpha and
+  /// beta in its arithmetic type Real.
+  template <class Signature, class Real>
+  void enqueueConvert(const ConvertDesc& c, Real alpha, Real beta, OpenCLQueue& q, const char* fn) {
+    const int sd = static_cast<int>(c.srcDepth), dd = static_cast<int>(c.dstDepth);
+    const int scale = alpha == Real{1} && beta == Real{0} ? 0 : 1;
+    const int integerCopy = sd <= 4 && dd <= 4 && c.alpha == 1.0 && c.beta == 0.0 ? 1 : 0;
+    const LaunchGeometry valueByRow{2, {static_cast<std::size_t>(c.values), static_cast<std::size_t>(c.rows), 1}, 0};
+    device_.enqueueLaunch(fn,
+                          kernelLaunch<Signature>(valueByRow, c.src.buffer, c.srcStep, sd, c.dst.buffer, c.dstStep,
+                                                  dd, c.rows, c.values, scale, integerCopy, alpha, beta),
+                          q);
+  }
+
   OpenCLDevice& device_;
 };
 

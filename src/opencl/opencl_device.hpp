@@ -90,6 +90,9 @@ class OpenCLDevice final : public DeviceImpl {
   /// `local`: the work-group shape, or null to let the implementation choose.
   void enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims, const std::size_t* global,
                      const std::vector<RawArg>& args, const std::size_t* local = nullptr);
+  /// A typed launch (kernelLaunch<>) from a step whose caller has passed the checks of
+  /// DeviceImpl::launch; errors name `fn`.
+  void enqueueLaunch(const char* fn, const KernelLaunch& launch, OpenCLQueue& q);
   /// "opencl:1 (model / vendor)" or "adopted OpenCL device (model / vendor)", for messages.
   std::string describe() const;
 

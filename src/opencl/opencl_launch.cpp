@@ -210,12 +210,16 @@ void OpenCLDevice::enqueue(KernelSlot& k, const char* fn, const char* name, Open
 
 void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
   const char* fn = "launch";
-  OpenCLQueue& q = queueOf(qi, fn);
-  if (l.name == nullptr || *l.name == '\0') fail(ErrorCode::InvalidArgument, "launch: the kernel name is empty");
+  enqueueLaunch(fn, l, queueOf(qi, fn));
+}
+
+void OpenCLDevice::enqueueLaunch(const char* fn, const KernelLaunch& l, OpenCLQueue& q) {
+  if (l.name == nullptr || *l.name == '\0')
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the kernel name is empty");
   if (l.workDims < 1 || l.workDims > 3)
-    fail(ErrorCode::InvalidArgument, std::string("launch: ") + l.name + ": workDims " + std::to_string(l.workDims) +
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + l.name + ": workDims " + std::to_string(l.workDims) +
                                          " is not 1, 2 or 3");
-  l.checkWorkGroup(std::string("launch: ") + l.name);
+  l.checkWorkGroup(std::string(fn) + ": " + l.name);
   for (int i = 0; i < l.workDims; ++i)
     if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
   KernelSlot& k = kernel(l.name);
@@ -236,7 +240,7 @@ void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
       case KernelArg::Kind::buffer: {
         mems[i] = memOf(a.buffer, fn);
         if (a.buffer->bytes() != 0 && a.offset > a.buffer->bytes())
-          fail(ErrorCode::OutOfRange, std::string("launch: ") + l.name + ": byte offset " +
+          fail(ErrorCode::OutOfRange, std::string(fn) + ": " + l.name + ": byte offset " +
                                                std::to_string(a.offset) + " of argument " + std::to_string(i) +
                                                " is past the end of its " + std::to_string(a.buffer->bytes()) +
                                                "-byte buffer");
