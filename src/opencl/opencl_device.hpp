@@ -90,6 +90,10 @@ class OpenCLDevice final : public DeviceImpl {
   /// `local`: the work-group shape, or null to let the implementation choose.
   void enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims, const std::size_t* global,
                      const std::vector<RawArg>& args, const std::size_t* local = nullptr);
+  /// Whether kernel `name` can run in work-groups of `size` work items here: its
+  /// CL_KERNEL_WORK_GROUP_SIZE allows them and its local memory fits the device's
+  /// (builds the program on first use).
+  bool runsWorkGroupsOf(const char* name, std::size_t size);
   /// "opencl:1 (model / vendor)" or "adopted OpenCL device (model / vendor)", for messages.
   std::string describe() const;
 
@@ -162,7 +166,8 @@ class OpenCLDevice final : public DeviceImpl {
 /// The copy, fill and conversion steps of `device` (opencl_copy.cpp).
 std::unique_ptr<CopySteps> makeCopySteps(OpenCLDevice& device);
 
-/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp).
+/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp),
+/// in the shape for its device type unless DEVICEARRAY_OPENCL_PRIMITIVES names one.
 std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device);
 
 /// ComputeDevice::fromOpenCL: the device of the caller's context, device and queue,
