@@ -62,25 +62,22 @@ class Temporaries {
 KernelArg buf(BufferRef b) { return KernelArg::buf(b.allocation, b.offset); }
 KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
 
-void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args) {
+/// Launches `items` work items of kernel `name`, in work-groups of `localSize` (0: of
+/// the implementation's choice).
+void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args,
+              std::size_t localSize = 0) {
   KernelLaunch l;
   l.name = name;
   l.workDims = 1;
   l.globalSize = {items, 1, 1};
+  l.localSize = localSize;
   l.args = std::move(args);
   q.device()->launch(l, q);
 }
 
-/// Launches `groups` work-groups of DA_ALG_GROUP work items of a kernel of
-/// scan_sort_groups.cl.
+/// Launches `groups` work-groups of a kernel of scan_sort_groups.cl.
 void launchGroups(QueueImpl& q, const char* name, std::size_t groups, std::vector<KernelArg> args) {
-  KernelLaunch l;
-  l.name = name;
-  l.workDims = 1;
-  l.globalSize = {groups * DA_ALG_GROUP, 1, 1};
-  l.localSize = DA_ALG_GROUP;
-  l.args = std::move(args);
-  q.device()->launch(l, q);
+  launch1d(q, name, groups * DA_ALG_GROUP, std::move(args), DA_ALG_GROUP);
 }
 
 void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
@@ -132,17 +129,9 @@ void reduceLevels(QueueImpl& q, const char* kernel, BufferRef points, std::size_
   }
 }
 
-/// The kernels of one shape of the radix sort: per-tile digit counts, stored
-/// digit-major, and the stable scatter of each tile from their scan.
-struct RadixKernels {
-  const char* counts;
-  const char* scatter;
-};
-
 /// Stable LSD radix sort, 4 bits a pass: per-tile digit counts, their digit-major
 /// exclusive scan, then a scatter of each tile that keeps the order of equal digits.
-/// `tile`: keys per tile (a chunk, or a work-group's tile); `groups`: whether the
-/// kernels and the scan run in work-groups.
+/// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk.
 void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                std::size_t count, int endBit, bool groups) {
   static_assert(DA_ALG_RADIX_BITS == 4, "both shapes sort 4 bits a pass");

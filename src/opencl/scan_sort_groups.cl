@@ -45,9 +45,9 @@ inline void da_alg_group_inclusive_scan(DA_LOCAL da_u32* s, int words) {
 /* ---------------------------------------------------------------- scan ---- */
 
 /* sums[t] = the sum of tile t of in[0, n). */
-DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(long n, DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, sums)) {
-  DA_BUFFER_INIT(const da_u32, in);
-  DA_BUFFER_INIT(da_u32, sums);
+#define DA_ALG_SCAN_TILE_SUMS_PARAMS(S0, B0, S, B) S0(long, n) B(const da_u32, in) B(da_u32, sums)
+DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILE_SUMS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILE_SUMS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, part, DA_ALG_GROUP);
   const int item = DA_LOCAL_ID();
   const long base = DA_GROUP_ID() * DA_ALG_SCAN_TILE;
@@ -67,11 +67,10 @@ DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(long n, DA_BUFFER(const 
 /* out = the exclusive scan of in[0, n), tile by tile, each tile starting from
  * seeds[t] (its scanned tile sum) when seeded, else from 0 (a single tile); in place
  * when in and out are the same memory. */
-DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(long n, int seeded, DA_BUFFER(const da_u32, seeds),
-                                                  DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, out)) {
-  DA_BUFFER_INIT(const da_u32, seeds);
-  DA_BUFFER_INIT(const da_u32, in);
-  DA_BUFFER_INIT(da_u32, out);
+#define DA_ALG_SCAN_TILES_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
+DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_PARAMS);
   DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
   DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
   const int item = DA_LOCAL_ID();
@@ -112,10 +111,10 @@ DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(long n, int seeded, DA_BUFFE
 
 /* hist[d * tiles + t] = how many keys of tile t of keys[0, n) have digit d
  * (DA_ALG_RADIX_BITS bits at `shift`). */
-DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(long n, long tiles, int shift,
-                                                         DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, hist)) {
-  DA_BUFFER_INIT(const da_u64, keys);
-  DA_BUFFER_INIT(da_u32, hist);
+#define DA_ALG_RADIX_TILE_COUNTS_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(long, tiles) S(int, shift) B(const da_u64, keys) B(da_u32, hist)
+DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_COUNTS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_COUNTS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_DIGITS * DA_ALG_COUNT_COPIES);
   const int item = DA_LOCAL_ID();
   const long t = DA_GROUP_ID();
@@ -147,16 +146,11 @@ inline da_u32 da_alg_packed_count(const da_u32* c, int d) {
 
 /* Stable scatter of tile t of (keysIn, valuesIn)[0, n): its keys with digit d go, in
  * order, from offsets[d * tiles + t] (the scanned hist of da_alg_radix_tile_counts). */
-DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(long n, long tiles, int shift,
-                                                          DA_BUFFER(const da_u32, offsets),
-                                                          DA_BUFFER(const da_u64, keysIn),
-                                                          DA_BUFFER(const da_u32, valuesIn),
-                                                          DA_BUFFER(da_u64, keysOut), DA_BUFFER(da_u32, valuesOut)) {
-  DA_BUFFER_INIT(const da_u32, offsets);
-  DA_BUFFER_INIT(const da_u64, keysIn);
-  DA_BUFFER_INIT(const da_u32, valuesIn);
-  DA_BUFFER_INIT(da_u64, keysOut);
-  DA_BUFFER_INIT(da_u32, valuesOut);
+#define DA_ALG_RADIX_TILE_SCATTER_PARAMS(S0, B0, S, B)                                                     \
+  S0(long, n) S(long, tiles) S(int, shift) B(const da_u32, offsets) B(const da_u64, keysIn) B(const da_u32, valuesIn) \
+      B(da_u64, keysOut) B(da_u32, valuesOut)
+DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_SCATTER_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_SCATTER_PARAMS);
   DA_LOCAL_ARRAY(da_u64, tileKeys, DA_ALG_SORT_TILE);
   DA_LOCAL_ARRAY(da_u32, tileValues, DA_ALG_SORT_TILE);
   DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_COUNT_WORDS * DA_ALG_GROUP);
