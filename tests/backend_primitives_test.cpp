@@ -6,10 +6,15 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "backend/parallel_primitives.hpp"
 #include "backend_fixture.hpp"
+#if defined(DEVICEARRAY_HAS_OPENCL)
+#include "opencl/opencl_primitives.hpp"
+#endif
 
 namespace backendtest {
 namespace {
@@ -144,6 +149,65 @@ TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {
   }
   GTEST_SKIP() << "needs a second device";
 }
+
+#if defined(DEVICEARRAY_HAS_OPENCL)
+// The OpenCL primitives come in two shapes, chunk per work item for CPUs and tile per
+// work-group for GPUs (src/opencl/opencl_primitives.hpp); a device runs one of them, so
+// both are made here on every OpenCL device and checked against the host: sizes around
+// the chunk (256) and the tiles (1024 keys, 2048 scanned values), scans of several
+// levels, and sorts with many equal keys by 4, 32 and 63 bits.
+TEST_P(Primitives, OpenCLScanAndSortInBothShapesMatchTheHost) {
+  if (dev().backend() != ComputeBackend::opencl) GTEST_SKIP() << "OpenCL only";
+  using devicearray::detail::opencl::PrimitivesShape;
+  std::mt19937_64 rng(7);
+  for (const PrimitivesShape shape : {PrimitivesShape::chunked, PrimitivesShape::workGroups}) {
+    SCOPED_TRACE(shape == PrimitivesShape::chunked ? "chunked" : "workGroups");
+    const auto primitives = devicearray::detail::opencl::makePrimitives(dev(), shape);
+
+    for (const std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{257}, std::size_t{1000},
+                                std::size_t{2047}, std::size_t{2048}, std::size_t{2049}, std::size_t{100003},
+                                std::size_t{2048 * 2048 + 3}}) {
+      SCOPED_TRACE("scan of " + std::to_string(n));
+      std::vector<std::uint32_t> values(n);
+      for (auto& v : values) v = static_cast<std::uint32_t>(rng());  // sums wrap around
+      std::vector<std::uint32_t> expected(n);
+      std::exclusive_scan(values.begin(), values.end(), expected.begin(), std::uint32_t{0});
+      auto in = upload(values), out = dev().allocate(n * 4, q());
+      primitives->exclusiveScanU32(q(), {in.get(), 0}, {out.get(), 0}, n);
+      EXPECT_EQ(download<std::uint32_t>(*out, n), expected);
+      primitives->exclusiveScanU32(q(), {in.get(), 0}, {in.get(), 0}, n);
+      EXPECT_EQ(download<std::uint32_t>(*in, n), expected) << "in place";
+    }
+
+    for (const std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{1023}, std::size_t{1024},
+                                std::size_t{1025}, std::size_t{3000}, std::size_t{100003}}) {
+      for (const int endBit : {4, 32, 63}) {
+        SCOPED_TRACE("sort of " + std::to_string(n) + " by " + std::to_string(endBit) + " bits");
+        const std::uint64_t mask = (std::uint64_t{1} << endBit) - 1;
+        // Few distinct keys, so that most have equals whose order the sort must keep.
+        std::vector<std::uint64_t> pool(97);
+        for (auto& k : pool) k = rng() & mask;
+        std::vector<std::uint64_t> keys(n);
+        std::vector<std::uint32_t> values(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          keys[i] = pool[rng() % pool.size()];
+          values[i] = static_cast<std::uint32_t>(i);
+        }
+        auto keysIn = upload(keys), valuesIn = upload(values);
+        auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
+        primitives->sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0},
+                                    {valuesOut.get(), 0}, n, endBit);
+        std::vector<std::uint32_t> order(values);
+        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+        std::vector<std::uint64_t> sortedKeys(n);
+        for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
+        EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
+        EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+      }
+    }
+  }
+}
+#endif
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Primitives);
 INSTANTIATE_TEST_SUITE_P(AllDevices, Primitives, testing::ValuesIn(allDevices()), DeviceParamName());

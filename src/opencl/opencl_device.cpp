@@ -3,7 +3,8 @@
 //   opencl_backend.cpp    the backend object: the list of devices (enumeration,
 //                         never destroyed), synchronizing a raw queue
 //   opencl_adoption.cpp   devices made of a caller's context, device and queue
-//   opencl_primitives.cpp the parallel primitives (kernels in scan_sort_reduce.cl)
+//   opencl_primitives.hpp/.cpp the parallel primitives in their two shapes (kernels in
+//                         scan_sort_reduce.cl for CPUs, scan_sort_groups.cl for GPUs)
 //   opencl_queue.hpp/.cpp events, queues and the device's queue factory
 //   opencl_memory.cpp     allocations through the per-device buffer cache, adopted cl_mem
 //   opencl_launch.cpp     the program, its kernels and launch

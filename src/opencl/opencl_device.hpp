@@ -93,6 +93,10 @@ class OpenCLDevice final : public DeviceImpl {
   /// A typed launch (kernelLaunch<>) from a step whose caller has passed the checks of
   /// DeviceImpl::launch; errors name `fn`.
   void enqueueLaunch(const char* fn, const KernelLaunch& launch, OpenCLQueue& q);
+  /// Whether kernel `name` can run in work-groups of `size` work items here: its
+  /// CL_KERNEL_WORK_GROUP_SIZE allows them and its local memory fits the device's
+  /// (builds the program on first use).
+  bool runsWorkGroupsOf(const char* name, std::size_t size);
   /// "opencl:1 (model / vendor)" or "adopted OpenCL device (model / vendor)", for messages.
   std::string describe() const;
 
@@ -165,7 +169,8 @@ class OpenCLDevice final : public DeviceImpl {
 /// The copy, fill and conversion steps of `device` (opencl_copy.cpp).
 std::unique_ptr<CopySteps> makeCopySteps(OpenCLDevice& device);
 
-/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp).
+/// The library's scan, radix sort and reductions on `device` (opencl_primitives.cpp),
+/// in the shape for its device type unless DEVICEARRAY_OPENCL_PRIMITIVES names one.
 std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device);
 
 /// ComputeDevice::fromOpenCL: the device of the caller's context, device and queue,

@@ -13,6 +13,7 @@
 #include "backend/kernel_signature.hpp"
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
+#include "opencl/opencl_info.hpp"
 
 namespace devicearray::detail {
 extern const char* const kOpenCLProgramSource;
@@ -181,6 +182,18 @@ OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
   KernelSlot& ref = *slot;
   kernels_.emplace(name, std::move(slot));
   return ref;
+}
+
+bool OpenCLDevice::runsWorkGroupsOf(const char* name, std::size_t size) {
+  const cl_kernel k = kernel(name).kernel;
+  std::size_t maxGroup = 0;
+  cl_ulong localBytes = 0;
+  checkCl(clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof maxGroup, &maxGroup, nullptr),
+          std::string("clGetKernelWorkGroupInfo(") + name + ", CL_KERNEL_WORK_GROUP_SIZE)");
+  checkCl(clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_LOCAL_MEM_SIZE, sizeof localBytes, &localBytes, nullptr),
+          std::string("clGetKernelWorkGroupInfo(") + name + ", CL_KERNEL_LOCAL_MEM_SIZE)");
+  const cl_ulong deviceLocalBytes = deviceInfo<cl_ulong>(device_, CL_DEVICE_LOCAL_MEM_SIZE, "CL_DEVICE_LOCAL_MEM_SIZE");
+  return maxGroup >= size && localBytes <= deviceLocalBytes;
 }
 
 void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,

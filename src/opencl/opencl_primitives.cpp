@@ -1,12 +1,21 @@
 // The OpenCL device's parallel primitives (backend/parallel_primitives.hpp): host code
-// that sequences the kernels of scan_sort_reduce.cl (see there for the
-// chunk-per-work-item design) through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
+// that sequences the kernels of scan_sort_reduce.cl (chunk per work item, for CPUs)
+// and scan_sort_groups.cl (tile per work-group, for GPUs; see there why two shapes)
+// through DeviceImpl::launch. Temporaries come from DeviceImpl::allocate on the same
 // queue and are released in stream order after the work recorded on them.
+#include "opencl/opencl_primitives.hpp"
+
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "backend/scan_sort_geometry.h"
 #include "opencl/opencl_device.hpp"
+#include "opencl/opencl_info.hpp"
 
 namespace devicearray::detail::opencl {
 namespace {
@@ -16,7 +25,10 @@ namespace {
 /// thousands of work items busy.
 constexpr std::size_t kChunk = 256;
 
-std::size_t chunksOf(std::size_t n) { return std::max<std::size_t>(1, (n + kChunk - 1) / kChunk); }
+/// Tiles of `tile` elements that cover `n` (at least one).
+std::size_t tilesOf(std::size_t n, std::size_t tile) { return std::max<std::size_t>(1, (n + tile - 1) / tile); }
+
+std::size_t chunksOf(std::size_t n) { return tilesOf(n, kChunk); }
 
 /// Temporaries of one primitive call: allocated on `q`, kept alive and recorded as
 /// used by the enqueued work (commit), then released in stream order.
@@ -50,13 +62,22 @@ class Temporaries {
 KernelArg buf(BufferRef b) { return KernelArg::buf(b.allocation, b.offset); }
 KernelArg i64(std::size_t v) { return KernelArg::i64(static_cast<std::int64_t>(v)); }
 
-void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args) {
+/// Launches `items` work items of kernel `name`, in work-groups of `localSize` (0: of
+/// the implementation's choice).
+void launch1d(QueueImpl& q, const char* name, std::size_t items, std::vector<KernelArg> args,
+              std::size_t localSize = 0) {
   KernelLaunch l;
   l.name = name;
   l.workDims = 1;
   l.globalSize = {items, 1, 1};
+  l.localSize = localSize;
   l.args = std::move(args);
   q.device()->launch(l, q);
+}
+
+/// Launches `groups` work-groups of a kernel of scan_sort_groups.cl.
+void launchGroups(QueueImpl& q, const char* name, std::size_t groups, std::vector<KernelArg> args) {
+  launch1d(q, name, groups * DA_ALG_GROUP, std::move(args), DA_ALG_GROUP);
 }
 
 void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
@@ -70,6 +91,20 @@ void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, st
   scanLevel(q, temps, partial, partial, chunks);
   launch1d(q, "da_alg_scan_apply", chunks,
            {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
+}
+
+/// Exclusive scan by work-group tiles: the tile sums, scanned by the same function,
+/// seed the scan of every tile.
+void scanTiles(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
+  const std::size_t tiles = tilesOf(n, DA_ALG_SCAN_TILE);
+  if (tiles == 1) {
+    launchGroups(q, "da_alg_scan_tiles", 1, {i64(n), KernelArg::i32(0), buf(in), buf(in), buf(out)});
+    return;
+  }
+  const BufferRef sums = temps.allocate(tiles * sizeof(std::uint32_t));
+  launchGroups(q, "da_alg_scan_tile_sums", tiles, {i64(n), buf(in), buf(sums)});
+  scanTiles(q, temps, sums, sums, tiles);
+  launchGroups(q, "da_alg_scan_tiles", tiles, {i64(n), KernelArg::i32(1), buf(sums), buf(in), buf(out)});
 }
 
 /// Reduces the `n` points of `points` with `kernel` (a DA_ALG_REDUCTION of
@@ -94,14 +129,17 @@ void reduceLevels(QueueImpl& q, const char* kernel, BufferRef points, std::size_
   }
 }
 
-/// Stable LSD radix sort, 4 bits a pass: per-chunk digit counts, their digit-major
-/// exclusive scan, then an in-order scatter of each chunk.
+/// Stable LSD radix sort, 4 bits a pass: per-tile digit counts, their digit-major
+/// exclusive scan, then a scatter of each tile that keeps the order of equal digits.
+/// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk.
 void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-               std::size_t count, int endBit) {
+               std::size_t count, int endBit, bool groups) {
+  static_assert(DA_ALG_RADIX_BITS == 4, "both shapes sort 4 bits a pass");
   const int passes = (endBit + 3) / 4;
-  const std::size_t chunks = chunksOf(count);
+  const std::size_t tile = groups ? DA_ALG_SORT_TILE : kChunk;
+  const std::size_t tiles = tilesOf(count, tile);
   Temporaries temps(q);
-  const BufferRef hist = temps.allocate(16 * chunks * sizeof(std::uint32_t));
+  const BufferRef hist = temps.allocate(16 * tiles * sizeof(std::uint32_t));
   BufferRef tmpKeys, tmpValues;
   if (passes > 1) {
     tmpKeys = temps.allocate(count * sizeof(std::uint64_t));
@@ -115,31 +153,76 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
     const BufferRef dstV = toOutput ? valuesOut : tmpValues;
     const int shift = 4 * pass;
-    launch1d(q, "da_alg_radix_count", chunks,
-             {i64(count), i64(kChunk), i64(chunks), KernelArg::i32(shift), buf(srcK), buf(hist)});
-    scanLevel(q, temps, hist, hist, 16 * chunks);
-    launch1d(q, "da_alg_radix_scatter", chunks,
-             {i64(count), i64(kChunk), i64(chunks), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV),
-              buf(dstK), buf(dstV)});
+    if (groups) {
+      launchGroups(q, "da_alg_radix_tile_counts", tiles,
+                   {i64(count), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
+      scanTiles(q, temps, hist, hist, 16 * tiles);
+      launchGroups(q, "da_alg_radix_tile_scatter", tiles,
+                   {i64(count), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV), buf(dstK),
+                    buf(dstV)});
+    } else {
+      launch1d(q, "da_alg_radix_count", tiles,
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
+      scanLevel(q, temps, hist, hist, 16 * tiles);
+      launch1d(q, "da_alg_radix_scatter", tiles,
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV),
+                buf(dstK), buf(dstV)});
+    }
     srcK = dstK;
     srcV = dstV;
   }
 }
 
-/// The primitives of an OpenCL device: the kernels of scan_sort_reduce.cl, sequenced
-/// through DeviceImpl::launch.
+/// The kernels of scan_sort_groups.cl, which all run in work-groups of DA_ALG_GROUP.
+constexpr const char* kGroupKernels[] = {"da_alg_scan_tile_sums", "da_alg_scan_tiles", "da_alg_radix_tile_counts",
+                                         "da_alg_radix_tile_scatter"};
+
+/// DEVICEARRAY_OPENCL_PRIMITIVES: "gpu" or "cpu" runs every OpenCL device's primitives
+/// in that shape (how the tests run the work-group shape on a CPU device), anything
+/// else leaves the choice to the device type. Read once.
+std::optional<PrimitivesShape> requestedShape() {
+  static const std::optional<PrimitivesShape> shape = []() -> std::optional<PrimitivesShape> {
+    const char* value = std::getenv("DEVICEARRAY_OPENCL_PRIMITIVES");
+    if (value == nullptr) return std::nullopt;
+    const std::string v(value);
+    if (v == "gpu") return PrimitivesShape::workGroups;
+    if (v == "cpu") return PrimitivesShape::chunked;
+    return std::nullopt;
+  }();
+  return shape;
+}
+
+/// The primitives of an OpenCL device: the kernels of scan_sort_reduce.cl and
+/// scan_sort_groups.cl, sequenced through DeviceImpl::launch.
 class OpenCLPrimitives final : public ParallelPrimitives {
  public:
-  using ParallelPrimitives::ParallelPrimitives;
+  OpenCLPrimitives(OpenCLDevice& device, PrimitivesShape shape) : ParallelPrimitives(device), device_(device),
+                                                                  shape_(shape) {}
 
  private:
+  /// Whether the scan and the sort run in work-groups: the shape asks for it and the
+  /// device runs every kernel of scan_sort_groups.cl in work-groups of DA_ALG_GROUP
+  /// (decided on first use, as it builds the program).
+  bool inGroups() {
+    if (shape_ != PrimitivesShape::workGroups) return false;
+    std::call_once(groupsChecked_, [this] {
+      groupsUsable_ = std::all_of(std::begin(kGroupKernels), std::end(kGroupKernels),
+                                  [this](const char* name) { return device_.runsWorkGroupsOf(name, DA_ALG_GROUP); });
+    });
+    return groupsUsable_;
+  }
+
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override {
+    const bool groups = inGroups();
     Temporaries temps(q);
-    scanLevel(q, temps, in, out, count);
+    if (groups)
+      scanTiles(q, temps, in, out, count);
+    else
+      scanLevel(q, temps, in, out, count);
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit) override {
-    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
@@ -148,12 +231,29 @@ class OpenCLPrimitives final : public ParallelPrimitives {
     reduceLevels(q, "da_alg_lower", xyz, count, out, 3 * sizeof(float));
     reduceLevels(q, "da_alg_upper", xyz, count, {out.allocation, out.offset + 3 * sizeof(float)}, 3 * sizeof(float));
   }
+
+  OpenCLDevice& device_;
+  const PrimitivesShape shape_;
+  std::once_flag groupsChecked_;
+  bool groupsUsable_ = false;
 };
 
 }  // namespace
 
+std::unique_ptr<ParallelPrimitives> makePrimitives(DeviceImpl& device, PrimitivesShape shape) {
+  auto* opencl = dynamic_cast<OpenCLDevice*>(&device);
+  if (opencl == nullptr)
+    fail(ErrorCode::InvalidArgument, "opencl::makePrimitives: the device is not an OpenCL device");
+  return std::make_unique<OpenCLPrimitives>(*opencl, shape);
+}
+
 std::unique_ptr<ParallelPrimitives> makePrimitives(OpenCLDevice& device) {
-  return std::make_unique<OpenCLPrimitives>(device);
+  // A CPU runs a contiguous chunk per work item best; GPUs and accelerators need
+  // work-groups with coalesced loads.
+  const bool cpu =
+      (deviceInfo<cl_device_type>(device.device(), CL_DEVICE_TYPE, "CL_DEVICE_TYPE") & CL_DEVICE_TYPE_CPU) != 0;
+  const PrimitivesShape byType = cpu ? PrimitivesShape::chunked : PrimitivesShape::workGroups;
+  return std::make_unique<OpenCLPrimitives>(device, requestedShape().value_or(byType));
 }
 
 }  // namespace devicearray::detail::opencl

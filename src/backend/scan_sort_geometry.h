@@ -1,0 +1,28 @@
+/* Launch geometry of the work-group scan and radix sort of the OpenCL backend
+ * (src/opencl/scan_sort_groups.cl), shared by the kernels and the host code that
+ * launches them (src/opencl/opencl_primitives.cpp), so that the two cannot disagree;
+ * plain macros, valid in C++ and OpenCL C, with no kernel body. cmake/EmbedOpenCL.cmake
+ * puts it into the OpenCL program before the kernels. */
+#ifndef DEVICEARRAY_BACKEND_SCAN_SORT_GEOMETRY_H
+#define DEVICEARRAY_BACKEND_SCAN_SORT_GEOMETRY_H
+
+/* Work items per work-group of every kernel of scan_sort_groups.cl. */
+#define DA_ALG_GROUP 256
+/* Scan: consecutive elements per work item, and the tile of one work-group (the
+ * larger the tile, the fewer tile sums the next level scans). */
+#define DA_ALG_SCAN_ITEMS 8
+#define DA_ALG_SCAN_TILE (DA_ALG_GROUP * DA_ALG_SCAN_ITEMS)
+/* Radix sort: key bits per pass, their digit values, consecutive keys per work item
+ * and the tile of one work-group. A tile's (key, value) pairs and its per-item digit
+ * counts (16-bit counts, two to a word) take 20 KiB of local memory: within the 32 KiB
+ * every OpenCL 1.2 device has. */
+#define DA_ALG_RADIX_BITS 4
+#define DA_ALG_DIGITS (1 << DA_ALG_RADIX_BITS)
+#define DA_ALG_COUNT_WORDS (DA_ALG_DIGITS / 2)
+#define DA_ALG_SORT_ITEMS 4
+#define DA_ALG_SORT_TILE (DA_ALG_GROUP * DA_ALG_SORT_ITEMS)
+#if DA_ALG_SORT_TILE > 65535
+#error "a tile's digit counts are 16-bit fields"
+#endif
+
+#endif /* DEVICEARRAY_BACKEND_SCAN_SORT_GEOMETRY_H */

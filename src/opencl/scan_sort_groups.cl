@@ -1,0 +1,231 @@
+/* The work-group shape of the OpenCL device's exclusive scan and radix sort (host
+ * code: opencl_primitives.cpp; the geometry: src/backend/scan_sort_geometry.h).
+ *
+ * Why two shapes: scan_sort_reduce.cl gives each work item one contiguous chunk, which
+ * suits a CPU (a core streams through its chunk; no barriers), but leaves a GPU with
+ * a few hundred work items whose neighbouring loads lie a chunk apart. Here a
+ * work-group of DA_ALG_GROUP work items owns a tile of consecutive elements: it loads
+ * the tile coalesced (work item i reads elements i, i + DA_ALG_GROUP, ...) into local
+ * memory, each work item then takes a few consecutive elements of the tile, and the
+ * group combines their results with a scan in local memory (OpenCL C 1.2 has no
+ * work-group functions). The host runs these kernels on GPUs and other non-CPU
+ * devices, the chunked ones on CPUs.
+ *
+ * Scan, reduce-then-scan: da_alg_scan_tile_sums writes every tile's sum, the host
+ * scans the sums (with these kernels, recursively), and da_alg_scan_tiles scans each
+ * tile from its scanned sum; each element is read twice and written once, and in place
+ * works because a work-group reads its whole tile before writing it.
+ *
+ * Radix sort, DA_ALG_RADIX_BITS a pass: da_alg_radix_tile_counts writes each tile's
+ * digit counts digit-major (hist[d * tiles + t]), the host scans them, and
+ * da_alg_radix_tile_scatter ranks every key of a tile among the tile's keys of its
+ * digit in tile order (so the sort is stable), groups the tile by digit in local
+ * memory and writes each digit's run, coalesced, from its scanned offset. */
+
+/* Local index of element i of a tile whose work items read DA_ALG_SCAN_ITEMS
+ * consecutive elements: one padding word per 32 keeps those reads on distinct banks. */
+#define DA_ALG_PAD(i) ((i) + ((i) >> 5))
+
+/* In place over the work-group: s[w * DA_ALG_GROUP + item] for w < words (at most
+ * DA_ALG_COUNT_WORDS) become the sums of words w over the items 0..item (inclusive,
+ * Hillis-Steele). Every work item calls it; it begins and ends with a barrier, so s
+ * may be written right before and read right after. */
+inline void da_alg_group_inclusive_scan(DA_LOCAL da_u32* s, int words) {
+  const int item = DA_LOCAL_ID();
+  for (int offset = 1; offset < DA_ALG_GROUP; offset <<= 1) {
+    da_u32 left[DA_ALG_COUNT_WORDS];
+    DA_BARRIER();
+    for (int w = 0; w < words; ++w) left[w] = item >= offset ? s[w * DA_ALG_GROUP + item - offset] : 0u;
+    DA_BARRIER();
+    for (int w = 0; w < words; ++w) s[w * DA_ALG_GROUP + item] += left[w];
+  }
+  DA_BARRIER();
+}
+
+/* ---------------------------------------------------------------- scan ---- */
+
+/* sums[t] = the sum of tile t of in[0, n). */
+#define DA_ALG_SCAN_TILE_SUMS_PARAMS(S0, B0, S, B) S0(long, n) B(const da_u32, in) B(da_u32, sums)
+DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILE_SUMS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILE_SUMS_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, part, DA_ALG_GROUP);
+  const int item = DA_LOCAL_ID();
+  const long base = DA_GROUP_ID() * DA_ALG_SCAN_TILE;
+  da_u32 s = 0u;
+  for (int k = 0; k < DA_ALG_SCAN_ITEMS; ++k) {
+    const long i = base + k * DA_ALG_GROUP + item;
+    if (i < n) s += in[i];
+  }
+  part[item] = s;
+  for (int width = DA_ALG_GROUP / 2; width > 0; width >>= 1) {
+    DA_BARRIER();
+    if (item < width) part[item] += part[item + width];
+  }
+  if (item == 0) sums[DA_GROUP_ID()] = part[0];
+}
+
+/* out = the exclusive scan of in[0, n), tile by tile, each tile starting from
+ * seeds[t] (its scanned tile sum) when seeded, else from 0 (a single tile); in place
+ * when in and out are the same memory. */
+#define DA_ALG_SCAN_TILES_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
+DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
+  DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+  const int item = DA_LOCAL_ID();
+  const long t = DA_GROUP_ID();
+  const long base = t * DA_ALG_SCAN_TILE;
+  for (int k = 0; k < DA_ALG_SCAN_ITEMS; ++k) {
+    const int j = k * DA_ALG_GROUP + item;
+    tile[DA_ALG_PAD(j)] = base + j < n ? in[base + j] : 0u;
+  }
+  DA_BARRIER();
+  da_u32 v[DA_ALG_SCAN_ITEMS];
+  da_u32 mine = 0u;
+  for (int e = 0; e < DA_ALG_SCAN_ITEMS; ++e) {
+    v[e] = tile[DA_ALG_PAD(DA_ALG_SCAN_ITEMS * item + e)];
+    mine += v[e];
+  }
+  sums[item] = mine;
+  da_alg_group_inclusive_scan(sums, 1);
+  /* The scan's barriers also mean every item has read its values: tile is free. */
+  da_u32 running = sums[item] - mine + (seeded ? seeds[t] : 0u);
+  for (int e = 0; e < DA_ALG_SCAN_ITEMS; ++e) {
+    tile[DA_ALG_PAD(DA_ALG_SCAN_ITEMS * item + e)] = running;
+    running += v[e];
+  }
+  DA_BARRIER();
+  for (int k = 0; k < DA_ALG_SCAN_ITEMS; ++k) {
+    const int j = k * DA_ALG_GROUP + item;
+    if (base + j < n) out[base + j] = tile[DA_ALG_PAD(j)];
+  }
+}
+
+/* ---------------------------------------------------------- radix sort ---- */
+
+/* Counter copies per digit in da_alg_radix_tile_counts: work items spread their
+ * increments over them, so that keys of one digit (say, all high bits zero) do not
+ * all wait on one local atomic. */
+#define DA_ALG_COUNT_COPIES 8
+
+/* hist[d * tiles + t] = how many keys of tile t of keys[0, n) have digit d
+ * (DA_ALG_RADIX_BITS bits at `shift`). */
+#define DA_ALG_RADIX_TILE_COUNTS_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(long, tiles) S(int, shift) B(const da_u64, keys) B(da_u32, hist)
+DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_COUNTS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_COUNTS_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_DIGITS * DA_ALG_COUNT_COPIES);
+  const int item = DA_LOCAL_ID();
+  const long t = DA_GROUP_ID();
+  const long base = t * DA_ALG_SORT_TILE;
+  for (int i = item; i < DA_ALG_DIGITS * DA_ALG_COUNT_COPIES; i += DA_ALG_GROUP) counts[i] = 0u;
+  DA_BARRIER();
+  for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
+    const long i = base + k * DA_ALG_GROUP + item;
+    if (i < n) {
+      const int d = (int)((keys[i] >> shift) & (DA_ALG_DIGITS - 1));
+      atomic_inc(&counts[d * DA_ALG_COUNT_COPIES + item % DA_ALG_COUNT_COPIES]);
+    }
+  }
+  DA_BARRIER();
+  if (item < DA_ALG_DIGITS) {
+    da_u32 total = 0u;
+    for (int c = 0; c < DA_ALG_COUNT_COPIES; ++c) total += counts[item * DA_ALG_COUNT_COPIES + c];
+    hist[item * tiles + t] = total;
+  }
+}
+
+/* Count d of packed counts c (16 bits each, two to a word). c is selected word by
+ * word instead of indexed by d, which would put it in memory on a GPU. */
+inline da_u32 da_alg_packed_count(const da_u32* c, int d) {
+  da_u32 word = 0u;
+  for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) word = w == (d >> 1) ? c[w] : word;
+  return (word >> ((d & 1) * 16)) & 0xFFFFu;
+}
+
+/* Stable scatter of tile t of (keysIn, valuesIn)[0, n): its keys with digit d go, in
+ * order, from offsets[d * tiles + t] (the scanned hist of da_alg_radix_tile_counts). */
+#define DA_ALG_RADIX_TILE_SCATTER_PARAMS(S0, B0, S, B)                                                     \
+  S0(long, n) S(long, tiles) S(int, shift) B(const da_u32, offsets) B(const da_u64, keysIn) B(const da_u32, valuesIn) \
+      B(da_u64, keysOut) B(da_u32, valuesOut)
+DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_SCATTER_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_SCATTER_PARAMS);
+  DA_LOCAL_ARRAY(da_u64, tileKeys, DA_ALG_SORT_TILE);
+  DA_LOCAL_ARRAY(da_u32, tileValues, DA_ALG_SORT_TILE);
+  DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_COUNT_WORDS * DA_ALG_GROUP);
+  DA_LOCAL_ARRAY(da_u32, digitStart, DA_ALG_DIGITS);   /* in the tile grouped by digit */
+  DA_LOCAL_ARRAY(da_u32, digitOffset, DA_ALG_DIGITS);  /* in the output */
+  const int item = DA_LOCAL_ID();
+  const long t = DA_GROUP_ID();
+  const long base = t * DA_ALG_SORT_TILE;
+  const int size = (int)min((long)DA_ALG_SORT_TILE, n - base);
+  for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
+    const int j = k * DA_ALG_GROUP + item;
+    if (j < size) {
+      tileKeys[j] = keysIn[base + j];
+      tileValues[j] = valuesIn[base + j];
+    }
+  }
+  DA_BARRIER();
+  /* This item's keys, consecutive in the tile; for each, its digit (DA_ALG_DIGITS
+   * past the tile's end: counted nowhere) and how many of the item's earlier keys
+   * share it. mine: the item's count of every digit. */
+  da_u64 key[DA_ALG_SORT_ITEMS];
+  da_u32 value[DA_ALG_SORT_ITEMS];
+  int digit[DA_ALG_SORT_ITEMS];
+  da_u32 before[DA_ALG_SORT_ITEMS];
+  da_u32 mine[DA_ALG_COUNT_WORDS];
+  for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) mine[w] = 0u;
+  for (int e = 0; e < DA_ALG_SORT_ITEMS; ++e) {
+    const int j = DA_ALG_SORT_ITEMS * item + e;
+    digit[e] = DA_ALG_DIGITS;
+    before[e] = 0u;
+    key[e] = 0UL;
+    value[e] = 0u;
+    if (j < size) {
+      key[e] = tileKeys[j];
+      value[e] = tileValues[j];
+      const int d = (int)((key[e] >> shift) & (DA_ALG_DIGITS - 1));
+      digit[e] = d;
+      before[e] = da_alg_packed_count(mine, d);
+      for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) mine[w] += w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;
+    }
+  }
+  for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) counts[w * DA_ALG_GROUP + item] = mine[w];
+  da_alg_group_inclusive_scan(counts, DA_ALG_COUNT_WORDS);
+  if (item < DA_ALG_DIGITS) {
+    /* The tile's counts are the last item's inclusive sums. */
+    da_u32 start = 0u;
+    for (int d = 0; d < item; ++d)
+      start += (counts[(d >> 1) * DA_ALG_GROUP + DA_ALG_GROUP - 1] >> ((d & 1) * 16)) & 0xFFFFu;
+    digitStart[item] = start;
+    digitOffset[item] = offsets[item * tiles + t];
+  }
+  /* The items before this one, per digit: inclusive minus own, field by field (no
+   * field borrows: each inclusive count includes the item's own). */
+  da_u32 earlier[DA_ALG_COUNT_WORDS];
+  for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) earlier[w] = counts[w * DA_ALG_GROUP + item] - mine[w];
+  DA_BARRIER();
+  /* Every item has read its keys from the tile (before the scan's barriers): the
+   * tile now takes them grouped by digit. */
+  for (int e = 0; e < DA_ALG_SORT_ITEMS; ++e) {
+    const int d = digit[e];
+    if (d < DA_ALG_DIGITS) {
+      const da_u32 rank = digitStart[d] + da_alg_packed_count(earlier, d) + before[e];
+      tileKeys[rank] = key[e];
+      tileValues[rank] = value[e];
+    }
+  }
+  DA_BARRIER();
+  for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
+    const int j = k * DA_ALG_GROUP + item;
+    if (j < size) {
+      const da_u64 k64 = tileKeys[j];
+      const int d = (int)((k64 >> shift) & (DA_ALG_DIGITS - 1));
+      const da_u32 position = digitOffset[d] + (da_u32)j - digitStart[d];
+      keysOut[position] = k64;
+      valuesOut[position] = tileValues[j];
+    }
+  }
+}
