@@ -364,7 +364,7 @@ def evaluate_targets(m: Measurements) -> list[Verdict]:
         ok = x >= PIPELINE_VS_TORCH
         v.append(Verdict(f"1920×1200 pipeline through {label} vs PyTorch", f"{x:.1f}×", f"≥ {PIPELINE_VS_TORCH:g}×",
                          ok, f"{x - PIPELINE_VS_TORCH:+.1f}×",
-                         "" if ok else "host synchronizations and the voxel sort dominate (PERFORMANCE.md)"))
+                         "" if ok else "the voxel grid's sort and scans: the device's own time (PERFORMANCE.md)"))
 
     dl = m.get("python", "__dlpack__", None)
     if dl is not None:
