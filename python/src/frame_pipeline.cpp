@@ -89,15 +89,16 @@ void bindFramePipeline(nb::module_& m) {
           nb::arg("normal_window") = 0,
           "Stages by keyword: the camera filters snr_threshold, outlier_distance (mm), smoothing_sigma (pixels) "
           "with smoothing_radius (0: ceil(2 sigma)), max_hole_size (points) and max_depth_step (mm, for smoothing "
-          "and hole filling); downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals with normal_window (odd 3..15: a plane fit over that "
-          "window; 0: central differences), transform (4x4 affine), roi "
+          "and hole filling); downsample (Downsampling or '2x2'/'3x3'/'4x4'), normals with normal_window (odd "
+          "3..15: a plane fit over that window; 0: central differences), transform (4x4 affine), roi "
           "(RegionOfInterestBox), unorganize, statistical_outliers ((neighbours, std_ratio); implies unorganize), "
           "radius_outliers ((radius mm, min_points); implies unorganize), voxel_size (mm; implies unorganize), "
           "min_points_per_voxel (needs voxel_size). ValueError for values `devicearray process` would refuse.")
       .def_static("parse", &PipelineStages::parse, nb::arg("args"),
                   "The stages from the options of `devicearray process` (e.g. ['--downsample', '2x2', '--voxel', "
                   "'5']): --snr-threshold SNR, --remove-outliers MM, --smooth SIGMA, --smooth-radius N, "
-                  "--fill-holes N, --max-depth-step MM, --downsample 2x2|3x3|4x4, --normals, --normal-window N, --transform M (16 numbers or a file holding them), "
+                  "--fill-holes N, --max-depth-step MM, --downsample 2x2|3x3|4x4, --normals, --normal-window N, "
+                  "--transform M (16 numbers or a file holding them), "
                   "--roi ox,oy,oz,ax,ay,az,bx,by,bz,min,max, --unorganize, --statistical-outliers K,RATIO, "
                   "--radius-outliers MM,N, --voxel MM, --min-points N; each as two "
                   "items or as '--name=value'. ValueError with the command's message for anything wrong.")

@@ -59,8 +59,8 @@ namespace {
 
 constexpr const char* kStageOptions =
     "--snr-threshold, --remove-outliers, --smooth, --smooth-radius, --fill-holes, --max-depth-step, "
-    "--downsample, --normals, --normal-window, --transform, --roi, --unorganize, --statistical-outliers, --radius-outliers, --voxel, "
-    "--min-points";
+    "--downsample, --normals, --normal-window, --transform, --roi, --unorganize, --statistical-outliers, "
+    "--radius-outliers, --voxel, --min-points";
 
 constexpr float kDefaultMaxDepthStep = 10.0f;
 constexpr int kLargestSmoothingRadius = 15;
@@ -355,10 +355,7 @@ PipelineStages PipelineStages::parse(const std::vector<std::string>& args) {
   }
   if (downsample) s.downsample = parseDownsample(*downsample);
   s.normals = normals.has_value();
-  if (normalWindow) {
-    if (!normals) invalid("--normal-window needs --normals (it chooses how they are estimated)");
-    s.normalWindow = parseInteger("--normal-window", *normalWindow, 3, kLargestNormalWindow);
-  }
+  if (normalWindow) s.normalWindow = parseInteger("--normal-window", *normalWindow, 3, kLargestNormalWindow);
   if (transform) s.transform = parseTransform(*transform);
   if (roi) s.roi = parseRoi(*roi);
   s.unorganize = unorganize.has_value();
@@ -471,8 +468,8 @@ bool operator==(const PipelineStages& a, const PipelineStages& b) noexcept {
   };
   return a.snrThreshold == b.snrThreshold && a.outlierDistance == b.outlierDistance &&
          a.smoothingSigma == b.smoothingSigma && a.smoothingRadius == b.smoothingRadius &&
-         a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample && a.normals == b.normals &&
-         a.normalWindow == b.normalWindow && a.transform == b.transform &&
+         a.maxHoleSize == b.maxHoleSize && a.maxDepthStep == b.maxDepthStep && a.downsample == b.downsample &&
+         a.normals == b.normals && a.normalWindow == b.normalWindow && a.transform == b.transform &&
          a.roi.has_value() == b.roi.has_value() && (!a.roi || sameBox(*a.roi, *b.roi)) &&
          a.unorganize == b.unorganize && a.statisticalOutliers == b.statisticalOutliers &&
          a.radiusOutliers == b.radiusOutliers && a.voxelSize == b.voxelSize && a.minPointsPerVoxel == b.minPointsPerVoxel;

@@ -36,13 +36,7 @@ NeighbourGrid::NeighbourGrid(QueueImpl& q, BufferRef xyz, std::size_t count, flo
   Allocation* const t = memory_.get();
 
   OrderedUse use(q, {xyz.allocation, t});
-  FillDesc zero;
-  zero.dims = 1;
-  zero.size[0] = static_cast<std::int64_t>(slots_ + 1);
-  zero.step[0] = 4;
-  zero.elemSize = 4;
-  zero.dst = MemRef::dev(t, claimsAt_);
-  q.device()->fill(zero, q);
+  fillU32(q, t, claimsAt_, slots_ + 1, 0u);
   auto& primitives = q.device()->primitives();
   primitives.boundsValidXYZ(q, xyz, count, {t, boundsAt});
   launch<kernels::da_ng_setup>(q, LaunchGeometry::items(1), cellSize, arg(memory_, boundsAt), arg(memory_, gridAt_));

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "pointcloud/neighbour_grid.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
@@ -17,18 +16,6 @@ namespace pc = detail::pc;
 using detail::LaunchGeometry;
 
 namespace {
-
-/// Enqueues a fill of `count` uint32 values at `offset` of `a`.
-void fillU32(detail::QueueImpl& q, detail::Allocation* a, std::size_t offset, std::size_t count, std::uint32_t v) {
-  detail::FillDesc f;
-  f.dims = 1;
-  f.size[0] = static_cast<std::int64_t>(count);
-  f.step[0] = sizeof(std::uint32_t);
-  f.elemSize = sizeof(std::uint32_t);
-  f.dst = detail::MemRef::dev(a, offset);
-  std::memcpy(f.pattern.data(), &v, sizeof v);
-  q.device()->fill(f, q);
-}
 
 std::string text(float v) {
   char s[32];  // %g: std::to_string prints 1e-9 as 0.000000
@@ -92,8 +79,8 @@ UnorganizedPointCloud UnorganizedPointCloud::statisticalOutliersRemoved(int neig
   detail::Allocation* const t = scratch.get();
   {
     detail::OrderedUse use(*q, {t});
-    fillU32(*q, t, pendingAt, n, 1u);
-    fillU32(*q, t, pendingAt + n * sizeof(std::uint32_t), 1, 0u);
+    pc::fillU32(*q, t, pendingAt, n, 1u);
+    pc::fillU32(*q, t, pendingAt + n * sizeof(std::uint32_t), 1, 0u);
     use.commit();
   }
   // Exact k nearest: a point is settled once k points lie within one cell edge of it

@@ -27,6 +27,17 @@ std::shared_ptr<Allocation> scratch(QueueImpl& q, std::size_t count, std::size_t
   return q.device()->allocate(bytes > 0 ? bytes : 1, q);
 }
 
+void fillU32(QueueImpl& q, Allocation* a, std::size_t offset, std::size_t count, std::uint32_t v) {
+  FillDesc f;
+  f.dims = 1;
+  f.size[0] = static_cast<std::int64_t>(count);
+  f.step[0] = sizeof(std::uint32_t);
+  f.elemSize = sizeof(std::uint32_t);
+  f.dst = MemRef::dev(a, offset);
+  std::memcpy(f.pattern.data(), &v, sizeof v);
+  q.device()->fill(f, q);
+}
+
 void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,
                std::size_t bytes) {
   CopyDesc d;

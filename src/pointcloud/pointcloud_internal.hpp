@@ -95,6 +95,8 @@ inline BufferRef arg(const std::shared_ptr<Allocation>& a, std::size_t offset = 
 /// A point count as the kernels' 64-bit count parameter.
 inline std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
+/// Enqueues a fill of `count` uint32 values `v` at `offset` of `a` (callers order it).
+void fillU32(QueueImpl& q, Allocation* a, std::size_t offset, std::size_t count, std::uint32_t v);
 /// Enqueues a copy of `bytes` bytes between two device regions (callers order them).
 void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation* src, std::size_t srcOffset,
                std::size_t bytes);

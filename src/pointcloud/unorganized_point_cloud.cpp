@@ -265,13 +265,7 @@ class VoxelGrid {
     auto& primitives = q.device()->primitives();
     OrderedUse use(q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
                        cap.block.get(), tables_.owner.get()});
-    detail::FillDesc zero;
-    zero.dims = 1;
-    zero.size[0] = 3;
-    zero.step[0] = 4;
-    zero.elemSize = 4;
-    zero.dst = detail::MemRef::dev(t, scalarsAt_);
-    q.device()->fill(zero, q);
+    pc::fillU32(q, t, scalarsAt_, 3, 0u);
     primitives.boundsValidXYZ(q, pc::bufferOf(xyz_), n, {t, scalarsAt_ + 16});
     detail::launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n), pc::i64(n), voxelSize, compact ? 1 : 0,
                                         pc::arg(scratch, scalarsAt_ + 16), pc::arg(xyz_), pc::arg(scratch, keysAt_),
@@ -463,14 +457,10 @@ void UnorganizedPointCloud::paintUniformColor(ColorRGBA color, StreamOrQueue sq)
   if (isEmpty()) return;
   DeviceArray<ColorRGBA> painted = pc::allocateUnorganized<ColorRGBA>(*q, size(), fn);
   OrderedUse use(*q, {pc::storageOf(painted)});
-  detail::FillDesc f;
-  f.dims = 1;
-  f.size[0] = static_cast<std::int64_t>(size());
-  f.step[0] = sizeof(ColorRGBA);
-  f.elemSize = sizeof(ColorRGBA);
-  f.dst = detail::MemRef{nullptr, pc::bufferOf(painted)};
-  std::memcpy(f.pattern.data(), &color, sizeof(ColorRGBA));
-  q->device()->fill(f, *q);
+  static_assert(sizeof(ColorRGBA) == sizeof(std::uint32_t), "one colour is one 32-bit fill word");
+  std::uint32_t word = 0;
+  std::memcpy(&word, &color, sizeof word);
+  pc::fillU32(*q, pc::bufferOf(painted).allocation, pc::bufferOf(painted).offset, size(), word);
   use.commit();
   colors_ = std::move(painted);
   colorSpace_ = ColorSpace::linear;  // the colour's own space
@@ -494,13 +484,8 @@ DeviceArray<PointXYZ> enqueueCentroid(detail::QueueImpl& q, const DeviceArray<Po
   DeviceArray<PointXYZ> centroid = pc::wrapStorage<PointXYZ>(block, centroidAt, false, 1, 1);
   OrderedUse use(q, {pc::storageOf(xyz), block.get()});
   if (xyz.isEmpty()) {
-    detail::FillDesc zero;  // no point: the sums of none
-    zero.dims = 1;
-    zero.size[0] = 4;
-    zero.step[0] = sizeof(double);
-    zero.elemSize = sizeof(double);
-    zero.dst = detail::MemRef::dev(block.get(), sumsAt);
-    q.device()->fill(zero, q);
+    // No point: the sums of none (4 binary64 zeros).
+    pc::fillU32(q, block.get(), sumsAt, 4 * sizeof(double) / sizeof(std::uint32_t), 0u);
   } else {
     q.device()->primitives().sumValidXYZ(q, pc::bufferOf(xyz), xyz.size(), {block.get(), sumsAt});
   }
