@@ -7,6 +7,8 @@
 // for points within 1e-3 mm of a face (float vs double projections).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -345,6 +347,73 @@ TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(NAN, 1); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1.0f, 0); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1e-6f, 1); });  // too many voxels
+}
+
+TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {
+  // Voxels of 1 to 300 points (unit voxels from x = 2v), their points interleaved
+  // in the cloud's order and a few missing points among them: the reduction adds the
+  // points of long voxels in partial sums of consecutive sorted points, and every
+  // point must count once, whichever run boundaries the partial sums meet.
+  const int lengths[] = {1, 31, 32, 33, 64, 65, 97, 300, 2, 40};
+  const int voxels = int(std::size(lengths));
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> inside(0.05f, 0.95f), snrs(0.5f, 10.f), unit(-1.f, 1.f);
+  std::vector<int> owner;
+  for (int v = 0; v < voxels; ++v) owner.insert(owner.end(), lengths[v], v);
+  std::shuffle(owner.begin(), owner.end(), rng);
+  pcref::Cloud c;
+  std::vector<NormalXYZ> normals;
+  for (std::size_t i = 0; i < owner.size(); ++i) {
+    if (i % 50 == 7) {  // a missing point
+      c.xyz.push_back(pcref::nanPoint());
+      c.rgba.push_back({1, 2, 3, 4});
+      c.snr.push_back({1.0f});
+      normals.push_back({NAN, NAN, NAN});
+    }
+    // Voxel 0's one point is the min corner, where the grid is anchored.
+    c.xyz.push_back(owner[i] == 0 ? PointXYZ{0.0f, 0.0f, 0.0f}
+                                  : PointXYZ{2.0f * float(owner[i]) + inside(rng), inside(rng), inside(rng)});
+    c.rgba.push_back({std::uint8_t(rng()), std::uint8_t(rng()), std::uint8_t(rng()), std::uint8_t(rng())});
+    c.snr.push_back({snrs(rng)});
+    normals.push_back(i % 9 == 4 ? NormalXYZ{NAN, NAN, NAN} : NormalXYZ{unit(rng), unit(rng), 1.0f});
+  }
+  c.height = 1;
+  c.width = int(c.xyz.size());
+  const UnorganizedPointCloud cloud(DeviceArray<PointXYZ>::fromHost(c.xyz.data(), c.xyz.size(), dev()),
+                                    DeviceArray<ColorRGBA>::fromHost(c.rgba.data(), c.rgba.size(), dev()),
+                                    DeviceArray<SNR>::fromHost(c.snr.data(), c.snr.size(), dev()),
+                                    DeviceArray<NormalXYZ>::fromHost(normals.data(), normals.size(), dev()));
+  // Normals: the normalized sum of each voxel's valid normals, in double.
+  std::vector<std::array<double, 3>> normalSums(voxels, {0.0, 0.0, 0.0});
+  for (std::size_t i = 0; i < c.xyz.size(); ++i)
+    if (pcref::valid(c.xyz[i]) && !std::isnan(normals[i].x)) {
+      const int v = int(c.xyz[i].x / 2.0f);
+      normalSums[v][0] += normals[i].x, normalSums[v][1] += normals[i].y, normalSums[v][2] += normals[i].z;
+    }
+  for (const int minPoints : {1, 33}) {
+    const pcref::Cloud want = pcref::voxel(c, 1.0f, minPoints);
+    std::vector<int> keptVoxels;
+    for (int v = 0; v < voxels; ++v)
+      if (lengths[v] >= minPoints) keptVoxels.push_back(v);
+    ASSERT_EQ(want.xyz.size(), keptVoxels.size());
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "minPoints " << minPoints << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v =
+          onStream ? cloud.voxelDownsampled(1.0f, minPoints, sq()) : cloud.voxelDownsampled(1.0f, minPoints);
+      ASSERT_EQ(v.size(), want.xyz.size());
+      expectPointsNear(v.devicePointsXYZ(sq()).toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(v.deviceColors<ColorRGBA>(sq()).toHost(), want.rgba);
+      expectSnrNear(v.deviceSNRs(sq()).toHost(), want.snr);
+      const auto got = v.deviceNormalsXYZ(sq()).toHost();
+      for (std::size_t k = 0; k < keptVoxels.size(); ++k) {
+        const auto& sum = normalSums[keptVoxels[k]];
+        const double len = std::sqrt(sum[0] * sum[0] + sum[1] * sum[1] + sum[2] * sum[2]);
+        EXPECT_NEAR(got[k].x, sum[0] / len, 1e-5) << k;
+        EXPECT_NEAR(got[k].y, sum[1] / len, 1e-5) << k;
+        EXPECT_NEAR(got[k].z, sum[2] / len, 1e-5) << k;
+      }
+    }
+  }
 }
 
 TEST_P(PointCloudTest, UnorganizedExtendPaintCentroidCenter) {

@@ -73,14 +73,36 @@
   S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
+/* Points per chunk of the sorted order: da_vx_chunk_sums sums each chunk's share of
+ * the voxel that runs into it, so a voxel of m points costs its reduction at most
+ * DA_VX_CHUNK + m / DA_VX_CHUNK steps. 32 chunk terms of at most 2^24 (a colour term)
+ * still fit 32 bits. */
+#define DA_VX_CHUNK 32
+/* Points whose loads a voxel reduction issues together (da_vx_sums_add_range). */
+#define DA_VX_BATCH 8
+/* Floats and colour words of one chunk's partial sums. */
+#define DA_VX_CHUNK_FLOATS 10
+#define DA_VX_CHUNK_COLORS 4
+
+/* The partial sums of chunk k: the points of sorted positions k * DA_VX_CHUNK onwards
+ * that belong to the voxel running into the chunk from an earlier one. */
+#define DA_VX_CHUNK_SUMS_PARAMS(S0, B0, S, B)                                                                       \
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u64, keys)               \
+  B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u32, order) B(const float, xyzIn)                    \
+  B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn) B(const float, srgbDecode)                 \
+  B(float, chunkSums) B(da_u32, chunkColors)
+
 /* One output point per kept segment: weighted mean position, mean colour (sRGB codes
  * averaged in linear light when srgb, as for DA_PC_DOWNSAMPLE_PARAMS), combined SNR,
- * normalized sum of the normals. */
+ * normalized sum of the normals. keepAll: every segment of valid points is kept
+ * (minPointsPerVoxel 1) and keepOffsets is not read. status[1] = the kept count. */
 #define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                           \
-  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u32, segmentOf)          \
-  B(const da_u32, starts) B(const da_u32, keepOffsets) B(const da_u32, order) B(const float, xyzIn)                 \
-  B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
-  B(float, snrOut) B(float, normalsOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, keepAll)                    \
+  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u32, keepOffsets)              \
+  B(const da_u32, order) B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn)                         \
+  B(const float, normalsIn) B(const float, chunkSums) B(const da_u32, chunkColors) B(float, xyzOut)                 \
+  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)    \
+  B(da_u32, status)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"
@@ -99,6 +121,7 @@ DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_heads, DA_VX_HEADS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_starts, DA_VX_STARTS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keep, DA_VX_KEEP_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_chunk_sums, DA_VX_CHUNK_SUMS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_reduce, DA_VX_REDUCE_PARAMS);
 }  // namespace devicearray::detail::kernels
 #endif

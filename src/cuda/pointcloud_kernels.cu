@@ -22,6 +22,7 @@ DA_CUDA_REGISTER(da_vx_keys);
 DA_CUDA_REGISTER(da_vx_heads);
 DA_CUDA_REGISTER(da_vx_starts);
 DA_CUDA_REGISTER(da_vx_keep);
+DA_CUDA_REGISTER(da_vx_chunk_sums);
 DA_CUDA_REGISTER(da_vx_reduce);
 DA_CUDA_REGISTER(da_ng_setup);
 DA_CUDA_REGISTER(da_ng_keys);

@@ -367,57 +367,152 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
   keep[s] = (keys[begin] != DA_VOXEL_INVALID_KEY && (long)(end - begin) >= (long)minPoints) ? 1u : 0u;
 }
 
-/* One work item per kept segment reduces its points in sorted (stable, hence original)
- * order, so results are deterministic: SNR^2-weighted mean position (plain mean when the
- * weights are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their
- * mean in linear light, encoded back), sqrt(sum SNR^2),
- * the sum of the valid normals scaled to unit length (NaN when there is none or they
- * cancel). */
+/* Running sums of a voxel's points: position means, normals, colour terms. */
+typedef struct {
+  da_pc_mean mean;
+  float nx, ny, nz;
+  da_u64 cr, cg, cb, ca; /* a voxel may hold millions of points */
+} da_vx_sums;
+
+DA_FN void da_vx_sums_clear(da_vx_sums* t) {
+  t->mean.wx = t->mean.wy = t->mean.wz = t->mean.wsum = 0.0f;
+  t->mean.ux = t->mean.uy = t->mean.uz = 0.0f;
+  t->nx = t->ny = t->nz = 0.0f;
+  t->cr = t->cg = t->cb = t->ca = 0;
+}
+
+/* Adds the points order[j] for sorted positions j in [begin, end) to t, in that order.
+ * The points are fetched DA_VX_BATCH at a time, every load of a batch issued before
+ * the first sum: one point after another, each gather would wait for the index it
+ * depends on, and a voxel's reduction would cost two memory latencies per point. */
+DA_FN void da_vx_sums_add_range(da_vx_sums* t, long begin, long end, DA_GLOBAL const da_u32* order, int hasColor,
+                                int srgb, int hasSnr, int hasNormals, DA_GLOBAL const float* xyzIn,
+                                DA_GLOBAL const da_u8* rgbaIn, DA_GLOBAL const float* snrIn,
+                                DA_GLOBAL const float* normalsIn, DA_GLOBAL const float* srgbDecode) {
+  for (long j = begin; j < end; j += DA_VX_BATCH) {
+    long at[DA_VX_BATCH];
+DA_UNROLL
+    for (int u = 0; u < DA_VX_BATCH; ++u) at[u] = j + u < end ? (long)order[j + u] : -1;
+    float x[DA_VX_BATCH], y[DA_VX_BATCH], z[DA_VX_BATCH], w[DA_VX_BATCH];
+DA_UNROLL
+    for (int u = 0; u < DA_VX_BATCH; ++u) {
+      const long i = at[u] < 0 ? at[0] : at[u]; /* at[0] is always a point of the range */
+      x[u] = xyzIn[3 * i], y[u] = xyzIn[3 * i + 1], z[u] = xyzIn[3 * i + 2];
+      w[u] = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
+    }
+DA_UNROLL
+    for (int u = 0; u < DA_VX_BATCH; ++u)
+      if (at[u] >= 0) da_pc_mean_add(&t->mean, x[u], y[u], z[u], w[u]);
+    if (hasNormals) {
+DA_UNROLL
+      for (int u = 0; u < DA_VX_BATCH; ++u) {
+        const long i = at[u] < 0 ? at[0] : at[u];
+        x[u] = normalsIn[3 * i], y[u] = normalsIn[3 * i + 1], z[u] = normalsIn[3 * i + 2];
+      }
+DA_UNROLL
+      for (int u = 0; u < DA_VX_BATCH; ++u)
+        if (at[u] >= 0 && da_pc_valid(x[u], y[u], z[u])) {
+          t->nx += x[u];
+          t->ny += y[u];
+          t->nz += z[u];
+        }
+    }
+    if (hasColor) {
+      da_u8 rgba[DA_VX_BATCH][4];
+DA_UNROLL
+      for (int u = 0; u < DA_VX_BATCH; ++u) {
+        const long i = at[u] < 0 ? at[0] : at[u];
+        for (int c = 0; c < 4; ++c) rgba[u][c] = rgbaIn[4 * i + c];
+      }
+DA_UNROLL
+      for (int u = 0; u < DA_VX_BATCH; ++u)
+        if (at[u] >= 0) {
+          t->cr += da_color_term(rgba[u][0], srgb, srgbDecode);
+          t->cg += da_color_term(rgba[u][1], srgb, srgbDecode);
+          t->cb += da_color_term(rgba[u][2], srgb, srgbDecode);
+          t->ca += rgba[u][3];
+        }
+    }
+  }
+}
+
+/* One work item per chunk of DA_VX_CHUNK sorted positions: when the chunk's first point
+ * continues a voxel that started in an earlier chunk, the sums of that voxel's points
+ * in this chunk, in sorted order. da_vx_reduce adds them chunk by chunk, so the longest
+ * voxel no longer sets the reduction's time by walking its points one at a time. */
+DA_KERNEL(da_vx_chunk_sums)(DA_PARAMS(DA_VX_CHUNK_SUMS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_CHUNK_SUMS_PARAMS);
+  const long k = DA_ID(0);
+  const long first = k * DA_VX_CHUNK;
+  if (first >= n || first == 0) return;
+  const da_u64 key = keys[first];
+  if (key == DA_VOXEL_INVALID_KEY || keys[first - 1] != key) return; /* missing points, or a voxel starts here */
+  /* segmentOf is the exclusive scan of the heads: first's voxel is segmentOf[first + 1] - 1. */
+  const long end = (long)starts[segmentOf[first + 1]];
+  const long last = end < first + DA_VX_CHUNK ? end : first + DA_VX_CHUNK;
+  da_vx_sums t;
+  da_vx_sums_clear(&t);
+  da_vx_sums_add_range(&t, first, last, order, hasColor, srgb, hasSnr, hasNormals, xyzIn, rgbaIn, snrIn, normalsIn,
+                       srgbDecode);
+  DA_GLOBAL float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
+  f[0] = t.mean.wx, f[1] = t.mean.wy, f[2] = t.mean.wz, f[3] = t.mean.wsum;
+  f[4] = t.mean.ux, f[5] = t.mean.uy, f[6] = t.mean.uz;
+  f[7] = t.nx, f[8] = t.ny, f[9] = t.nz;
+  DA_GLOBAL da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
+  c[0] = (da_u32)t.cr, c[1] = (da_u32)t.cg, c[2] = (da_u32)t.cb, c[3] = (da_u32)t.ca;
+}
+
+/* One work item per segment reduces a kept segment's points in a fixed order, so results
+ * are deterministic: the points of the segment's first chunk one by one in sorted
+ * (stable, hence original) order, then the partial sums of each further chunk
+ * (da_vx_chunk_sums). Output: SNR^2-weighted mean position (plain mean when the weights
+ * are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their mean in
+ * linear light, encoded back), sqrt(sum SNR^2), the sum of the valid normals scaled to
+ * unit length (NaN when there is none or they cancel). */
 DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
   const long s = DA_ID(0);
   if (s >= n) return;
-  const da_u32 o = keepOffsets[s];
-  if (s >= (long)segmentOf[n] || keepOffsets[s + 1] == o) {
+  /* With keepAll, the kept segments are all but the missing points' run, which sorts last. */
+  const da_u32 kept =
+      keepAll ? segmentOf[n] - (keys[n - 1] == DA_VOXEL_INVALID_KEY ? 1u : 0u) : keepOffsets[n];
+  if (s == 0) status[1] = kept;
+  const da_u32 o = keepAll ? (s < (long)kept ? (da_u32)s : kept) : keepOffsets[s];
+  const int isKept = keepAll ? s < (long)kept : (s < (long)segmentOf[n] && keepOffsets[s + 1] != o);
+  if (!isKept) {
     /* Not an output voxel: a missing point past the voxel count (see da_pc_compact). */
-    da_pc_store(xyzOut, (long)keepOffsets[n] + (s - (long)o), DA_NAN, DA_NAN, DA_NAN);
+    da_pc_store(xyzOut, (long)kept + (s - (long)o), DA_NAN, DA_NAN, DA_NAN);
     return;
   }
-  const da_u32 begin = starts[s], end = starts[s + 1];
-  da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-  da_u64 cr = 0, cg = 0, cb = 0, ca = 0; /* a voxel may hold millions of points */
-  float nx = 0.0f, ny = 0.0f, nz = 0.0f;
-  for (da_u32 j = begin; j < end; ++j) {
-    const long i = (long)order[j];
-    const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
-    da_pc_mean_add(&mean, x, y, z, hasSnr ? da_pc_weight(snrIn[i]) : 1.0f);
-    if (hasNormals && da_pc_valid(normalsIn[3 * i], normalsIn[3 * i + 1], normalsIn[3 * i + 2])) {
-      nx += normalsIn[3 * i];
-      ny += normalsIn[3 * i + 1];
-      nz += normalsIn[3 * i + 2];
-    }
-    if (hasColor) {
-      cr += da_color_term(rgbaIn[4 * i], srgb, srgbDecode);
-      cg += da_color_term(rgbaIn[4 * i + 1], srgb, srgbDecode);
-      cb += da_color_term(rgbaIn[4 * i + 2], srgb, srgbDecode);
-      ca += rgbaIn[4 * i + 3];
-    }
+  const long begin = (long)starts[s], end = (long)starts[s + 1];
+  const long firstChunkEnd = (begin / DA_VX_CHUNK + 1) * DA_VX_CHUNK;
+  da_vx_sums t;
+  da_vx_sums_clear(&t);
+  da_vx_sums_add_range(&t, begin, end < firstChunkEnd ? end : firstChunkEnd, order, hasColor, srgb, hasSnr, hasNormals,
+                       xyzIn, rgbaIn, snrIn, normalsIn, srgbDecode);
+  for (long k = begin / DA_VX_CHUNK + 1; k * DA_VX_CHUNK < end; ++k) {
+    DA_GLOBAL const float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
+    t.mean.wx += f[0], t.mean.wy += f[1], t.mean.wz += f[2], t.mean.wsum += f[3];
+    t.mean.ux += f[4], t.mean.uy += f[5], t.mean.uz += f[6];
+    t.nx += f[7], t.ny += f[8], t.nz += f[9];
+    DA_GLOBAL const da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
+    t.cr += c[0], t.cg += c[1], t.cb += c[2], t.ca += c[3];
   }
-  const da_u32 count = end - begin;
-  da_pc_mean_store(&mean, (float)count, xyzOut, o);
-  if (hasSnr) snrOut[o] = da_sqrtf(mean.wsum);
+  const da_u32 count = (da_u32)(end - begin);
+  da_pc_mean_store(&t.mean, (float)count, xyzOut, o);
+  if (hasSnr) snrOut[o] = da_sqrtf(t.mean.wsum);
   if (hasNormals) {
-    const float len = da_sqrtf(nx * nx + ny * ny + nz * nz);
+    const float len = da_sqrtf(t.nx * t.nx + t.ny * t.ny + t.nz * t.nz);
     if (len > 0.0f)
-      da_pc_store(normalsOut, o, nx / len, ny / len, nz / len);
+      da_pc_store(normalsOut, o, t.nx / len, t.ny / len, t.nz / len);
     else
       da_pc_store(normalsOut, o, DA_NAN, DA_NAN, DA_NAN);
   }
   if (hasColor) {
-    rgbaOut[4 * o] = da_color_mean(cr, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 1] = da_color_mean(cg, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 2] = da_color_mean(cb, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 3] = da_color_mean(ca, count, 0, srgbEncode);
+    rgbaOut[4 * o] = da_color_mean(t.cr, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 1] = da_color_mean(t.cg, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 2] = da_color_mean(t.cb, count, srgb, srgbEncode);
+    rgbaOut[4 * o + 3] = da_color_mean(t.ca, count, 0, srgbEncode);
   }
 }
 

@@ -249,6 +249,9 @@ class VoxelGrid {
     segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    const std::size_t chunks = (n_ + DA_VX_CHUNK - 1) / DA_VX_CHUNK;
+    chunkSumsAt_ = layout_.add(chunks * DA_VX_CHUNK_FLOATS, sizeof(float), fn);
+    chunkColorsAt_ = layout_.add(chunks * DA_VX_CHUNK_COLORS, sizeof(std::uint32_t), fn);
     scratch_ = layout_.allocate(q);
     out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
   }
@@ -277,17 +280,28 @@ class VoxelGrid {
     primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, segmentOfAt_}, n + 1);
     detail::launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt_),
                                           pc::arg(scratch, startsAt_));
-    detail::launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
-                                        pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
-                                        pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, flagsAt_));
-    primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
+    // minPointsPerVoxel 1 keeps every voxel of valid points: no keep flags to count.
+    const bool keepAll = minPointsPerVoxel == 1;
+    if (!keepAll) {
+      detail::launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
+                                          pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
+                                          pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, flagsAt_));
+      primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
+    }
+    detail::launch<kernels::da_vx_chunk_sums>(
+        q, LaunchGeometry::items((n + DA_VX_CHUNK - 1) / DA_VX_CHUNK), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
+        snr ? 1 : 0, normal ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
+        pc::arg(scratch, startsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
+        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, chunkSumsAt_),
+        pc::arg(scratch, chunkColorsAt_));
     detail::launch<kernels::da_vx_reduce>(
         q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
-        pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_), pc::arg(scratch, keepOffsetsAt_),
-        pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_), pc::argOr(snrs_, xyz_),
-        pc::argOr(normals_, xyz_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-        pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode);
-    pc::copyBytes(q, t, scalarsAt_ + 4, t, keepOffsetsAt_ + n * sizeof(std::uint32_t), sizeof(std::uint32_t));
+        keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
+        pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
+        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), pc::arg(scratch, chunkSumsAt_),
+        pc::arg(scratch, chunkColorsAt_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
+        pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode,
+        pc::arg(scratch, scalarsAt_));
     pc::copyBytes(q, cap.block.get(), cap.countAt, t, scalarsAt_, 3 * sizeof(std::uint32_t));
     use.commit();
   }
@@ -305,7 +319,7 @@ class VoxelGrid {
   pc::SrgbTables tables_;
   pc::ScratchLayout layout_;
   std::size_t scalarsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
-              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0;
+              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, chunkSumsAt_ = 0, chunkColorsAt_ = 0;
   std::shared_ptr<detail::Allocation> scratch_;
   pc::CompactResult out_;
 };
