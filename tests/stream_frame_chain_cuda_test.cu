@@ -36,7 +36,9 @@ TEST(StreamFrameChainCuda, EnqueuesWithoutAHostSynchronization) {
   CUDA_OK(cudaMalloc(&held, kHeld * sizeof(float)));
   ChainResult got;
   {
-    Gate gate;
+    // Enqueuing the chain takes about 20 s under compute-sanitizer: the watchdog waits
+    // 28 s, inside the gated kernel's own 30 s bound.
+    Gate gate({}, std::chrono::seconds(28));
     ASSERT_TRUE(gate.valid());
     gatedProduce<<<1, 256, 0, stream>>>(gate.device(), held, kHeld, cyclesFor50ms(device.ordinal()), 0.0f);
     CUDA_OK(cudaGetLastError());
