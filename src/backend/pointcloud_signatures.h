@@ -80,6 +80,11 @@
 #define DA_VX_CHUNK 32
 /* Points whose loads a voxel reduction issues together (da_vx_sums_add_range). */
 #define DA_VX_BATCH 8
+/* Work-group size of da_vx_chunk_sums and da_vx_reduce. Their busy work items are the
+ * first ones of the launch (sorted positions and voxels of valid points come first), so
+ * small groups spread that work over many multiprocessors where large ones would leave
+ * it to the first few. */
+#define DA_VX_REDUCE_GROUP 64
 /* Floats and colour words of one chunk's partial sums. */
 #define DA_VX_CHUNK_FLOATS 10
 #define DA_VX_CHUNK_COLORS 4

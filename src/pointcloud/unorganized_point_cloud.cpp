@@ -228,6 +228,11 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
          " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
 }
 
+/// `items` work items of a voxel reduction kernel in groups of DA_VX_REDUCE_GROUP.
+LaunchGeometry reduceGeometry(std::size_t items) {
+  return LaunchGeometry::groups((items + DA_VX_REDUCE_GROUP - 1) / DA_VX_REDUCE_GROUP, DA_VX_REDUCE_GROUP);
+}
+
 /// The voxel grid of the n points of `in` (missing ones ignored) as an enqueued
 /// computation. run() enqueues one attempt and writes [overflow flag, voxel count, needs
 /// wide keys flag] into the output block's three count words; the output arrays hold the
@@ -289,13 +294,13 @@ class VoxelGrid {
       primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
     }
     detail::launch<kernels::da_vx_chunk_sums>(
-        q, LaunchGeometry::items((n + DA_VX_CHUNK - 1) / DA_VX_CHUNK), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
+        q, reduceGeometry((n + DA_VX_CHUNK - 1) / DA_VX_CHUNK), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
         snr ? 1 : 0, normal ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
         pc::arg(scratch, startsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
         pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, chunkSumsAt_),
         pc::arg(scratch, chunkColorsAt_));
     detail::launch<kernels::da_vx_reduce>(
-        q, LaunchGeometry::items(n), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        q, reduceGeometry(n), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
         keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
         pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
         pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), pc::arg(scratch, chunkSumsAt_),
