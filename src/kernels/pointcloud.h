@@ -390,28 +390,28 @@ DA_FN void da_vx_sums_add_range(da_vx_sums* t, long begin, long end, DA_GLOBAL c
                                 DA_GLOBAL const da_u8* rgbaIn, DA_GLOBAL const float* snrIn,
                                 DA_GLOBAL const float* normalsIn, DA_GLOBAL const float* srgbDecode) {
   for (long j = begin; j < end; j += DA_VX_BATCH) {
+    /* The batch's first `live` points are in the range; the others load the first
+     * point again (always in the range) and are not added. */
+    const long live = end - j < DA_VX_BATCH ? end - j : DA_VX_BATCH;
     long at[DA_VX_BATCH];
 DA_UNROLL
-    for (int u = 0; u < DA_VX_BATCH; ++u) at[u] = j + u < end ? (long)order[j + u] : -1;
+    for (int u = 0; u < DA_VX_BATCH; ++u) at[u] = (long)order[u < live ? j + u : j];
     float x[DA_VX_BATCH], y[DA_VX_BATCH], z[DA_VX_BATCH], w[DA_VX_BATCH];
 DA_UNROLL
     for (int u = 0; u < DA_VX_BATCH; ++u) {
-      const long i = at[u] < 0 ? at[0] : at[u]; /* at[0] is always a point of the range */
-      x[u] = xyzIn[3 * i], y[u] = xyzIn[3 * i + 1], z[u] = xyzIn[3 * i + 2];
-      w[u] = hasSnr ? da_pc_weight(snrIn[i]) : 1.0f;
+      x[u] = xyzIn[3 * at[u]], y[u] = xyzIn[3 * at[u] + 1], z[u] = xyzIn[3 * at[u] + 2];
+      w[u] = hasSnr ? da_pc_weight(snrIn[at[u]]) : 1.0f;
     }
 DA_UNROLL
     for (int u = 0; u < DA_VX_BATCH; ++u)
-      if (at[u] >= 0) da_pc_mean_add(&t->mean, x[u], y[u], z[u], w[u]);
+      if (u < live) da_pc_mean_add(&t->mean, x[u], y[u], z[u], w[u]);
     if (hasNormals) {
 DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u) {
-        const long i = at[u] < 0 ? at[0] : at[u];
-        x[u] = normalsIn[3 * i], y[u] = normalsIn[3 * i + 1], z[u] = normalsIn[3 * i + 2];
-      }
+      for (int u = 0; u < DA_VX_BATCH; ++u)
+        x[u] = normalsIn[3 * at[u]], y[u] = normalsIn[3 * at[u] + 1], z[u] = normalsIn[3 * at[u] + 2];
 DA_UNROLL
       for (int u = 0; u < DA_VX_BATCH; ++u)
-        if (at[u] >= 0 && da_pc_valid(x[u], y[u], z[u])) {
+        if (u < live && da_pc_valid(x[u], y[u], z[u])) {
           t->nx += x[u];
           t->ny += y[u];
           t->nz += z[u];
@@ -420,13 +420,11 @@ DA_UNROLL
     if (hasColor) {
       da_u8 rgba[DA_VX_BATCH][4];
 DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u) {
-        const long i = at[u] < 0 ? at[0] : at[u];
-        for (int c = 0; c < 4; ++c) rgba[u][c] = rgbaIn[4 * i + c];
-      }
+      for (int u = 0; u < DA_VX_BATCH; ++u)
+        for (int c = 0; c < 4; ++c) rgba[u][c] = rgbaIn[4 * at[u] + c];
 DA_UNROLL
       for (int u = 0; u < DA_VX_BATCH; ++u)
-        if (at[u] >= 0) {
+        if (u < live) {
           t->cr += da_color_term(rgba[u][0], srgb, srgbDecode);
           t->cg += da_color_term(rgba[u][1], srgb, srgbDecode);
           t->cb += da_color_term(rgba[u][2], srgb, srgbDecode);
@@ -434,6 +432,29 @@ DA_UNROLL
         }
     }
   }
+}
+
+/* Chunk k's partial sums (da_vx_chunk_sums) in the scratch arrays: DA_VX_CHUNK_FLOATS
+ * floats and DA_VX_CHUNK_COLORS colour words per chunk. */
+DA_FN void da_vx_sums_store_chunk(const da_vx_sums* t, long k, DA_GLOBAL float* chunkSums,
+                                  DA_GLOBAL da_u32* chunkColors) {
+  DA_GLOBAL float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
+  f[0] = t->mean.wx, f[1] = t->mean.wy, f[2] = t->mean.wz, f[3] = t->mean.wsum;
+  f[4] = t->mean.ux, f[5] = t->mean.uy, f[6] = t->mean.uz;
+  f[7] = t->nx, f[8] = t->ny, f[9] = t->nz;
+  DA_GLOBAL da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
+  c[0] = (da_u32)t->cr, c[1] = (da_u32)t->cg, c[2] = (da_u32)t->cb, c[3] = (da_u32)t->ca;
+}
+
+/* Adds chunk k's partial sums, as da_vx_sums_store_chunk stored them, to t. */
+DA_FN void da_vx_sums_add_chunk(da_vx_sums* t, long k, DA_GLOBAL const float* chunkSums,
+                                DA_GLOBAL const da_u32* chunkColors) {
+  DA_GLOBAL const float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
+  t->mean.wx += f[0], t->mean.wy += f[1], t->mean.wz += f[2], t->mean.wsum += f[3];
+  t->mean.ux += f[4], t->mean.uy += f[5], t->mean.uz += f[6];
+  t->nx += f[7], t->ny += f[8], t->nz += f[9];
+  DA_GLOBAL const da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
+  t->cr += c[0], t->cg += c[1], t->cb += c[2], t->ca += c[3];
 }
 
 /* One work item per chunk of DA_VX_CHUNK sorted positions: when the chunk's first point
@@ -454,12 +475,7 @@ DA_KERNEL(da_vx_chunk_sums)(DA_PARAMS(DA_VX_CHUNK_SUMS_PARAMS)) {
   da_vx_sums_clear(&t);
   da_vx_sums_add_range(&t, first, last, order, hasColor, srgb, hasSnr, hasNormals, xyzIn, rgbaIn, snrIn, normalsIn,
                        srgbDecode);
-  DA_GLOBAL float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
-  f[0] = t.mean.wx, f[1] = t.mean.wy, f[2] = t.mean.wz, f[3] = t.mean.wsum;
-  f[4] = t.mean.ux, f[5] = t.mean.uy, f[6] = t.mean.uz;
-  f[7] = t.nx, f[8] = t.ny, f[9] = t.nz;
-  DA_GLOBAL da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
-  c[0] = (da_u32)t.cr, c[1] = (da_u32)t.cg, c[2] = (da_u32)t.cb, c[3] = (da_u32)t.ca;
+  da_vx_sums_store_chunk(&t, k, chunkSums, chunkColors);
 }
 
 /* One work item per segment reduces a kept segment's points in a fixed order, so results
@@ -490,14 +506,8 @@ DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
   da_vx_sums_clear(&t);
   da_vx_sums_add_range(&t, begin, end < firstChunkEnd ? end : firstChunkEnd, order, hasColor, srgb, hasSnr, hasNormals,
                        xyzIn, rgbaIn, snrIn, normalsIn, srgbDecode);
-  for (long k = begin / DA_VX_CHUNK + 1; k * DA_VX_CHUNK < end; ++k) {
-    DA_GLOBAL const float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
-    t.mean.wx += f[0], t.mean.wy += f[1], t.mean.wz += f[2], t.mean.wsum += f[3];
-    t.mean.ux += f[4], t.mean.uy += f[5], t.mean.uz += f[6];
-    t.nx += f[7], t.ny += f[8], t.nz += f[9];
-    DA_GLOBAL const da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
-    t.cr += c[0], t.cg += c[1], t.cb += c[2], t.ca += c[3];
-  }
+  for (long k = begin / DA_VX_CHUNK + 1; k * DA_VX_CHUNK < end; ++k)
+    da_vx_sums_add_chunk(&t, k, chunkSums, chunkColors);
   const da_u32 count = (da_u32)(end - begin);
   da_pc_mean_store(&t.mean, (float)count, xyzOut, o);
   if (hasSnr) snrOut[o] = da_sqrtf(t.mean.wsum);

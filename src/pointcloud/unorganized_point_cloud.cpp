@@ -242,7 +242,7 @@ class VoxelGrid {
   VoxelGrid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
-        n_(xyz.size()), tables_(pc::srgbTables(q)) {
+        n_(xyz.size()), chunks_((n_ + DA_VX_CHUNK - 1) / DA_VX_CHUNK), tables_(pc::srgbTables(q)) {
     // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
     // [4..9] min and max corner (floats).
     scalarsAt_ = layout_.add(10, sizeof(std::uint32_t), fn);
@@ -254,9 +254,8 @@ class VoxelGrid {
     segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    const std::size_t chunks = (n_ + DA_VX_CHUNK - 1) / DA_VX_CHUNK;
-    chunkSumsAt_ = layout_.add(chunks * DA_VX_CHUNK_FLOATS, sizeof(float), fn);
-    chunkColorsAt_ = layout_.add(chunks * DA_VX_CHUNK_COLORS, sizeof(std::uint32_t), fn);
+    chunkSumsAt_ = layout_.add(chunks_ * DA_VX_CHUNK_FLOATS, sizeof(float), fn);
+    chunkColorsAt_ = layout_.add(chunks_ * DA_VX_CHUNK_COLORS, sizeof(std::uint32_t), fn);
     scratch_ = layout_.allocate(q);
     out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
   }
@@ -294,7 +293,7 @@ class VoxelGrid {
       primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
     }
     detail::launch<kernels::da_vx_chunk_sums>(
-        q, reduceGeometry((n + DA_VX_CHUNK - 1) / DA_VX_CHUNK), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
+        q, reduceGeometry(chunks_), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
         snr ? 1 : 0, normal ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
         pc::arg(scratch, startsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
         pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, chunkSumsAt_),
@@ -321,6 +320,7 @@ class VoxelGrid {
   const DeviceArray<SNR>& snrs_;
   const DeviceArray<NormalXYZ>& normals_;
   std::size_t n_;
+  std::size_t chunks_;  ///< DA_VX_CHUNK-point chunks of the sorted order
   pc::SrgbTables tables_;
   pc::ScratchLayout layout_;
   std::size_t scalarsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
