@@ -139,7 +139,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
   const std::size_t tile = groups ? DA_ALG_SORT_TILE : kChunk;
   const std::size_t tiles = tilesOf(count, tile);
   Temporaries temps(q);
-  const BufferRef hist = temps.allocate(16 * tiles * sizeof(std::uint32_t));
+  const BufferRef hist = temps.allocate(DA_ALG_DIGITS * tiles * sizeof(std::uint32_t));
   BufferRef tmpKeys, tmpValues;
   if (passes > 1) {
     tmpKeys = temps.allocate(count * sizeof(std::uint64_t));
@@ -156,14 +156,14 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
                    {i64(count), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
-      scanTiles(q, temps, hist, hist, 16 * tiles);
+      scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
                    {i64(count), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV), buf(dstK),
                     buf(dstV)});
     } else {
       launch1d(q, "da_alg_radix_count", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
-      scanLevel(q, temps, hist, hist, 16 * tiles);
+      scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
       launch1d(q, "da_alg_radix_scatter", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV),
                 buf(dstK), buf(dstV)});
