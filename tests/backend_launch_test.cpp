@@ -1,6 +1,7 @@
 // Backend interface: launching a shared kernel (src/kernels/selftest.h) with its typed
 // signature, the checks of what a signature cannot rule out (a kernel that differs from
 // it, an untyped launch), work-group sizes, and launches from many threads at once.
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <exception>
@@ -12,6 +13,9 @@
 
 #include "backend/selftest_signatures.h"
 #include "backend_fixture.hpp"
+#if defined(DEVICEARRAY_HAS_OPENCL)
+#include "opencl/work_group_fit.hpp"
+#endif
 
 #if defined(DEVICEARRAY_HAS_OPENCL)
 namespace devicearray::detail {
@@ -82,6 +86,33 @@ TEST_P(Backend, LaunchRunsASharedKernelWithBufferOffsets) {
   for (int i = 0; i < n; ++i)
     ASSERT_EQ(result[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)] + 2.5f * x[static_cast<std::size_t>(i)])
         << "index " << i;
+}
+
+TEST_P(Backend, LaunchOverAPrimeCountRunsEveryItemOnceAndNothingPastIt) {
+  // 1009 is prime: no work-group size but 1 divides it, so backends round the launch
+  // up, and the items past the count must do nothing.
+  const int n = 1009, guard = 200;
+  std::vector<float> x(n + guard, 1.0f), y(n + guard);
+  for (int i = 0; i < n + guard; ++i) {
+    x[static_cast<std::size_t>(i)] = static_cast<float>(i % 31);
+    y[static_cast<std::size_t>(i)] = static_cast<float>(i % 7) - 3.0f;
+  }
+  auto bx = dev().allocate(x.size() * sizeof(float), q());
+  auto by = dev().allocate(y.size() * sizeof(float), q());
+  Bytes xb(x.size() * sizeof(float)), yb(y.size() * sizeof(float));
+  std::memcpy(xb.data(), x.data(), xb.size());
+  std::memcpy(yb.data(), y.data(), yb.size());
+  write(*bx, 0, xb);
+  write(*by, 0, yb);
+  launch<Axpy>(q(), LaunchGeometry::items(n), n, 2.0f, BufferRef{bx.get()}, BufferRef{by.get()});
+  const Bytes got = read(*by, 0, yb.size());
+  std::vector<float> result(y.size());
+  std::memcpy(result.data(), got.data(), got.size());
+  for (int i = 0; i < n + guard; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const float expected = i < n ? 2.0f * x[u] + y[u] : y[u];  // small integers: exact
+    ASSERT_EQ(result[u], expected) << "index " << i << (i < n ? "" : " (past the count)");
+  }
 }
 
 TEST_P(Backend, LaunchRefusesAKernelThatDiffersFromTheSignature) {
@@ -160,6 +191,43 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Backend);
 INSTANTIATE_TEST_SUITE_P(AllDevices, Backend, testing::ValuesIn(allDevices()), DeviceParamName());
 
 #if defined(DEVICEARRAY_HAS_OPENCL)
+TEST(OpenCLWorkGroupFit, LeavesDivisibleLaunchesToTheDevice) {
+  using devicearray::detail::opencl::fitWorkGroups;
+  EXPECT_FALSE(fitWorkGroups(1, {576000, 1, 1}, 1024).explicitLocal);  // 4500 x 128
+  EXPECT_FALSE(fitWorkGroups(2, {960, 600, 1}, 1024).explicitLocal);    // 30 x 150 groups of 32 x 4
+  EXPECT_FALSE(fitWorkGroups(3, {64, 8, 3}, 1024).explicitLocal);
+}
+
+TEST(OpenCLWorkGroupFit, RoundsARaggedLaunchUpToTheUsualGroup) {
+  using devicearray::detail::opencl::fitWorkGroups;
+  // 576,001 (prime): 4501 groups of 128, the last one 127 items past the count.
+  const auto flags = fitWorkGroups(1, {576001, 1, 1}, 1024);
+  ASSERT_TRUE(flags.explicitLocal);
+  EXPECT_EQ(flags.local[0], 128u);
+  EXPECT_EQ(flags.global[0], 576128u);
+  // 641 x 479: groups of 32 x 4; 21 x 120 of them.
+  const auto image = fitWorkGroups(2, {641, 479, 1}, 1024);
+  ASSERT_TRUE(image.explicitLocal);
+  EXPECT_EQ(image.local, (std::array<std::size_t, 3>{32, 4, 1}));
+  EXPECT_EQ(image.global, (std::array<std::size_t, 3>{672, 480, 1}));
+  // A 2-D launch ragged only in its rows is still fitted in both dimensions.
+  const auto rows = fitWorkGroups(2, {64, 3, 1}, 1024);
+  EXPECT_EQ(rows.global, (std::array<std::size_t, 3>{64, 4, 1}));
+}
+
+TEST(OpenCLWorkGroupFit, ShrinksTheGroupToWhatTheKernelAllows) {
+  using devicearray::detail::opencl::fitWorkGroups;
+  // Rows are halved first, then the row length.
+  EXPECT_EQ(fitWorkGroups(2, {33, 5, 1}, 64).local, (std::array<std::size_t, 3>{32, 2, 1}));
+  EXPECT_EQ(fitWorkGroups(2, {33, 5, 1}, 16).local, (std::array<std::size_t, 3>{16, 1, 1}));
+  const auto one = fitWorkGroups(1, {1009, 1, 1}, 1);
+  EXPECT_EQ(one.local[0], 1u);
+  EXPECT_EQ(one.global[0], 1009u);
+  const auto some = fitWorkGroups(1, {1009, 1, 1}, 100);  // 64: the largest halving of 128 within 100
+  EXPECT_EQ(some.local[0], 64u);
+  EXPECT_EQ(some.global[0], 1024u);
+}
+
 // Drivers compile the program as OpenCL C 1.2, whose preprocessor has no variadic
 // macros (NVIDIA's refuses them; PoCL's newer compiler would not tell).
 TEST(OpenCLProgram, UsesNoVariadicMacro) {

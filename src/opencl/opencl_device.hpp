@@ -104,6 +104,7 @@ class OpenCLDevice final : public DeviceImpl {
   struct KernelSlot {
     cl_kernel kernel = nullptr;
     cl_uint numArgs = 0;
+    std::size_t maxGroupItems = 0;  // CL_KERNEL_WORK_GROUP_SIZE on this device
     std::atomic<const KernelSignature*> matched{nullptr};  // the last signature found to match
     std::mutex mutex;  // clSetKernelArg + enqueue must not interleave between threads
   };

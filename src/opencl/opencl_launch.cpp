@@ -14,6 +14,7 @@
 #include "opencl/cl_error.hpp"
 #include "opencl/opencl_device.hpp"
 #include "opencl/opencl_info.hpp"
+#include "opencl/work_group_fit.hpp"
 
 namespace devicearray::detail {
 extern const char* const kOpenCLProgramSource;
@@ -175,9 +176,12 @@ OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
   auto slot = std::make_unique<KernelSlot>();
   slot->kernel = k;
   err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof slot->numArgs, &slot->numArgs, nullptr);
+  if (err == CL_SUCCESS)
+    err = clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof slot->maxGroupItems,
+                                   &slot->maxGroupItems, nullptr);
   if (err != CL_SUCCESS) {
     clReleaseKernel(k);
-    checkCl(err, std::string("clGetKernelInfo(") + name + ")");
+    checkCl(err, std::string("clGetKernel(WorkGroup)Info(") + name + ")");
   }
   KernelSlot& ref = *slot;
   kernels_.emplace(name, std::move(slot));
@@ -270,9 +274,14 @@ void OpenCLDevice::enqueueLaunch(const char* fn, const KernelLaunch& l, OpenCLQu
       case KernelArg::Kind::f64: std::memcpy(slot, &a.value.f64, 8); raw.push_back({8, slot}); break;
     }
   }
-  const std::size_t global[3] = {l.globalSize[0], l.globalSize[1], l.globalSize[2]};
-  const std::size_t local[3] = {l.localSize, 1, 1};
-  enqueue(k, fn, l.name, q, static_cast<cl_uint>(l.workDims), global, raw, l.localSize != 0 ? local : nullptr);
+  const auto dims = static_cast<cl_uint>(l.workDims);
+  if (l.localSize != 0) {
+    const std::size_t local[3] = {l.localSize, 1, 1};
+    enqueue(k, fn, l.name, q, dims, l.globalSize.data(), raw, local);
+    return;
+  }
+  const FittedWorkGroups fit = fitWorkGroups(l.workDims, l.globalSize, k.maxGroupItems);
+  enqueue(k, fn, l.name, q, dims, fit.global.data(), raw, fit.explicitLocal ? fit.local.data() : nullptr);
 }
 
 }  // namespace devicearray::detail::opencl
