@@ -155,7 +155,7 @@ TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {
 // work-group for GPUs (src/opencl/opencl_primitives.hpp); a device runs one of them, so
 // both are made here on every OpenCL device and checked against the host: sizes around
 // the chunk (256) and the tiles (1024 keys, 2048 scanned values), scans of several
-// levels, and sorts with many equal keys by 4, 32 and 63 bits.
+// levels and of the up to 8 tiles one work-group scans in turn, and sorts with many equal keys by 4, 32 and 63 bits.
 TEST_P(Primitives, OpenCLScanAndSortInBothShapesMatchTheHost) {
   if (dev().backend() != ComputeBackend::opencl) GTEST_SKIP() << "OpenCL only";
   using devicearray::detail::opencl::PrimitivesShape;
@@ -165,7 +165,8 @@ TEST_P(Primitives, OpenCLScanAndSortInBothShapesMatchTheHost) {
     const auto primitives = devicearray::detail::opencl::makePrimitives(dev(), shape);
 
     for (const std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{257}, std::size_t{1000},
-                                std::size_t{2047}, std::size_t{2048}, std::size_t{2049}, std::size_t{100003},
+                                std::size_t{2047}, std::size_t{2048}, std::size_t{2049}, std::size_t{5 * 2048 + 77},
+                                std::size_t{8 * 2048}, std::size_t{8 * 2048 + 1}, std::size_t{100003},
                                 std::size_t{2048 * 2048 + 3}}) {
       SCOPED_TRACE("scan of " + std::to_string(n));
       std::vector<std::uint32_t> values(n);

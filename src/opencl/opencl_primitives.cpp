@@ -93,12 +93,20 @@ void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, st
            {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
 }
 
+/// Tiles up to which one work-group scans them in turn: three launches (tile sums, their
+/// scan, the seeded scan) cost more than one group's pass over this many tiles.
+constexpr std::size_t kTilesInTurn = 8;
+
 /// Exclusive scan by work-group tiles: the tile sums, scanned by the same function,
 /// seed the scan of every tile.
 void scanTiles(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
   const std::size_t tiles = tilesOf(n, DA_ALG_SCAN_TILE);
   if (tiles == 1) {
     launchGroups(q, "da_alg_scan_tiles", 1, {i64(n), KernelArg::i32(0), buf(in), buf(in), buf(out)});
+    return;
+  }
+  if (tiles <= kTilesInTurn) {
+    launchGroups(q, "da_alg_scan_tiles_in_turn", 1, {i64(n), buf(in), buf(out)});
     return;
   }
   const BufferRef sums = temps.allocate(tiles * sizeof(std::uint32_t));
@@ -174,7 +182,8 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
 }
 
 /// The kernels of scan_sort_groups.cl, which all run in work-groups of DA_ALG_GROUP.
-constexpr const char* kGroupKernels[] = {"da_alg_scan_tile_sums", "da_alg_scan_tiles", "da_alg_radix_tile_counts",
+constexpr const char* kGroupKernels[] = {"da_alg_scan_tile_sums", "da_alg_scan_tiles", "da_alg_scan_tiles_in_turn",
+                                         "da_alg_radix_tile_counts",
                                          "da_alg_radix_tile_scatter"};
 
 /// DEVICEARRAY_OPENCL_PRIMITIVES: "gpu" or "cpu" runs every OpenCL device's primitives

@@ -14,7 +14,9 @@
  * Scan, reduce-then-scan: da_alg_scan_tile_sums writes every tile's sum, the host
  * scans the sums (with these kernels, recursively), and da_alg_scan_tiles scans each
  * tile from its scanned sum; each element is read twice and written once, and in place
- * works because a work-group reads its whole tile before writing it.
+ * works because a work-group reads its whole tile before writing it. A scan of a few
+ * tiles is one launch of da_alg_scan_tiles_in_turn: a launch costs more than a
+ * work-group's pass over a handful of tiles.
  *
  * Radix sort, DA_ALG_RADIX_BITS a pass: da_alg_radix_tile_counts writes each tile's
  * digit counts digit-major (hist[d * tiles + t]), the host scans them, and
@@ -64,18 +66,13 @@ DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TI
   if (item == 0) sums[DA_GROUP_ID()] = part[0];
 }
 
-/* out = the exclusive scan of in[0, n), tile by tile, each tile starting from
- * seeds[t] (its scanned tile sum) when seeded, else from 0 (a single tile); in place
- * when in and out are the same memory. */
-#define DA_ALG_SCAN_TILES_PARAMS(S0, B0, S, B) \
-  S0(long, n) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
-DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_PARAMS)) {
-  DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_PARAMS);
-  DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
-  DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+/* Exclusive scan of tile `base` of in[0, n) into out, starting from `seed`; returns
+ * the tile's sum to every work item. Every work item calls it; it ends with a barrier,
+ * so `tile` and `sums` may be reused right after. In place works: the tile is read
+ * whole before it is written. */
+inline da_u32 da_alg_scan_tile(long n, long base, da_u32 seed, DA_GLOBAL const da_u32* in, DA_GLOBAL da_u32* out,
+                               DA_LOCAL da_u32* tile, DA_LOCAL da_u32* sums) {
   const int item = DA_LOCAL_ID();
-  const long t = DA_GROUP_ID();
-  const long base = t * DA_ALG_SCAN_TILE;
   for (int k = 0; k < DA_ALG_SCAN_ITEMS; ++k) {
     const int j = k * DA_ALG_GROUP + item;
     tile[DA_ALG_PAD(j)] = base + j < n ? in[base + j] : 0u;
@@ -90,7 +87,8 @@ DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_
   sums[item] = mine;
   da_alg_group_inclusive_scan(sums, 1);
   /* The scan's barriers also mean every item has read its values: tile is free. */
-  da_u32 running = sums[item] - mine + (seeded ? seeds[t] : 0u);
+  da_u32 running = sums[item] - mine + seed;
+  const da_u32 total = sums[DA_ALG_GROUP - 1];
   for (int e = 0; e < DA_ALG_SCAN_ITEMS; ++e) {
     tile[DA_ALG_PAD(DA_ALG_SCAN_ITEMS * item + e)] = running;
     running += v[e];
@@ -100,6 +98,33 @@ DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_
     const int j = k * DA_ALG_GROUP + item;
     if (base + j < n) out[base + j] = tile[DA_ALG_PAD(j)];
   }
+  DA_BARRIER();
+  return total;
+}
+
+/* out = the exclusive scan of in[0, n), tile by tile, each tile starting from
+ * seeds[t] (its scanned tile sum) when seeded, else from 0 (a single tile); in place
+ * when in and out are the same memory. */
+#define DA_ALG_SCAN_TILES_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
+DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
+  DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+  const long t = DA_GROUP_ID();
+  (void)da_alg_scan_tile(n, t * DA_ALG_SCAN_TILE, seeded ? seeds[t] : 0u, in, out, tile, sums);
+}
+
+/* out = the exclusive scan of in[0, n) by one work-group that scans the tiles in turn,
+ * carrying the running sum: for a few tiles (a radix pass's digit counts), one launch
+ * instead of the tile sums, their scan and the seeded scan. */
+#define DA_ALG_SCAN_TILES_IN_TURN_PARAMS(S0, B0, S, B) S0(long, n) B(const da_u32, in) B(da_u32, out)
+DA_KERNEL_GROUP(da_alg_scan_tiles_in_turn, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_IN_TURN_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_IN_TURN_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
+  DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+  da_u32 carry = 0u;
+  for (long base = 0; base < n; base += DA_ALG_SCAN_TILE) carry += da_alg_scan_tile(n, base, carry, in, out, tile, sums);
 }
 
 /* ---------------------------------------------------------- radix sort ---- */
