@@ -155,8 +155,9 @@ TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {
 // work-group for GPUs (src/opencl/opencl_primitives.hpp); a device runs one of them, so
 // both are made here on every OpenCL device and checked against the host: sizes around
 // the chunk (256) and the tiles (1024 keys, 2048 scanned values), scans of several
-// levels and of the up to 8 tiles one work-group scans in turn, and sorts with many equal keys by 4, 32 and 63 bits.
-TEST_P(Primitives, OpenCLScanAndSortInBothShapesMatchTheHost) {
+// levels and of the up to 8 tiles one work-group scans in turn, bounds of several
+// levels, and sorts with many equal keys by 4, 32 and 63 bits.
+TEST_P(Primitives, OpenCLScanSortAndBoundsInBothShapesMatchTheHost) {
   if (dev().backend() != ComputeBackend::opencl) GTEST_SKIP() << "OpenCL only";
   using devicearray::detail::opencl::PrimitivesShape;
   std::mt19937_64 rng(7);
@@ -204,6 +205,33 @@ TEST_P(Primitives, OpenCLScanAndSortInBothShapesMatchTheHost) {
         for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
         EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
         EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+      }
+    }
+
+    // Bounds of one tile (2048 points), of several, and of tiles of tiles, with missing
+    // points everywhere; a cloud with no valid point gets the empty bounds.
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (const std::size_t n : {std::size_t{1}, std::size_t{2047}, std::size_t{2049}, std::size_t{100003},
+                                std::size_t{2048 * 2048 + 3}}) {
+      for (const bool anyValid : {true, false}) {
+        SCOPED_TRACE("bounds of " + std::to_string(n) + (anyValid ? "" : " missing") + " points");
+        std::uniform_real_distribution<float> coordinate(-5000.0f, 5000.0f);
+        std::vector<float> xyz(3 * n);
+        std::vector<float> expected{inf, inf, inf, -inf, -inf, -inf};
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool valid = anyValid && (i % 5 != 1 || n == 1);
+          for (std::size_t c = 0; c < 3; ++c) {
+            const float v = coordinate(rng);
+            xyz[3 * i + c] = valid ? v : (c == i % 3 ? nan : v);
+            if (!valid) continue;
+            expected[c] = std::min(expected[c], v);
+            expected[3 + c] = std::max(expected[3 + c], v);
+          }
+        }
+        auto points = upload(xyz);
+        auto out = dev().allocate(6 * sizeof(float), q());
+        primitives->boundsValidXYZ(q(), {points.get(), 0}, n, {out.get(), 0});
+        EXPECT_EQ(download<float>(*out, 6), expected);
       }
     }
   }

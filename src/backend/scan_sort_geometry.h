@@ -21,6 +21,10 @@
 #define DA_ALG_COUNT_WORDS (DA_ALG_DIGITS / 2)
 #define DA_ALG_SORT_ITEMS 4
 #define DA_ALG_SORT_TILE (DA_ALG_GROUP * DA_ALG_SORT_ITEMS)
+/* Bounds of valid points: points (or tuples of the level before) per work item, and
+ * the tile of one work-group. */
+#define DA_ALG_BOUNDS_ITEMS 8
+#define DA_ALG_BOUNDS_TILE (DA_ALG_GROUP * DA_ALG_BOUNDS_ITEMS)
 #if DA_ALG_SORT_TILE > 65535
 #error "a tile's digit counts are 16-bit fields"
 #endif

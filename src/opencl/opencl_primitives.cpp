@@ -137,6 +137,26 @@ void reduceLevels(QueueImpl& q, const char* kernel, BufferRef points, std::size_
   }
 }
 
+/// The bounds of the valid points of `points` into `out` (min xyz, max xyz), by
+/// work-group tiles, level by level, until one tile is left.
+void boundsTiles(QueueImpl& q, BufferRef points, std::size_t n, BufferRef out) {
+  Temporaries temps(q);
+  BufferRef src = points;  // then the tuples of the previous level
+  bool fromPoints = true;
+  std::size_t m = n;
+  while (true) {
+    const std::size_t tiles = tilesOf(m, DA_ALG_BOUNDS_TILE);
+    const BufferRef dst = tiles == 1 ? out : temps.allocate(tiles * 6 * sizeof(float));
+    // src is bound both as the points and as the tuples: the level reads one of them.
+    launchGroups(q, "da_alg_bounds_tiles", tiles,
+                 {i64(m), KernelArg::i32(fromPoints ? 1 : 0), buf(src), buf(src), buf(dst)});
+    if (tiles == 1) return;
+    src = dst;
+    m = tiles;
+    fromPoints = false;
+  }
+}
+
 /// Stable LSD radix sort, 4 bits a pass: per-tile digit counts, their digit-major
 /// exclusive scan, then a scatter of each tile that keeps the order of equal digits.
 /// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk.
@@ -183,7 +203,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
 
 /// The kernels of scan_sort_groups.cl, which all run in work-groups of DA_ALG_GROUP.
 constexpr const char* kGroupKernels[] = {"da_alg_scan_tile_sums", "da_alg_scan_tiles", "da_alg_scan_tiles_in_turn",
-                                         "da_alg_radix_tile_counts",
+                                         "da_alg_radix_tile_counts", "da_alg_bounds_tiles",
                                          "da_alg_radix_tile_scatter"};
 
 /// DEVICEARRAY_OPENCL_PRIMITIVES: "gpu" or "cpu" runs every OpenCL device's primitives
@@ -237,6 +257,10 @@ class OpenCLPrimitives final : public ParallelPrimitives {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));
   }
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
+    if (inGroups()) {
+      boundsTiles(q, xyz, count, out);
+      return;
+    }
     reduceLevels(q, "da_alg_lower", xyz, count, out, 3 * sizeof(float));
     reduceLevels(q, "da_alg_upper", xyz, count, {out.allocation, out.offset + 3 * sizeof(float)}, 3 * sizeof(float));
   }

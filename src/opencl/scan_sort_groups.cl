@@ -22,7 +22,13 @@
  * digit counts digit-major (hist[d * tiles + t]), the host scans them, and
  * da_alg_radix_tile_scatter ranks every key of a tile among the tile's keys of its
  * digit in tile order (so the sort is stable), groups the tile by digit in local
- * memory and writes each digit's run, coalesced, from its scanned offset. */
+ * memory and writes each digit's run, coalesced, from its scanned offset.
+ *
+ * Bounds of the valid points, one launch a level: da_alg_bounds_tiles folds each tile
+ * of points (then of the tiles' bounds) into one (min xyz, max xyz) tuple, until one
+ * tile is left. The sum of the valid points stays chunked (scan_sort_reduce.cl): its
+ * double (or float pair) accumulators would not fit this file's local-memory tree as
+ * simply, and no per-frame stage needs it. */
 
 /* Local index of element i of a tile whose work items read DA_ALG_SCAN_ITEMS
  * consecutive elements: one padding word per 32 keeps those reads on distinct banks. */
@@ -253,4 +259,48 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
       valuesOut[position] = tileValues[j];
     }
   }
+}
+
+/* ------------------------------------------------------------- bounds ---- */
+
+/* out[6 t .. 6 t + 5] = (min x, y, z, max x, y, z) over tile t: of the valid points
+ * of xyz[0, n) when fromPoints, else of the n tuples of `in` (the level before; the
+ * unused buffer argument is any valid buffer). +inf / -inf where nothing is valid. */
+#define DA_ALG_BOUNDS_TILES_PARAMS(S0, B0, S, B) \
+  S0(long, n) S(int, fromPoints) B(const float, xyz) B(const float, in) B(float, out)
+DA_KERNEL_GROUP(da_alg_bounds_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_BOUNDS_TILES_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_BOUNDS_TILES_PARAMS);
+  DA_LOCAL_ARRAY(float, part, 6 * DA_ALG_GROUP);
+  const int item = DA_LOCAL_ID();
+  const long base = DA_GROUP_ID() * DA_ALG_BOUNDS_TILE;
+  float b[6] = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  for (int k = 0; k < DA_ALG_BOUNDS_ITEMS; ++k) {
+    const long i = base + k * DA_ALG_GROUP + item;  /* neighbouring items, neighbouring points */
+    if (i >= n) break;
+    if (fromPoints) {
+      const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+      if (!da_pc_valid(x, y, z)) continue;
+      b[0] = fmin(b[0], x);
+      b[1] = fmin(b[1], y);
+      b[2] = fmin(b[2], z);
+      b[3] = fmax(b[3], x);
+      b[4] = fmax(b[4], y);
+      b[5] = fmax(b[5], z);
+    } else {
+      for (int c = 0; c < 3; ++c) {
+        b[c] = fmin(b[c], in[6 * i + c]);
+        b[3 + c] = fmax(b[3 + c], in[6 * i + 3 + c]);
+      }
+    }
+  }
+  for (int c = 0; c < 6; ++c) part[c * DA_ALG_GROUP + item] = b[c];
+  for (int width = DA_ALG_GROUP / 2; width > 0; width >>= 1) {
+    DA_BARRIER();
+    if (item < width)
+      for (int c = 0; c < 6; ++c) {
+        const float mine = part[c * DA_ALG_GROUP + item], other = part[c * DA_ALG_GROUP + item + width];
+        part[c * DA_ALG_GROUP + item] = c < 3 ? fmin(mine, other) : fmax(mine, other);
+      }
+  }
+  if (item < 6) out[6 * DA_GROUP_ID() + item] = part[item * DA_ALG_GROUP];
 }

@@ -9,13 +9,13 @@
  * no barriers; KernelLaunch::localSize stays 0), so every OpenCL implementation runs
  * them with the shape it prefers, and a CPU streams through each chunk on one core.
  * A GPU needs far more work items and coalesced loads: on GPUs (any device that is not
- * a CPU) the scan and the sort run the work-group kernels of scan_sort_groups.cl
- * instead, while the reductions stay these. Each work item owns one contiguous chunk of `chunk`
- * elements and processes it sequentially; a level of per-chunk results is combined by
- * the same kernels recursively. Every algorithm stays work-efficient (O(n) work per
- * pass) and deterministic, and the radix sort is stable because each chunk scatters
- * its keys in order into offsets that come from a digit-major exclusive scan of
- * per-chunk counts. */
+ * a CPU) the scan, the sort and the bounds run the work-group kernels of
+ * scan_sort_groups.cl instead, while the sum stays this one. Each work item owns one
+ * contiguous chunk of `chunk` elements and processes it sequentially; a level of
+ * per-chunk results is combined by the same kernels recursively. Every algorithm stays
+ * work-efficient (O(n) work per pass) and deterministic, and the radix sort is stable
+ * because each chunk scatters its keys in order into offsets that come from a
+ * digit-major exclusive scan of per-chunk counts. */
 
 /* The chunk of this work item, from the kernel's arguments n, chunk and chunks:
  * c, and its elements [begin, end). Work items past the last chunk return. */
