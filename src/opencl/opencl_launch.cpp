@@ -175,13 +175,16 @@ OpenCLDevice::KernelSlot& OpenCLDevice::kernel(const char* name) {
   checkCl(err, std::string("clCreateKernel(") + name + ")");
   auto slot = std::make_unique<KernelSlot>();
   slot->kernel = k;
+  const char* query = "clGetKernelInfo";
   err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof slot->numArgs, &slot->numArgs, nullptr);
-  if (err == CL_SUCCESS)
+  if (err == CL_SUCCESS) {
+    query = "clGetKernelWorkGroupInfo";
     err = clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof slot->maxGroupItems,
                                    &slot->maxGroupItems, nullptr);
+  }
   if (err != CL_SUCCESS) {
     clReleaseKernel(k);
-    checkCl(err, std::string("clGetKernel(WorkGroup)Info(") + name + ")");
+    checkCl(err, std::string(query) + "(" + name + ")");
   }
   KernelSlot& ref = *slot;
   kernels_.emplace(name, std::move(slot));
