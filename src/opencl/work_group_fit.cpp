@@ -7,11 +7,11 @@ namespace devicearray::detail::opencl {
 FittedWorkGroups fitWorkGroups(int workDims, const std::array<std::size_t, 3>& global, std::size_t maxGroupItems) {
   FittedWorkGroups fit;
   fit.global = global;
-  const int dims = std::clamp(workDims, 1, 3);
-  std::array<std::size_t, 3> group = dims == 1 ? std::array<std::size_t, 3>{128, 1, 1}
-                                               : std::array<std::size_t, 3>{32, 4, 1};
+  const auto dims = static_cast<std::size_t>(std::clamp(workDims, 1, 3));
+  std::array<std::size_t, 3> group{32, 4, 1};
+  if (dims == 1) group = {128, 1, 1};
   bool divides = true;
-  for (int d = 0; d < dims; ++d) divides = divides && global[static_cast<std::size_t>(d)] % group[static_cast<std::size_t>(d)] == 0;
+  for (std::size_t d = 0; d < dims; ++d) divides = divides && global[d] % group[d] == 0;
   if (divides) return fit;
 
   const std::size_t limit = std::max<std::size_t>(maxGroupItems, 1);
@@ -23,10 +23,7 @@ FittedWorkGroups fitWorkGroups(int workDims, const std::array<std::size_t, 3>& g
   }
   fit.local = group;
   fit.explicitLocal = true;
-  for (int d = 0; d < dims; ++d) {
-    const auto i = static_cast<std::size_t>(d);
-    fit.global[i] = (global[i] + group[i] - 1) / group[i] * group[i];
-  }
+  for (std::size_t d = 0; d < dims; ++d) fit.global[d] = (global[d] + group[d] - 1) / group[d] * group[d];
   return fit;
 }
 
