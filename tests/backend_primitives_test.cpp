@@ -136,6 +136,32 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                   "sums written over the points");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.boundsValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4080}); },
                   "bounds past the end of their buffer");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.validPointOffsets(q(), {a.get(), 0}, 100, {b.get(), 3700}); },
+                  "offsets (count + 1 of them) past the end of their buffer");
+  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.validPointOffsets(q(), {a.get(), 0}, 100, {a.get(), 1000}); },
+                  "offsets written over the points");
+}
+
+TEST_P(Primitives, ValidPointOffsetsCountTheValidPointsBeforeEachPoint) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(11);
+  // 576,001 offsets: a prime count, as a compaction of a 960 x 600 cloud scans.
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{576000}}) {
+    SCOPED_TRACE(std::to_string(n) + " points");
+    std::vector<float> xyz(std::max<std::size_t>(3 * n, 3), 1.0f);
+    std::vector<std::uint32_t> expected(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned kind = rng() % 4;  // valid, NaN, infinite, valid
+      if (kind == 1) xyz[3 * i + rng() % 3] = nan;
+      if (kind == 2) xyz[3 * i + rng() % 3] = -inf;
+      expected[i + 1] = expected[i] + (kind == 1 || kind == 2 ? 0u : 1u);
+    }
+    auto points = upload(xyz);
+    auto offsets = dev().allocate((n + 1) * sizeof(std::uint32_t), q());
+    write(*offsets, 0, bytesOf(std::vector<std::uint32_t>(n + 1, 0xDEADBEEFu)));
+    dev().primitives().validPointOffsets(q(), {points.get(), 0}, n, {offsets.get(), 0});
+    EXPECT_EQ(download<std::uint32_t>(*offsets, n + 1), expected);
+  }
 }
 
 TEST_P(Primitives, RefuseAQueueOfAnotherDevice) {

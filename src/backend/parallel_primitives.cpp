@@ -6,6 +6,9 @@
 #include <limits>
 #include <string>
 
+#include "backend/kernel_signature.hpp"
+#include "backend/pointcloud_signatures.h"
+
 namespace devicearray::detail {
 namespace {
 
@@ -107,6 +110,23 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
   doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
+}
+
+void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
+  constexpr const char* fn = "validPointOffsets";
+  const PrimitiveCall call(device_, q, fn, count + 1);
+  const std::size_t pointBytes = count * 3 * sizeof(float), offsetBytes = (count + 1) * sizeof(std::uint32_t);
+  call.buffer("points", xyz, pointBytes);
+  call.buffer("offsets", offsets, offsetBytes);
+  call.disjoint("points", xyz, pointBytes, "offsets", offsets, offsetBytes);
+  faultPoint(FaultKind::kernelLaunch, fn);
+  doValidPointOffsets(q, xyz, count, offsets);
+}
+
+void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
+  launch<kernels::da_pc_valid_flags>(q, LaunchGeometry::items(count + 1), static_cast<std::int64_t>(count), xyz,
+                                     offsets);
+  doExclusiveScanU32(q, offsets, offsets, count + 1);
 }
 
 void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

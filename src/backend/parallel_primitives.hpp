@@ -38,6 +38,11 @@ class ParallelPrimitives {
   /// outputs must overlap neither them nor each other.
   void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                        std::size_t count, int endBit);
+  /// offsets[i] (uint32) = how many of the points xyz[0..i) (3 floats each) have all
+  /// coordinates finite, for i in [0, count]: where a compaction puts point i, and the
+  /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
+  /// does not overlap `xyz`.
+  void validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
   /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
   /// each) whose coordinates are all finite, and the number of such points.
   void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
@@ -53,6 +58,9 @@ class ParallelPrimitives {
   virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                  BufferRef valuesOut, std::size_t count, int endBit) = 0;
+  /// The validity flags of the points written into `offsets`, then scanned there in
+  /// place: a kernel and a scan, on every backend. A backend may fuse the two.
+  virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
   virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
   virtual void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 

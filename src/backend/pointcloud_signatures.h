@@ -53,7 +53,7 @@
 #define DA_PC_COMPACT_PARAMS(S0, B0, S, B)                                                                          \
   S0(da_i64, n) S(int, hasColor) S(int, hasSnr) S(int, hasNormal) B(const da_u32, offsets) B(const float, xyzIn)  \
   B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
-  B(float, snrOut) B(float, normalOut)
+  B(float, snrOut) B(float, normalOut) B(da_u32, countOut)
 
 /* Voxel keys (and point indices) relative to the min corner of `bounds` (min xyz, max
  * xyz); compact keys of at most 31 bits when `compact`. status[0] = 1 on overflow,

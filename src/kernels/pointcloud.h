@@ -254,10 +254,12 @@ DA_KERNEL(da_pc_valid_flags)(DA_PARAMS(DA_PC_VALID_FLAGS_PARAMS)) {
  * exclusive scan of the keep flags) and goes to position offsets[i]. The dropped points
  * fill the positions past the kept count with missing points, so the whole output is a
  * cloud of n points that operations ignoring missing points can take as it is, before
- * the host knows the count. */
+ * the host knows the count. Work item 0 writes the kept count to countOut[0] (the
+ * launch has at least one work item, also for n = 0). */
 DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_COMPACT_PARAMS);
   const long i = DA_ID(0);
+  if (i == 0) countOut[0] = offsets[n];
   if (i >= n) return;
   const da_u32 o = offsets[i];
   if (offsets[i + 1] == o) {

@@ -35,20 +35,21 @@ UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointClo
   const auto& snrs = cloud.storedSNRs();
   const auto& normals = cloud.storedNormals();
   const pc::CompactResult cap =
-      pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), cloud.hasNormals(), fn);
+      pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), cloud.hasNormals(), fn, 1);
   {
     detail::OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), pc::storageOf(normals),
                        scratch.get(), pc::storageOf(cap.xyz)});
     q.device()->primitives().exclusiveScanU32(q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
     detail::launch<kernels::da_pc_compact>(
-        q, LaunchGeometry::items(n), pc::i64(n), cloud.hasColors() ? 1 : 0, cloud.hasSNRs() ? 1 : 0,
-        cloud.hasNormals() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz), pc::argOr(colors, xyz),
-        pc::argOr(snrs, xyz), pc::argOr(normals, xyz), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-        pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz));
+        q, LaunchGeometry::items(std::max<std::size_t>(n, 1)), pc::i64(n), cloud.hasColors() ? 1 : 0,
+        cloud.hasSNRs() ? 1 : 0, cloud.hasNormals() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz),
+        pc::argOr(colors, xyz), pc::argOr(snrs, xyz), pc::argOr(normals, xyz), pc::arg(cap.xyz),
+        pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz),
+        detail::BufferRef{cap.block.get(), cap.countAt});
     use.commit();
   }
   std::uint32_t count = 0;
-  pc::readBack(q, scratch.get(), offsetsAt + n * sizeof(std::uint32_t), &count, sizeof(count));
+  pc::readBack(q, cap.block.get(), cap.countAt, &count, sizeof(count));
   const pc::CompactResult r = pc::trimmed(q, cap, n, count, fn);
   return UnorganizedPointCloud::fromParts(cloud.device(), r.xyz, r.colors, r.snrs, identityMatrix4x4(), r.normals,
                                           cloud.colorSpace());

@@ -1,4 +1,5 @@
 // PointCloud: organized clouds on one device. Kernels: src/kernels/pointcloud.h.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -416,21 +417,18 @@ pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& clo
   const auto& colors = cloud.storedColors();
   const auto& snrs = cloud.storedSNRs();
   pc::ScratchLayout layout;
-  const std::size_t flagsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const std::size_t offsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const auto scratch = layout.allocate(q);
   const pc::CompactResult cap = pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), false, fn, 1);
   OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), scratch.get(), cap.block.get()});
-  detail::launch<kernels::da_pc_valid_flags>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(xyz),
-                                             pc::arg(scratch, flagsAt));
-  q.device()->primitives().exclusiveScanU32(q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
-  detail::launch<kernels::da_pc_compact>(q, LaunchGeometry::items(n), pc::i64(n), cloud.hasColors() ? 1 : 0,
-                                         cloud.hasSNRs() ? 1 : 0, 0, pc::arg(scratch, offsetsAt), pc::arg(xyz),
-                                         pc::argOr(colors, xyz), pc::argOr(snrs, xyz), pc::arg(xyz),
-                                         pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-                                         pc::argOr(cap.snrs, cap.xyz), pc::arg(cap.xyz));
-  pc::copyBytes(q, cap.block.get(), cap.countAt, scratch.get(), offsetsAt + n * sizeof(std::uint32_t),
-                sizeof(std::uint32_t));
+  q.device()->primitives().validPointOffsets(q, pc::bufferOf(xyz), n, {scratch.get(), offsetsAt});
+  // The compaction also writes the count word: no copy of it after.
+  detail::launch<kernels::da_pc_compact>(q, LaunchGeometry::items(std::max<std::size_t>(n, 1)), pc::i64(n),
+                                         cloud.hasColors() ? 1 : 0, cloud.hasSNRs() ? 1 : 0, 0,
+                                         pc::arg(scratch, offsetsAt), pc::arg(xyz), pc::argOr(colors, xyz),
+                                         pc::argOr(snrs, xyz), pc::arg(xyz), pc::arg(cap.xyz),
+                                         pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
+                                         pc::arg(cap.xyz), BufferRef{cap.block.get(), cap.countAt});
   use.commit();
   return cap;
 }
