@@ -39,14 +39,6 @@ struct AddSum4 {
   }
 };
 
-struct ValidPointAsFlag {
-  const float* xyz;
-  long n;
-  __host__ __device__ std::uint32_t operator()(long i) const {
-    return i < n && da_pc_valid(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]) ? 1u : 0u;
-  }
-};
-
 struct ValidPointAsBounds6 {
   const float* xyz;
   __host__ __device__ Bounds6 operator()(long i) const {
@@ -97,7 +89,6 @@ class CudaPrimitives final : public ParallelPrimitives {
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit) override;
-  void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
@@ -125,16 +116,6 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   c.run([&](void* temp, std::size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, endBit, c.stream);
   });
-}
-
-// One scan whose input iterator tests the points: no flags kernel, no flags array.
-void CudaPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
-  Call c(device_, q, "validPointOffsets (cub::DeviceScan::ExclusiveSum)");
-  std::uint32_t* dst = c.pointer<std::uint32_t>(offsets);
-  const int n = static_cast<int>(count + 1);
-  auto flags = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
-                                               ValidPointAsFlag{c.pointer<const float>(xyz), static_cast<long>(count)});
-  c.run([&](void* temp, std::size_t& bytes) { return cub::DeviceScan::ExclusiveSum(temp, bytes, flags, dst, n, c.stream); });
 }
 
 void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
