@@ -40,12 +40,7 @@ UnorganizedPointCloud keptPoints(detail::QueueImpl& q, const UnorganizedPointClo
     detail::OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), pc::storageOf(normals),
                        scratch.get(), pc::storageOf(cap.xyz)});
     q.device()->primitives().exclusiveScanU32(q, {scratch.get(), flagsAt}, {scratch.get(), offsetsAt}, n + 1);
-    detail::launch<kernels::da_pc_compact>(
-        q, LaunchGeometry::items(std::max<std::size_t>(n, 1)), pc::i64(n), cloud.hasColors() ? 1 : 0,
-        cloud.hasSNRs() ? 1 : 0, cloud.hasNormals() ? 1 : 0, pc::arg(scratch, offsetsAt), pc::arg(xyz),
-        pc::argOr(colors, xyz), pc::argOr(snrs, xyz), pc::argOr(normals, xyz), pc::arg(cap.xyz),
-        pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz),
-        detail::BufferRef{cap.block.get(), cap.countAt});
+    pc::enqueueCompaction(q, n, {scratch.get(), offsetsAt}, xyz, colors, snrs, normals, cap);
     use.commit();
   }
   std::uint32_t count = 0;

@@ -1,5 +1,4 @@
 // PointCloud: organized clouds on one device. Kernels: src/kernels/pointcloud.h.
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -422,13 +421,7 @@ pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& clo
   const pc::CompactResult cap = pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), false, fn, 1);
   OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), scratch.get(), cap.block.get()});
   q.device()->primitives().validPointOffsets(q, pc::bufferOf(xyz), n, {scratch.get(), offsetsAt});
-  // The compaction also writes the count word: no copy of it after.
-  detail::launch<kernels::da_pc_compact>(q, LaunchGeometry::items(std::max<std::size_t>(n, 1)), pc::i64(n),
-                                         cloud.hasColors() ? 1 : 0, cloud.hasSNRs() ? 1 : 0, 0,
-                                         pc::arg(scratch, offsetsAt), pc::arg(xyz), pc::argOr(colors, xyz),
-                                         pc::argOr(snrs, xyz), pc::arg(xyz), pc::arg(cap.xyz),
-                                         pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-                                         pc::arg(cap.xyz), BufferRef{cap.block.get(), cap.countAt});
+  pc::enqueueCompaction(q, n, {scratch.get(), offsetsAt}, xyz, colors, snrs, {}, cap);
   use.commit();
   return cap;
 }

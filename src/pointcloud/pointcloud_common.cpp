@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -151,6 +152,17 @@ CompactResult trimmed(QueueImpl& q, const CompactResult& cap, std::size_t capaci
   if (r.normals.isValid()) copyPrefix(q, r.normals, cap.normals, count);
   use.commit();
   return r;
+}
+
+void enqueueCompaction(QueueImpl& q, std::size_t n, BufferRef offsets, const DeviceArray<PointXYZ>& xyz,
+                       const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs,
+                       const DeviceArray<NormalXYZ>& normals, const CompactResult& cap) {
+  // At least one work item, so that the count word is written for n = 0 too.
+  launch<kernels::da_pc_compact>(q, LaunchGeometry::items(std::max<std::size_t>(n, 1)), i64(n),
+                                 colors.isValid() ? 1 : 0, snrs.isValid() ? 1 : 0, normals.isValid() ? 1 : 0, offsets,
+                                 arg(xyz), argOr(colors, xyz), argOr(snrs, xyz), argOr(normals, xyz), arg(cap.xyz),
+                                 argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz), argOr(cap.normals, cap.xyz),
+                                 BufferRef{cap.block.get(), cap.countAt});
 }
 
 void downloadAttributes(const ComputeDevice& device, const DeviceArray<PointXYZ>& xyz,

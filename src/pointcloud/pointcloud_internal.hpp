@@ -136,6 +136,14 @@ CompactResult allocateAttributes(QueueImpl& q, std::size_t count, bool colors, b
                                  const char* fn, std::size_t countWords = 0);
 CompactResult trimmed(QueueImpl& q, const CompactResult& capacity, std::size_t capacityCount, std::size_t count,
                       const char* fn);
+/// Enqueues the compaction of the n points of `xyz`, with their colours, SNRs and
+/// normals where those arrays are given, into `cap` (allocated for n points and at least
+/// one count word): the points whose `offsets` differ from the next (the exclusive scan
+/// of their keep flags, n + 1 values) in their order, missing points after them, and the
+/// kept count in cap's first count word. Callers order the buffers' use.
+void enqueueCompaction(QueueImpl& q, std::size_t n, BufferRef offsets, const DeviceArray<PointXYZ>& xyz,
+                       const DeviceArray<ColorRGBA>& colors, const DeviceArray<SNR>& snrs,
+                       const DeviceArray<NormalXYZ>& normals, const CompactResult& cap);
 
 /// Reads the three attribute arrays back into `out` (xyz, rgba as sRGB bytes: the codes
 /// of `colors` as they are when `colorSpace` is srgb, encoded otherwise; snr); blocks,
