@@ -614,7 +614,9 @@ def render_section(m: Measurements, verdicts: list[Verdict], info: dict, chart: 
 
     bandwidth = _copy_bandwidth(m)
     for frame, label in ((FRAME_ELEMENTS, "1920×1200"), (FIVE_MP_ELEMENTS, "2448×2048")):
-        stages = [(st, pipeline_result(m, frame, st)) for st in PIPELINE_STAGES]
+        # The fine voxel grid (more than 2^32 cells) is the voxel stage's slow path: a row
+        # of the table, not a stage of the pipeline.
+        stages = [(st, pipeline_result(m, frame, st)) for st in PIPELINE_STAGES + ("pc_voxel_fine",)]
         stages = [(st, r) for st, r in stages if r is not None]
         if not stages:
             continue

@@ -31,6 +31,9 @@ namespace da = devicearray;
 namespace {
 
 constexpr float kVoxelMm = 10.0f;
+// Voxels so fine that the grid of the ROI box has more than 2^32 cells: the keys need
+// more bits than a CUDA stream call sorts before the device decides on the rest.
+constexpr float kFineVoxelMm = 0.05f;
 
 struct CameraSize {
   int height;
@@ -175,7 +178,7 @@ Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device,
   return in;
 }
 
-enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline };
+enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline, fineVoxel };
 
 // Bytes a point carries through the stages: XYZ, RGBA and SNR.
 constexpr double kPointBytes = 12 + 4 + 4;
@@ -193,6 +196,8 @@ double stageBytes(const Inputs& in, Stage which) {
       (quarter + kept) * kPointBytes,                                            // unorganize: grid in, kept out
       (kept + static_cast<double>(in.voxels)) * kPointBytes,                     // voxel: points in, voxels out
   };
+  // The fine grid keeps about every point: the points in and as many out.
+  if (which == Stage::fineVoxel) return 2 * kept * kPointBytes;
   if (which != Stage::pipeline) return bytes[static_cast<int>(which)];
   double sum = 0;
   for (double b : bytes) sum += b;
@@ -250,6 +255,10 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
       timeStage(state, stream, [&] { lastOut = in.unorganized.voxelDownsampled(kVoxelMm, 1, stream); });
       pointsOut = lastOut.size();
       break;
+    case Stage::fineVoxel:
+      timeStage(state, stream, [&] { lastOut = in.unorganized.voxelDownsampled(kFineVoxelMm, 1, stream); });
+      pointsOut = lastOut.size();
+      break;
     case Stage::pipeline:
       timeStage(state, stream, [&] {
         da::PointCloud cloud = in.full.downsampled(da::Downsampling::by2x2, stream);
@@ -265,8 +274,9 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
   }
   state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline
                                                         ? in.full.size()
-                                                        : which == Stage::voxel ? in.unorganized.size()
-                                                                                : in.downsampled.size());
+                                                    : which == Stage::voxel || which == Stage::fineVoxel
+                                                        ? in.unorganized.size()
+                                                        : in.downsampled.size());
   state.counters["points_out"] = static_cast<double>(pointsOut);
   state.counters["bytes"] = stageBytes(in, which);
 }
@@ -278,18 +288,20 @@ int main(int argc, char** argv) {
       {"pc_downsample_2x2", Stage::downsample}, {"pc_normals", Stage::normals},
       {"pc_transform", Stage::transform},       {"pc_roi", Stage::roi},
       {"pc_unorganize", Stage::unorganize},     {"pc_voxel", Stage::voxel},
-      {"pc_pipeline", Stage::pipeline},
+      {"pc_pipeline", Stage::pipeline},         {"pc_voxel_fine", Stage::fineVoxel},
   };
   for (const auto& device : da::ComputeDevice::all())
     for (const CameraSize camera : kCameras) {
       if (camera.width != kCameras[0].width && !dabench::isGpu(device)) continue;  // CPU devices: the frame size
-      for (const auto& [name, which] : stages)
+      for (const auto& [name, which] : stages) {
+        if (which == Stage::fineVoxel && !dabench::isGpu(device)) continue;  // a GPU's slow path
         benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device) + "/" +
                                       std::to_string(camera.height * camera.width))
                                          .c_str(),
                                      stage, device, camera, which)
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
+      }
     }
   return dabench::runRegistered(argc, argv);
 }

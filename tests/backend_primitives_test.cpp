@@ -81,6 +81,57 @@ TEST_P(Primitives, SortPairsIsStableByTheLowKeyBits) {
   EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
 }
 
+// A key width word on the device: every key that is not all ones (of endBit bits) is
+// below 2^width - 1. The sort must give the order of all endBit bits: on CUDA the bits
+// above 32 are sorted on the device only for widths above 32, on OpenCL the passes past
+// the width only keep the order, and the first of them moves the pairs to the outputs
+// when the ping-pong left them elsewhere (widths 1 and 5 end their sorting passes on
+// either side; endBit 60 has an odd number of passes). Both OpenCL shapes run too.
+TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
+  std::vector<std::shared_ptr<devicearray::detail::ParallelPrimitives>> shapes;
+  std::vector<devicearray::detail::ParallelPrimitives*> all{&dev().primitives()};
+#if defined(DEVICEARRAY_HAS_OPENCL)
+  if (dev().backend() == ComputeBackend::opencl) {
+    using devicearray::detail::opencl::PrimitivesShape;
+    for (const PrimitivesShape shape : {PrimitivesShape::chunked, PrimitivesShape::workGroups})
+      shapes.push_back(devicearray::detail::opencl::makePrimitives(dev(), shape));
+  }
+#endif
+  for (const auto& p : shapes) all.push_back(p.get());
+  std::mt19937_64 rng(31);
+  for (devicearray::detail::ParallelPrimitives* primitives : all) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{3000}, std::size_t{100003}}) {
+      for (const auto [endBit, width] : {std::pair{63, 1}, {63, 5}, {63, 20}, {63, 32}, {63, 33}, {63, 40},
+                                         {63, 63}, {60, 5}, {60, 31}, {60, 46}}) {
+        SCOPED_TRACE(std::to_string(n) + " keys below 2^" + std::to_string(width) + " - 1, or all " +
+                     std::to_string(endBit) + " ones");
+        const std::uint64_t allOnes = (std::uint64_t{1} << endBit) - 1;
+        const std::uint64_t below = (std::uint64_t{1} << width) - 1;  // keys are below this
+        std::vector<std::uint64_t> keys(n);
+        std::vector<std::uint32_t> values(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          // A quarter missing; the rest drawn from few values spread over the width (equal
+          // keys keep their order), the largest allowed one among them.
+          keys[i] = i % 4 == 1 ? allOnes : (i % 7 == 0 ? below - 1 : (rng() % 61) * (below / 61 + 1) % below);
+          values[i] = static_cast<std::uint32_t>(i);
+        }
+        auto keysIn = upload(keys), valuesIn = upload(values);
+        auto word = upload(std::vector<std::uint32_t>{static_cast<std::uint32_t>(width)});
+        auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
+        primitives->sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0},
+                                    {valuesOut.get(), 0}, n, endBit, {word.get(), 0});
+        std::vector<std::uint32_t> order(values);
+        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+        std::vector<std::uint64_t> sortedKeys(n);
+        for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
+        EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
+        EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+        EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
+      }
+    }
+  }
+}
+
 TEST_P(Primitives, ReductionsSkipPointsWithANonFiniteCoordinate) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> xyz;
@@ -132,6 +183,18 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
   expectErrorCode(ErrorCode::InvalidArgument,
                   [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {a.get(), 1000}, {b.get(), 0}, 100, 64); },
                   "sorted keys written over the input values");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                      {b.get(), 4});
+                  },
+                  "key width inside the sorted keys");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                      {b.get(), 4094});
+                  },
+                  "key width past the end of its buffer");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.sumValidXYZ(q(), {a.get(), 0}, 10, {a.get(), 64}); },
                   "sums written over the points");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.boundsValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4080}); },

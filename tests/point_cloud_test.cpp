@@ -325,19 +325,24 @@ TEST_P(PointCloudTest, ToUnorganizedPreservesOrderAcrossWorkGroups) {
 }
 
 TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
-  // The scene spans 1000 x 1000 x 1200 mm: 1 mm voxels need 10 + 10 + 11 key bits (the
-  // most compact keys hold), 0.4 mm voxels 12 + 12 + 12 (the run with wide keys).
+  // The scene spans 1000 x 1000 x 1200 mm: the keys of 1 mm voxels need 31 bits (the
+  // grid's cell count), of 0.4 mm voxels 35 (more than the 32 a CUDA stream call sorts
+  // before the device decides on the rest).
   for (auto [h, w, voxelSize, minPts] : {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2},
                                          {37, 53, 1e5f, 1}, {37, 53, 1.0f, 1}, {37, 53, 0.4f, 1}}) {
     const pcref::Cloud c = randomCloud(h, w, 30 + std::uint32_t(w), 0.2);
     const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
     const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);
-    const UnorganizedPointCloud v = u.voxelDownsampled(voxelSize, minPts);
-    ASSERT_EQ(v.size(), want.xyz.size()) << voxelSize << " " << minPts;
-    if (want.xyz.empty()) continue;
-    expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
-    expectColorsEqual(v.storedColors().toHost(), want.rgba);
-    expectSnrNear(v.storedSNRs().toHost(), want.snr);
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v =
+          onStream ? u.voxelDownsampled(voxelSize, minPts, sq()) : u.voxelDownsampled(voxelSize, minPts);
+      ASSERT_EQ(v.size(), want.xyz.size());
+      if (want.xyz.empty()) continue;
+      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(v.storedColors().toHost(), want.rgba);
+      expectSnrNear(v.storedSNRs().toHost(), want.snr);
+    }
   }
   const pcref::Cloud c = randomCloud(37, 53, 40);
   const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
@@ -347,6 +352,33 @@ TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(NAN, 1); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1.0f, 0); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1e-6f, 1); });  // too many voxels
+}
+
+TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
+  // Unit voxels along x, one point each, in a grid of 2^12 - 1, 2^12 and 2^12 + 1 cells:
+  // the keys then need 12, 13 and 13 bits, and the largest key of the 2^12 - 1 grid is
+  // one below the missing points' low 12 bits, which must still sort after it. Missing
+  // points come first in the cloud's order, so a sort that let them tie with the last
+  // voxel would put them before it.
+  for (const int cells : {4095, 4096, 4097}) {
+    std::vector<PointXYZ> xyz(16, pcref::nanPoint());
+    for (int v = cells - 1; v >= 0; --v) xyz.push_back({float(v) + 0.5f, 0.25f, -0.25f});
+    xyz.push_back({0.0f, 0.0f, -0.5f});  // the min corner: voxel 0
+    const UnorganizedPointCloud cloud(DeviceArray<PointXYZ>::fromHost(xyz.data(), xyz.size(), dev()));
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << cells << " cells" << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v = onStream ? cloud.voxelDownsampled(1.0f, 1, sq()) : cloud.voxelDownsampled(1.0f, 1);
+      ASSERT_EQ(v.size(), std::size_t(cells));
+      const std::vector<PointXYZ> got = v.devicePointsXYZ(sq()).toHost();
+      for (int k = 0; k < cells; ++k) {
+        // Voxel k holds (k + 0.5, 0.25, -0.25); voxel 0 also the min corner (0, 0, -0.5).
+        const PointXYZ want = k == 0 ? PointXYZ{0.25f, 0.125f, -0.375f} : PointXYZ{float(k) + 0.5f, 0.25f, -0.25f};
+        ASSERT_NEAR(got[k].x, want.x, 1e-4) << "voxel " << k;
+        ASSERT_NEAR(got[k].y, want.y, 1e-6) << "voxel " << k;
+        ASSERT_NEAR(got[k].z, want.z, 1e-6) << "voxel " << k;
+      }
+    }
+  }
 }
 
 TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {

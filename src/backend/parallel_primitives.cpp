@@ -91,7 +91,7 @@ void ParallelPrimitives::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef 
 }
 
 void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                         BufferRef valuesOut, std::size_t count, int endBit) {
+                                         BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) {
   constexpr const char* fn = "sortPairsU64U32";
   const PrimitiveCall call(device_, q, fn, count);
   if (endBit < 1 || endBit > 64)
@@ -107,9 +107,14 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
   call.disjoint("output values", valuesOut, valueBytes, "input keys", keysIn, keyBytes);
   call.disjoint("output values", valuesOut, valueBytes, "input values", valuesIn, valueBytes);
   call.disjoint("output keys", keysOut, keyBytes, "output values", valuesOut, valueBytes);
+  if (keyBits.allocation != nullptr) {
+    call.buffer("key width", keyBits, sizeof(std::uint32_t));
+    call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, sizeof(std::uint32_t));
+    call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, sizeof(std::uint32_t));
+  }
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
-  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit);
+  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits);
 }
 
 void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {

@@ -36,8 +36,15 @@ class ParallelPrimitives {
   /// Stable ascending sort of `count` (uint64 key, uint32 value) pairs by bits
   /// [0, endBit) of the key (endBit in 1..64). The inputs are left unchanged; the
   /// outputs must overlap neither them nor each other.
+  ///
+  /// `keyBits`, when given, is a uint32 in device memory that earlier work on `q` wrote
+  /// (so the host never reads it): every key whose bits [0, endBit) are not all ones is
+  /// below 2^keyBits - 1, keyBits in 1..endBit. Keys of all ones (missing entries) then
+  /// already sort last by bits [0, keyBits), so the bits above need no pass: a backend
+  /// skips them on the device. Only the caller can know such a bound, and only on the
+  /// device (a voxel grid's extent, say), hence a word instead of a smaller endBit.
   void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                       std::size_t count, int endBit);
+                       std::size_t count, int endBit, BufferRef keyBits = {});
   /// offsets[i] (uint32) = how many of the points xyz[0..i) (3 floats each) have all
   /// coordinates finite, for i in [0, count]: where a compaction puts point i, and the
   /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
@@ -56,8 +63,9 @@ class ParallelPrimitives {
  private:
   // Arguments already checked; count > 0 for the scan and the sort.
   virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
+  /// keyBits.allocation is null when the caller gave no key width.
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                 BufferRef valuesOut, std::size_t count, int endBit) = 0;
+                                 BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) = 0;
   /// The validity flags of the points written into `offsets`, then scanned there in
   /// place. A backend may override it with a fused scan: on CUDA a CUB scan whose
   /// input iterator tests the points measured no faster than the flags kernel and the

@@ -55,12 +55,12 @@
   B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
   B(float, snrOut) B(float, normalOut) B(da_u32, countOut)
 
-/* Voxel keys (and point indices) relative to the min corner of `bounds` (min xyz, max
- * xyz); compact keys of at most 31 bits when `compact`. status[0] = 1 on overflow,
- * status[2] = 1 when compact keys were asked for but the grid needs more bits. */
+/* Voxel keys (and point indices): each point's voxel ranked in the grid anchored at
+ * the min corner of `bounds` (min xyz, max xyz). status[0] = 1 on overflow, status[2]
+ * = the key width (the bits of the grid's cell count). */
 #define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(float, voxelSize) S(int, compact) B(const float, bounds) B(const float, xyz) B(da_u64, keys)      \
-  B(da_u32, indices) B(da_u32, status)
+  S0(da_i64, n) S(float, voxelSize) B(const float, bounds) B(const float, xyz) B(da_u64, keys) B(da_u32, indices)   \
+  B(da_u32, status)
 
 /* heads[i] = a run of equal sorted keys starts at i. */
 #define DA_VX_HEADS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const da_u64, keys) B(da_u32, heads)

@@ -21,6 +21,15 @@
 #define DA_ALG_COUNT_WORDS (DA_ALG_DIGITS / 2)
 #define DA_ALG_SORT_ITEMS 4
 #define DA_ALG_SORT_TILE (DA_ALG_GROUP * DA_ALG_SORT_ITEMS)
+/* A radix pass sorts the DA_ALG_RADIX_BITS bits at `shift` while shift < the key width:
+ * the uint32 word the caller gave (a bound only the device knows), else 64. From that
+ * width on every pass keeps the order, and the first of them copies the pairs to the
+ * sort's outputs if they are not there (`toOutput`: its destination is the outputs).
+ * DA_ALG_PASS_SORTS and DA_ALG_PASS_COPIES take (widthGiven, widthWord, shift[, toOutput]). */
+#define DA_ALG_KEY_WIDTH(given, word) ((given) ? (int)(word)[0] : 64)
+#define DA_ALG_PASS_SORTS(given, word, shift) ((shift) < DA_ALG_KEY_WIDTH(given, word))
+#define DA_ALG_PASS_COPIES(given, word, shift, toOutput) \
+  ((toOutput) && (shift) - DA_ALG_RADIX_BITS < DA_ALG_KEY_WIDTH(given, word))
 /* Bounds of valid points: points (or tuples of the level before) per work item, and
  * the tile of one work-group. */
 #define DA_ALG_BOUNDS_ITEMS 8

@@ -5,9 +5,11 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -54,6 +56,31 @@ struct UnionOfBounds6 {
   }
 };
 
+/// The key bits a sort with a device-side key width gives CUB's device-wide sort. The
+/// bits above cost CUB a pass per 8 even when no key uses them, and CUB takes its bit
+/// range from the host, so they go to a segmented sort whose one segment the device
+/// sets: the whole array when the keys are wider, else empty (its passes then only
+/// launch). A segmented sort is one block a segment, so a wide grid is slow, but sorted.
+constexpr int kDeviceSortedLowBits = 32;
+
+/// offsets[0..1] = the segment of the high-bits sort: [0, count) when the keys need
+/// more than lowBits bits, else empty.
+__global__ void highBitsSegment(const std::uint32_t* keyBits, int lowBits, int count, int* offsets) {
+  offsets[0] = 0;
+  offsets[1] = static_cast<int>(*keyBits) > lowBits ? count : 0;
+}
+
+/// Copies the pairs where the high-bits sort left them back to the output, when that
+/// sort ran (it leaves the output alone when its segment is empty).
+__global__ void copyPairsWhenWide(const std::uint32_t* keyBits, int lowBits, int count, const std::uint64_t* keysFrom,
+                                  const std::uint32_t* valuesFrom, std::uint64_t* keysTo, std::uint32_t* valuesTo) {
+  if (static_cast<int>(*keyBits) <= lowBits) return;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    keysTo[i] = keysFrom[i];
+    valuesTo[i] = valuesFrom[i];
+  }
+}
+
 /// The CUDA device, stream and current-device guard of one primitive call.
 struct Call {
   Call(CudaDevice& d, QueueImpl& q, const char* fn)
@@ -88,7 +115,7 @@ class CudaPrimitives final : public ParallelPrimitives {
  private:
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit) override;
+                         std::size_t count, int endBit, BufferRef keyBits) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
@@ -106,16 +133,52 @@ void CudaPrimitives::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef ou
 }
 
 void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                       BufferRef valuesOut, std::size_t count, int endBit) {
+                                       BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) {
   Call c(device_, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
   const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
   const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
   std::uint32_t* vout = c.pointer<std::uint32_t>(valuesOut);
   const int n = static_cast<int>(count);
+  const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > kDeviceSortedLowBits;
+  const int lowEnd = highBitsOnDevice ? kDeviceSortedLowBits : endBit;
   c.run([&](void* temp, std::size_t& bytes) {
-    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, endBit, c.stream);
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, lowEnd, c.stream);
   });
+  if (!highBitsOnDevice) return;
+
+  // The high bits, in place in the output with pool memory for the other half of the
+  // double buffer: [segment offsets | alternate keys | alternate values | CUB's temp].
+  const std::uint32_t* bits = c.pointer<const std::uint32_t>(keyBits);
+  const auto aligned = [](std::size_t b) { return (b + 255) & ~std::size_t{255}; };
+  const std::size_t keysAt = 256, valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
+                    cubAt = valuesAt + aligned(count * sizeof(std::uint32_t));
+  std::size_t cubBytes = 0;
+  {
+    cub::DoubleBuffer<std::uint64_t> k(kout, nullptr);
+    cub::DoubleBuffer<std::uint32_t> v(vout, nullptr);
+    check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, cubBytes, k, v, n, 1, static_cast<int*>(nullptr),
+                                                   static_cast<int*>(nullptr), kDeviceSortedLowBits, endBit,
+                                                   c.stream),
+          c.function);
+  }
+  auto* block = static_cast<unsigned char*>(device_.mallocAsync(cubAt + cubBytes, c.stream, c.function));
+  int* offsets = reinterpret_cast<int*>(block);
+  cub::DoubleBuffer<std::uint64_t> k(kout, reinterpret_cast<std::uint64_t*>(block + keysAt));
+  cub::DoubleBuffer<std::uint32_t> v(vout, reinterpret_cast<std::uint32_t*>(block + valuesAt));
+  highBitsSegment<<<1, 1, 0, c.stream>>>(bits, kDeviceSortedLowBits, n, offsets);
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess)
+    err = cub::DeviceSegmentedRadixSort::SortPairs(block + cubAt, cubBytes, k, v, n, 1, offsets, offsets + 1,
+                                                   kDeviceSortedLowBits, endBit, c.stream);
+  if (err == cudaSuccess && k.selector != 0) {
+    const int blocks = std::min((n + 255) / 256, 4096);
+    copyPairsWhenWide<<<blocks, 256, 0, c.stream>>>(bits, kDeviceSortedLowBits, n, k.Current(), v.Current(), kout,
+                                                    vout);
+    err = cudaGetLastError();
+  }
+  device_.freeAsync(block, c.stream);
+  check(err, c.function);
 }
 
 void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

@@ -281,27 +281,37 @@ DA_KERNEL(da_pc_compact)(DA_PARAMS(DA_PC_COMPACT_PARAMS)) {
   }
 }
 
-/* Bits that hold voxel indices 0..maxIndex (maxIndex >= 0, below DA_VOXEL_AXIS_LIMIT). */
-DA_FN int da_vx_bits(float maxIndex) {
-  int bits = 0;
-  while (bits < 21 && (float)(1L << bits) <= maxIndex) ++bits;
-  return bits;
+/* Voxels along an axis whose valid points span [lo, hi]: the max corner's index + 1,
+ * computed as the points' indices are, so every point's index is below it. Clamped to
+ * DA_VOXEL_AXIS_LIMIT (a point past it raises the overflow flag instead); 1 when no
+ * point is valid (lo > hi). */
+DA_FN da_u64 da_vx_axis_voxels(float lo, float hi, float voxelSize) {
+  if (!(lo <= hi)) return 1UL;
+  const float top = da_floorf((hi - lo) / voxelSize);
+  return top < (float)DA_VOXEL_AXIS_LIMIT ? (da_u64)top + 1UL : (da_u64)DA_VOXEL_AXIS_LIMIT;
 }
 
-/* Voxel keys: integer voxel coordinates relative to the cloud's min corner (bounds[0..2],
- * from a device reduction; bounds[3..5] the max corner), with the point index as the
- * sort value. Wide keys give each axis 21 bits, (ix << 42) | (iy << 21) | iz; compact
- * keys give each axis the bits its extent needs, at most 31 in all, so the sort has 32
- * bits to order instead of 63 and both order voxels alike (x, then y, then z). Invalid
- * points get DA_VOXEL_INVALID_KEY (sorted last either way, and dropped). The host reads
- * status back: status[0] = 1 when a coordinate does not fit 21 bits (the voxel size is
- * too small for the cloud's extent), status[2] = 1 when compact keys were asked for but
- * the grid needs more than 31 bits (the host then runs again with wide keys). */
-
+/* Voxel keys: the rank of the point's voxel in the grid anchored at the cloud's min
+ * corner (bounds[0..2], from a device reduction; bounds[3..5] the max corner), x-major,
+ * then y, then z: ((ix * ny) + iy) * nz + iz, with the point index as the sort value.
+ * Missing points get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and dropped).
+ * status[2] = the key width: the bits of the grid's cell count, so every key of a valid
+ * point is below 2^width - 1 and the sort needs no pass above it (a frame's grid of 10
+ * mm voxels needs 20 bits or so, not the 63 of three 21-bit indices). status[0] = 1
+ * when an index does not fit 21 bits (the voxel size is too small for the extent). */
 DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
+  const da_u64 ny = da_vx_axis_voxels(bounds[1], bounds[4], voxelSize);
+  const da_u64 nz = da_vx_axis_voxels(bounds[2], bounds[5], voxelSize);
+  if (i == 0) {
+    /* At most (2^21 - 1)^3 cells: below 2^63, so the width stays within the sort's 63 bits. */
+    const da_u64 cells = da_vx_axis_voxels(bounds[0], bounds[3], voxelSize) * ny * nz;
+    da_u32 width = 1u;
+    while (width < 63u && (cells >> width) != 0UL) ++width;
+    status[2] = width;
+  }
   const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
   indices[i] = (da_u32)i;
   if (!da_pc_valid(x, y, z)) {
@@ -319,21 +329,7 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   }
   /* fx >= 0 since x >= min; the max() guards against -0 rounding. */
   const da_u64 ix = (da_u64)da_fmaxf(fx, 0.0f), iy = (da_u64)da_fmaxf(fy, 0.0f), iz = (da_u64)da_fmaxf(fz, 0.0f);
-  if (!compact) {
-    keys[i] = (ix << 42) | (iy << 21) | iz;
-    return;
-  }
-  /* Each axis gets the bits its voxel count needs (the max corner's index, computed as
-   * the points' are, is the largest); the key orders like the wide one. */
-  const int by = da_vx_bits(da_floorf((bounds[4] - bounds[1]) / voxelSize));
-  const int bz = da_vx_bits(da_floorf((bounds[5] - bounds[2]) / voxelSize));
-  const int bx = da_vx_bits(da_floorf((bounds[3] - bounds[0]) / voxelSize));
-  if (bx + by + bz > 31) {
-    status[2] = 1u;
-    keys[i] = DA_VOXEL_INVALID_KEY;
-    return;
-  }
-  keys[i] = (ix << (by + bz)) | (iy << bz) | iz;
+  keys[i] = (ix * ny + iy) * nz + iz;
 }
 
 /* heads[i] = 1 where a run of equal sorted keys starts (i < n), heads[n] = 0; the

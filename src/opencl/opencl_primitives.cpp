@@ -159,9 +159,11 @@ void boundsTiles(QueueImpl& q, BufferRef points, std::size_t n, BufferRef out) {
 
 /// Stable LSD radix sort, 4 bits a pass: per-tile digit counts, their digit-major
 /// exclusive scan, then a scatter of each tile that keeps the order of equal digits.
-/// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk.
+/// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk. With a
+/// key width word, the kernels of the passes past that width return at once (the first
+/// of them copies the pairs to the outputs when the ping-pong left them elsewhere).
 void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-               std::size_t count, int endBit, bool groups) {
+               std::size_t count, int endBit, BufferRef keyBits, bool groups) {
   static_assert(DA_ALG_RADIX_BITS == 4, "both shapes sort 4 bits a pass");
   const int passes = (endBit + 3) / 4;
   const std::size_t tile = groups ? DA_ALG_SORT_TILE : kChunk;
@@ -176,25 +178,29 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
   // Ping-pong between the outputs and the temporaries, arranged so that the last pass
   // writes the outputs and the inputs are only read.
   BufferRef srcK = keysIn, srcV = valuesIn;
+  const bool widthGiven = keyBits.allocation != nullptr;
+  const BufferRef width = widthGiven ? keyBits : hist;  // any buffer when there is no word
   for (int pass = 0; pass < passes; ++pass) {
     const bool toOutput = ((passes - 1 - pass) % 2) == 0;
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
     const BufferRef dstV = toOutput ? valuesOut : tmpValues;
     const int shift = 4 * pass;
+    const KernelArg given = KernelArg::i32(widthGiven ? 1 : 0), writesOutput = KernelArg::i32(toOutput ? 1 : 0);
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
+                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK), buf(hist)});
       scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV), buf(dstK),
-                    buf(dstV)});
+                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), buf(hist),
+                    buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     } else {
       launch1d(q, "da_alg_radix_count", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(srcK), buf(hist)});
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK),
+                buf(hist)});
       scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
       launch1d(q, "da_alg_radix_scatter", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), buf(hist), buf(srcK), buf(srcV),
-                buf(dstK), buf(dstV)});
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width),
+                buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     }
     srcK = dstK;
     srcV = dstV;
@@ -250,8 +256,8 @@ class OpenCLPrimitives final : public ParallelPrimitives {
       scanLevel(q, temps, in, out, count);
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit) override {
-    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, inGroups());
+                         std::size_t count, int endBit, BufferRef keyBits) override {
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));

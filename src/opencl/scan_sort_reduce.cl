@@ -55,12 +55,13 @@ DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int hasPartial, DA
 /* ---------------------------------------------------------- radix sort ---- */
 
 /* hist[d * chunks + c] = how many keys of chunk c have digit d (4 bits at `shift`). */
-DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, DA_BUFFER(const da_u64, keys),
-                              DA_BUFFER(da_u32, hist)) {
+DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int widthGiven,
+                              DA_BUFFER(const da_u32, width), DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, hist)) {
+  DA_BUFFER_INIT(const da_u32, width);
   DA_BUFFER_INIT(const da_u64, keys);
   DA_BUFFER_INIT(da_u32, hist);
   const long c = DA_ID(0);
-  if (c >= chunks) return;
+  if (c >= chunks || !DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   da_u32 count[16];
   for (int d = 0; d < 16; ++d) count[d] = 0u;
   const long begin = c * chunk;
@@ -69,10 +70,14 @@ DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, DA_BUF
   for (int d = 0; d < 16; ++d) hist[d * chunks + c] = count[d];
 }
 
-/* Stable scatter of chunk c: its keys with digit d go, in order, from offsets[d*chunks+c]. */
-DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, DA_BUFFER(const da_u32, offsets),
+/* Stable scatter of chunk c: its keys with digit d go, in order, from offsets[d*chunks+c].
+ * A pass past the key width copies the chunk instead, or does nothing
+ * (DA_ALG_PASS_COPIES in src/backend/scan_sort_geometry.h). */
+DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int toOutput, int widthGiven,
+                                DA_BUFFER(const da_u32, width), DA_BUFFER(const da_u32, offsets),
                                 DA_BUFFER(const da_u64, keysIn), DA_BUFFER(const da_u32, valuesIn),
                                 DA_BUFFER(da_u64, keysOut), DA_BUFFER(da_u32, valuesOut)) {
+  DA_BUFFER_INIT(const da_u32, width);
   DA_BUFFER_INIT(const da_u32, offsets);
   DA_BUFFER_INIT(const da_u64, keysIn);
   DA_BUFFER_INIT(const da_u32, valuesIn);
@@ -80,10 +85,18 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, DA_B
   DA_BUFFER_INIT(da_u32, valuesOut);
   const long c = DA_ID(0);
   if (c >= chunks) return;
-  da_u32 next[16];
-  for (int d = 0; d < 16; ++d) next[d] = offsets[d * chunks + c];
   const long begin = c * chunk;
   const long end = min(begin + chunk, n);
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) {
+    if (DA_ALG_PASS_COPIES(widthGiven, width, shift, toOutput))
+      for (long i = begin; i < end; ++i) {
+        keysOut[i] = keysIn[i];
+        valuesOut[i] = valuesIn[i];
+      }
+    return;
+  }
+  da_u32 next[16];
+  for (int d = 0; d < 16; ++d) next[d] = offsets[d * chunks + c];
   for (long i = begin; i < end; ++i) {
     const da_u64 k = keysIn[i];
     const da_u32 pos = next[(k >> shift) & 15UL]++;

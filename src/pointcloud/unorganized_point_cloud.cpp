@@ -233,19 +233,18 @@ LaunchGeometry reduceGeometry(std::size_t items) {
   return LaunchGeometry::groups((items + DA_VX_REDUCE_GROUP - 1) / DA_VX_REDUCE_GROUP, DA_VX_REDUCE_GROUP);
 }
 
-/// The voxel grid of the n points of `in` (missing ones ignored) as an enqueued
-/// computation. run() enqueues one attempt and writes [overflow flag, voxel count, needs
-/// wide keys flag] into the output block's three count words; the output arrays hold the
-/// voxels, then missing points up to n.
+/// The voxel grid of the n points of `in` (missing ones ignored) as enqueued work, in
+/// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
+/// and averages each voxel. The output block's three count words get [overflow flag,
+/// voxel count, key width]; the output arrays hold the voxels, then missing points up
+/// to n.
 class VoxelGrid {
  public:
   VoxelGrid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
         n_(xyz.size()), chunks_((n_ + DA_VX_CHUNK - 1) / DA_VX_CHUNK), tables_(pc::srgbTables(q)) {
-    // Scalars: [0] overflow flag, [1] output count, [2] "needs wide keys" flag (u32);
-    // [4..9] min and max corner (floats).
-    scalarsAt_ = layout_.add(10, sizeof(std::uint32_t), fn);
+    boundsAt_ = layout_.add(6, sizeof(float), fn);  // min and max corner
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -260,25 +259,38 @@ class VoxelGrid {
     out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
   }
 
-  /// Enqueues one attempt: compact (32-bit) keys when `compact`, which are right only
-  /// when the needs-wide-keys flag stays 0; wide (63-bit) keys always are.
-  void run(float voxelSize, int minPointsPerVoxel, bool compact) {
+  /// Enqueues the bounds and the voxel keys; the count words get the overflow flag and
+  /// the key width.
+  void enqueueKeys(float voxelSize) {
+    detail::QueueImpl& q = q_;
+    detail::Allocation* const t = scratch_.get();
+    detail::Allocation* const status = out_.block.get();
+    OrderedUse use(q, {pc::storageOf(xyz_), t, status});
+    pc::fillU32(q, status, out_.countAt, 3, 0u);
+    q.device()->primitives().boundsValidXYZ(q, pc::bufferOf(xyz_), n_, {t, boundsAt_});
+    detail::launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), pc::i64(n_), voxelSize,
+                                        pc::arg(scratch_, boundsAt_), pc::arg(xyz_), pc::arg(scratch_, keysAt_),
+                                        pc::arg(scratch_, indicesAt_), detail::BufferRef{status, out_.countAt});
+    use.commit();
+  }
+
+  /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
+  /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
+  /// from the count words and skips the bits above it on the device.
+  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice) {
     detail::QueueImpl& q = q_;
     const std::size_t n = n_;
     const auto& scratch = scratch_;
     detail::Allocation* const t = scratch.get();
     const pc::CompactResult& cap = out_;
+    const detail::BufferRef status{cap.block.get(), cap.countAt};
+    const detail::BufferRef width{cap.block.get(), cap.countAt + 2 * sizeof(std::uint32_t)};
     const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
     auto& primitives = q.device()->primitives();
     OrderedUse use(q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
                        cap.block.get(), tables_.owner.get()});
-    pc::fillU32(q, t, scalarsAt_, 3, 0u);
-    primitives.boundsValidXYZ(q, pc::bufferOf(xyz_), n, {t, scalarsAt_ + 16});
-    detail::launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n), pc::i64(n), voxelSize, compact ? 1 : 0,
-                                        pc::arg(scratch, scalarsAt_ + 16), pc::arg(xyz_), pc::arg(scratch, keysAt_),
-                                        pc::arg(scratch, indicesAt_), pc::arg(scratch, scalarsAt_));
-    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n,
-                               compact ? 32 : 63);
+    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
+                               widthOnDevice ? width : detail::BufferRef{});
     detail::launch<kernels::da_vx_heads>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, sortedKeysAt_),
                                          pc::arg(scratch, flagsAt_));
     primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, segmentOfAt_}, n + 1);
@@ -304,9 +316,7 @@ class VoxelGrid {
         pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
         pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), pc::arg(scratch, chunkSumsAt_),
         pc::arg(scratch, chunkColorsAt_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-        pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode,
-        pc::arg(scratch, scalarsAt_));
-    pc::copyBytes(q, cap.block.get(), cap.countAt, t, scalarsAt_, 3 * sizeof(std::uint32_t));
+        pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode, status);
     use.commit();
   }
 
@@ -323,11 +333,14 @@ class VoxelGrid {
   std::size_t chunks_;  ///< DA_VX_CHUNK-point chunks of the sorted order
   pc::SrgbTables tables_;
   pc::ScratchLayout layout_;
-  std::size_t scalarsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
+  std::size_t boundsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
               segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, chunkSumsAt_ = 0, chunkColorsAt_ = 0;
   std::shared_ptr<detail::Allocation> scratch_;
   pc::CompactResult out_;
 };
+
+/// Bits of a voxel key: three 21-bit indices at most, and all ones for a missing point.
+constexpr int kVoxelKeyBits = 63;
 
 }  // namespace
 
@@ -340,8 +353,9 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   // are ignored, so no host read of this cloud's count is needed.
   if (xyz_.isEmpty()) return fromParts(device_, {}, {}, {}, transform_, {}, colorSpace_).withTransformationOf(*this);
   VoxelGrid grid(*q, xyz_, colors_, colorSpace_, snrs_, normals_, fn);
-  // Wide keys: choosing the compact ones would need the host to read the grid's extent.
-  grid.run(voxelSize, minPointsPerVoxel, false);
+  grid.enqueueKeys(voxelSize);
+  // The key width stays on the device: the sort skips the bits above it there.
+  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true);
   const pc::CompactResult& r = grid.output();
   return fromCapacity(device_, r.xyz, r.colors, r.snrs, transform_, r.normals,
                       std::make_shared<detail::PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
@@ -356,17 +370,15 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
   const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
   VoxelGrid grid(*q, storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals(), fn);
-  // Compact keys first: a cloud whose grid fits 31 bits (nearly every frame) is sorted on
-  // 32 key bits instead of 63. The rare grid that does not fit runs again with wide keys.
-  std::uint32_t result[3] = {0, 0, 0};
-  for (const bool compact : {true, false}) {
-    grid.run(voxelSize, minPointsPerVoxel, compact);
-    // The one host sync of an attempt: the flags and the voxel count together.
-    pc::readBack(*q, grid.output().block.get(), grid.output().countAt, result, sizeof(result));
-    if (result[0] != 0) detail::fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
-    if (result[2] == 0) break;
-  }
-  const pc::CompactResult r = pc::trimmed(*q, grid.output(), size(), result[1], fn);
+  grid.enqueueKeys(voxelSize);
+  // The host waits anyway: it reads the key width, so the sort has exactly the passes
+  // the grid needs (and a grid too fine fails before sorting anything).
+  std::uint32_t words[3] = {0, 0, 0};
+  pc::readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  if (words[0] != 0) detail::fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
+  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
+  pc::readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  const pc::CompactResult r = pc::trimmed(*q, grid.output(), size(), words[1], fn);
   UnorganizedPointCloud out =
       fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_).withTransformationOf(*this);
   pc::finishDeviceQueue(device());
