@@ -297,7 +297,7 @@ DA_FN da_u64 da_vx_axis_voxels(float lo, float hi, float voxelSize) {
  * Missing points get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and dropped).
  * status[2] = the key width: the bits of the grid's cell count, so every key of a valid
  * point is below 2^width - 1 and the sort needs no pass above it (a frame's grid of 10
- * mm voxels needs 20 bits or so, not the 63 of three 21-bit indices). status[0] = 1
+ * mm voxels needs about 17 bits, not the 63 of three 21-bit indices). status[0] = 1
  * when an index does not fit 21 bits (the voxel size is too small for the extent). */
 DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
