@@ -18,13 +18,10 @@
 #define DA_NG_MAX_K 32
 
 /* Grid geometry from the bounds of the valid points (min xyz, max xyz) and the asked-for
- * cell edge, grown where needed so that every axis has fewer than 2^21 - 1 cells; and
- * the bits of the grid's cell count, the key width of the sort of the cell keys. */
-#define DA_NG_SETUP_PARAMS(S0, B0, S, B) \
-  S0(float, cellSize) B(const float, bounds) B(float, grid) B(da_u32, keyWidth)
+ * cell edge, grown where needed so that every axis has fewer than 2^21 - 1 cells. */
+#define DA_NG_SETUP_PARAMS(S0, B0, S, B) S0(float, cellSize) B(const float, bounds) B(float, grid)
 
-/* Cell key of each point (its cell's rank in the grid; the invalid key for a missing
- * point) and its index. */
+/* Cell key of each point (the invalid key for a missing point) and its index. */
 #define DA_NG_KEYS_PARAMS(S0, B0, S, B)                                                                             \
   S0(da_i64, n) B(const float, grid) B(const float, xyz) B(da_u64, keys) B(da_u32, indices)
 

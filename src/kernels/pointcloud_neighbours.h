@@ -25,11 +25,9 @@
 #define DA_NG_CLAIM(p) atomicCAS((p), 0u, 1u)
 #endif
 
-/* The rank of cell (ix, iy, iz) in the grid (x-major, then y, then z): below the grid's
- * cell count, whose bits da_ng_setup writes as the sort's key width. */
-DA_FN da_u64 da_ng_key(long ix, long iy, long iz, DA_GLOBAL const float* grid) {
-  const da_u64 ny = (da_u64)grid[5] + 1UL, nz = (da_u64)grid[6] + 1UL;
-  return ((da_u64)ix * ny + (da_u64)iy) * nz + (da_u64)iz;
+/* 21 bits per axis: x, then y, then z. */
+DA_FN da_u64 da_ng_key(long ix, long iy, long iz) {
+  return ((da_u64)ix << 42) | ((da_u64)iy << 21) | (da_u64)iz;
 }
 
 /* The finalizer of MurmurHash3: neighbouring cells land in unrelated slots. */
@@ -88,12 +86,12 @@ DA_FN long da_ng_block_cells(const da_ng_block* b) {
 
 /* The run [begin, end) of sorted points of the c-th cell of a block (z fastest); 0 when
  * the cell is empty. A search is then one loop over the block's cells and their runs. */
-DA_FN int da_ng_block_run(const da_ng_block* b, long c, DA_GLOBAL const float* grid, da_u32 mask,
-                          DA_GLOBAL const da_u32* claims, DA_GLOBAL const da_u64* slotKeys,
-                          DA_GLOBAL const da_u32* slotRanges, da_u32* begin, da_u32* end) {
+DA_FN int da_ng_block_run(const da_ng_block* b, long c, da_u32 mask, DA_GLOBAL const da_u32* claims,
+                          DA_GLOBAL const da_u64* slotKeys, DA_GLOBAL const da_u32* slotRanges, da_u32* begin,
+                          da_u32* end) {
   const long nz = b->z1 - b->z0 + 1, ny = b->y1 - b->y0 + 1;
   const long z = b->z0 + c % nz, y = b->y0 + (c / nz) % ny, x = b->x0 + c / (nz * ny);
-  return da_ng_find(da_ng_key(x, y, z, grid), mask, claims, slotKeys, slotRanges, begin, end);
+  return da_ng_find(da_ng_key(x, y, z), mask, claims, slotKeys, slotRanges, begin, end);
 }
 
 /* The sorted position of the point nearest to q closer than sqrt(maxDist2), searching
@@ -107,7 +105,7 @@ DA_FN da_u32 da_ng_nearest(float qx, float qy, float qz, float maxDist2, da_u32 
   const da_ng_block b = da_ng_block_around(qx, qy, qz, 1, grid);
   for (long c = 0; c < da_ng_block_cells(&b); ++c) {
     da_u32 begin = 0, end = 0;
-    if (!da_ng_block_run(&b, c, grid, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
     for (da_u32 j = begin; j < end; ++j) {
       const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
       const float d2 = dx * dx + dy * dy + dz * dz;
@@ -132,7 +130,7 @@ DA_FN int da_ng_knn_search(float qx, float qy, float qz, int k, int rings, float
   const da_ng_block b = da_ng_block_around(qx, qy, qz, rings, grid);
   for (long c = 0; c < da_ng_block_cells(&b); ++c) {
     da_u32 begin = 0, end = 0;
-    if (!da_ng_block_run(&b, c, grid, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
     for (da_u32 j = begin; j < end; ++j) {
       const float dx = sortedXyz[3 * j] - qx, dy = sortedXyz[3 * j + 1] - qy, dz = sortedXyz[3 * j + 2] - qz;
       const float dd = dx * dx + dy * dy + dz * dz;
@@ -159,7 +157,6 @@ DA_KERNEL(da_ng_setup)(DA_PARAMS(DA_NG_SETUP_PARAMS)) {
     grid[0] = grid[1] = grid[2] = 0.0f;
     grid[3] = cellSize;
     grid[4] = grid[5] = grid[6] = -1.0f;
-    keyWidth[0] = 1u;
     return;
   }
   const float extent = da_fmaxf(da_fmaxf(bounds[3] - bounds[0], bounds[4] - bounds[1]), bounds[5] - bounds[2]);
@@ -169,17 +166,8 @@ DA_KERNEL(da_ng_setup)(DA_PARAMS(DA_NG_SETUP_PARAMS)) {
   grid[1] = bounds[1];
   grid[2] = bounds[2];
   grid[3] = cell;
-  da_u64 cells = 1UL;
-  for (int a = 0; a < 3; ++a) {
-    grid[4 + a] = da_floorf((bounds[3 + a] - bounds[a]) / cell);
-    cells *= (da_u64)grid[4 + a] + 1UL;
-  }
+  for (int a = 0; a < 3; ++a) grid[4 + a] = da_floorf((bounds[3 + a] - bounds[a]) / cell);
   grid[7] = 0.0f;
-  /* Below 2^63 cells (2^21 - 1 per axis): keys below 2^width - 1, missing points' key
-   * of 63 ones above them all. */
-  da_u32 width = 1u;
-  while (width < 63u && (cells >> width) != 0UL) ++width;
-  keyWidth[0] = width;
 }
 
 DA_KERNEL(da_ng_keys)(DA_PARAMS(DA_NG_KEYS_PARAMS)) {
@@ -196,7 +184,7 @@ DA_KERNEL(da_ng_keys)(DA_PARAMS(DA_NG_KEYS_PARAMS)) {
   const long ix = (long)da_fminf(da_fmaxf(da_floorf((x - grid[0]) / grid[3]), 0.0f), grid[4]);
   const long iy = (long)da_fminf(da_fmaxf(da_floorf((y - grid[1]) / grid[3]), 0.0f), grid[5]);
   const long iz = (long)da_fminf(da_fmaxf(da_floorf((z - grid[2]) / grid[3]), 0.0f), grid[6]);
-  keys[i] = da_ng_key(ix, iy, iz, grid);
+  keys[i] = da_ng_key(ix, iy, iz);
 }
 
 DA_KERNEL(da_ng_gather)(DA_PARAMS(DA_NG_GATHER_PARAMS)) {

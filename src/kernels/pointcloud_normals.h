@@ -211,7 +211,7 @@ DA_FN void da_nrm_neighbourhood(float px, float py, float pz, float reach2, da_u
   const da_ng_block b = da_ng_block_around(px, py, pz, 1, grid);
   for (long c = 0; c < da_ng_block_cells(&b); ++c) {
     da_u32 begin = 0, end = 0;
-    if (!da_ng_block_run(&b, c, grid, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+    if (!da_ng_block_run(&b, c, mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
     for (da_u32 j = begin; j < end; ++j) {
       const float dx = sortedXyz[3 * j] - px, dy = sortedXyz[3 * j + 1] - py, dz = sortedXyz[3 * j + 2] - pz;
       const float d2 = dx * dx + dy * dy + dz * dz;

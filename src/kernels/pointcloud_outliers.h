@@ -83,7 +83,7 @@ DA_KERNEL(da_ror_flags)(DA_PARAMS(DA_ROR_FLAGS_PARAMS)) {
     for (long cy = y0; cy <= y1 && count <= minPoints; ++cy) {
       for (long cz = z0; cz <= z1 && count <= minPoints; ++cz) {
         da_u32 begin = 0, end = 0;
-        if (!da_ng_find(da_ng_key(cx, cy, cz, grid), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
+        if (!da_ng_find(da_ng_key(cx, cy, cz), mask, claims, slotKeys, slotRanges, &begin, &end)) continue;
         for (da_u32 m = begin; m < end && count <= minPoints; ++m) {
           const float dx = sortedXyz[3 * m] - x, dy = sortedXyz[3 * m + 1] - y, dz = sortedXyz[3 * m + 2] - z;
           if (dx * dx + dy * dy + dz * dz < r2) ++count;

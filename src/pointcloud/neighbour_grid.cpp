@@ -23,7 +23,6 @@ NeighbourGrid::NeighbourGrid(QueueImpl& q, BufferRef xyz, std::size_t count, flo
   const std::size_t n = std::max<std::size_t>(count, 1);
   ScratchLayout layout;
   gridAt_ = layout.add(DA_NG_GRID_FLOATS, sizeof(float), fn);
-  const std::size_t keyWidthAt = layout.add(1, sizeof(std::uint32_t), fn);
   const std::size_t boundsAt = layout.add(6, sizeof(float), fn);
   const std::size_t keysAt = layout.add(n, sizeof(std::uint64_t), fn);
   const std::size_t indicesAt = layout.add(n, sizeof(std::uint32_t), fn);
@@ -40,15 +39,12 @@ NeighbourGrid::NeighbourGrid(QueueImpl& q, BufferRef xyz, std::size_t count, flo
   fillU32(q, t, claimsAt_, slots_ + 1, 0u);
   auto& primitives = q.device()->primitives();
   primitives.boundsValidXYZ(q, xyz, count, {t, boundsAt});
-  launch<kernels::da_ng_setup>(q, LaunchGeometry::items(1), cellSize, arg(memory_, boundsAt), arg(memory_, gridAt_),
-                               arg(memory_, keyWidthAt));
+  launch<kernels::da_ng_setup>(q, LaunchGeometry::items(1), cellSize, arg(memory_, boundsAt), arg(memory_, gridAt_));
   if (count > 0) {
     launch<kernels::da_ng_keys>(q, LaunchGeometry::items(count), i64(count), arg(memory_, gridAt_), xyz,
                                 arg(memory_, keysAt), arg(memory_, indicesAt));
-    // Cell ranks below 2^63 - 1 (the missing points' key); the grid's key width, known
-    // only on the device, spares the sort the bits above it.
-    primitives.sortPairsU64U32(q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt_}, count, 63,
-                               {t, keyWidthAt});
+    // Cell keys use 63 bits (21 per axis).
+    primitives.sortPairsU64U32(q, {t, keysAt}, {t, indicesAt}, {t, sortedKeysAt}, {t, orderAt_}, count, 63);
     launch<kernels::da_ng_gather>(q, LaunchGeometry::items(count), i64(count), arg(memory_, orderAt_), xyz,
                                   arg(memory_, sortedXyzAt_));
     launch<kernels::da_ng_insert>(q, LaunchGeometry::items(count), i64(count), mask_, arg(memory_, sortedKeysAt),
