@@ -59,23 +59,31 @@ struct UnionOfBounds6 {
 /// The key bits a sort with a device-side key width gives CUB's device-wide sort. The
 /// bits above cost CUB a pass per 8 even when no key uses them, and CUB takes its bit
 /// range from the host, so they go to a segmented sort whose one segment the device
-/// sets: the whole array when the keys are wider, else empty (its passes then only
-/// launch). A segmented sort is one block a segment, so a wide grid is slow, but sorted.
+/// sets: empty unless the keys are wider (its passes then only launch), else up to the
+/// last key that is not all ones. A segmented sort is one block a segment, so a wide
+/// grid is slow, but sorted; ending the segment there keeps a capacity's missing
+/// entries, which the low bits already put last, out of that block's work.
 constexpr int kDeviceSortedLowBits = 32;
 
-/// offsets[0..1] = the segment of the high-bits sort: [0, count) when the keys need
-/// more than lowBits bits, else empty.
-__global__ void highBitsSegment(const std::uint32_t* keyBits, int lowBits, int count, int* offsets) {
-  offsets[0] = 0;
-  offsets[1] = static_cast<int>(*keyBits) > lowBits ? count : 0;
+/// offsets[1] (zeroed before) = the end of the high-bits sort's segment: 0 when the keys
+/// need at most lowBits bits, else one past the last key whose bits [0, endBit) are not
+/// all ones. offsets[0] stays 0.
+__global__ void highBitsSegmentEnd(const std::uint32_t* keyBits, int lowBits, int endBit, int count,
+                                   const std::uint64_t* keys, int* offsets) {
+  if (static_cast<int>(*keyBits) <= lowBits) return;
+  const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
+  int last = 0;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    if ((keys[i] & allOnes) != allOnes) last = i + 1;
+  if (last > 0) atomicMax(&offsets[1], last);
 }
 
-/// Copies the pairs where the high-bits sort left them back to the output, when that
-/// sort ran (it leaves the output alone when its segment is empty).
-__global__ void copyPairsWhenWide(const std::uint32_t* keyBits, int lowBits, int count, const std::uint64_t* keysFrom,
-                                  const std::uint32_t* valuesFrom, std::uint64_t* keysTo, std::uint32_t* valuesTo) {
-  if (static_cast<int>(*keyBits) <= lowBits) return;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+/// Copies the pairs of the high-bits sort's segment [0, offsets[1]) from where that sort
+/// left them back to the output (past the segment, the output holds them already).
+__global__ void copySegmentToOutput(const int* offsets, const std::uint64_t* keysFrom, const std::uint32_t* valuesFrom,
+                                    std::uint64_t* keysTo, std::uint32_t* valuesTo) {
+  const int end = offsets[1];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < end; i += gridDim.x * blockDim.x) {
     keysTo[i] = keysFrom[i];
     valuesTo[i] = valuesFrom[i];
   }
@@ -166,15 +174,18 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   int* offsets = reinterpret_cast<int*>(block);
   cub::DoubleBuffer<std::uint64_t> k(kout, reinterpret_cast<std::uint64_t*>(block + keysAt));
   cub::DoubleBuffer<std::uint32_t> v(vout, reinterpret_cast<std::uint32_t*>(block + valuesAt));
-  highBitsSegment<<<1, 1, 0, c.stream>>>(bits, kDeviceSortedLowBits, n, offsets);
-  cudaError_t err = cudaGetLastError();
+  // Grid-stride kernels of a few hundred blocks: in the usual case both return at once.
+  const int blocks = std::min((n + 255) / 256, 512);
+  cudaError_t err = cudaMemsetAsync(offsets, 0, 2 * sizeof(int), c.stream);
+  if (err == cudaSuccess) {
+    highBitsSegmentEnd<<<blocks, 256, 0, c.stream>>>(bits, kDeviceSortedLowBits, endBit, n, kout, offsets);
+    err = cudaGetLastError();
+  }
   if (err == cudaSuccess)
     err = cub::DeviceSegmentedRadixSort::SortPairs(block + cubAt, cubBytes, k, v, n, 1, offsets, offsets + 1,
                                                    kDeviceSortedLowBits, endBit, c.stream);
   if (err == cudaSuccess && k.selector != 0) {
-    const int blocks = std::min((n + 255) / 256, 4096);
-    copyPairsWhenWide<<<blocks, 256, 0, c.stream>>>(bits, kDeviceSortedLowBits, n, k.Current(), v.Current(), kout,
-                                                    vout);
+    copySegmentToOutput<<<blocks, 256, 0, c.stream>>>(offsets, k.Current(), v.Current(), kout, vout);
     err = cudaGetLastError();
   }
   device_.freeAsync(block, c.stream);
