@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,6 +47,27 @@ class Primitives : public Backend {
   template <class T>
   std::vector<T> download(Allocation& a, std::size_t count, std::size_t offset = 0) {
     return valuesOf<T>(read(a, offset, count * sizeof(T)));
+  }
+  /// Sorts (keys, their indices) with `p` by bits [0, endBit) (and the key width word
+  /// holding `width`, when given) and checks the result against std::stable_sort of the
+  /// whole keys: the callers' keys differ only in those bits.
+  void expectStableSort(devicearray::detail::ParallelPrimitives& p, const std::vector<std::uint64_t>& keys,
+                        int endBit, std::optional<std::uint32_t> width = std::nullopt) {
+    const std::size_t n = keys.size();
+    std::vector<std::uint32_t> values(n);
+    std::iota(values.begin(), values.end(), 0u);
+    auto keysIn = upload(keys), valuesIn = upload(values);
+    auto word = upload(std::vector<std::uint32_t>{width.value_or(0)});
+    auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
+    p.sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0}, {valuesOut.get(), 0}, n, endBit,
+                      width ? BufferRef{word.get(), 0} : BufferRef{});
+    std::vector<std::uint32_t> order(values);
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    std::vector<std::uint64_t> sortedKeys(n);
+    for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
+    EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
+    EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+    EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
   }
 };
 
@@ -108,25 +130,11 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
         const std::uint64_t allOnes = (std::uint64_t{1} << endBit) - 1;
         const std::uint64_t below = (std::uint64_t{1} << width) - 1;  // keys are below this
         std::vector<std::uint64_t> keys(n);
-        std::vector<std::uint32_t> values(n);
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = 0; i < n; ++i)
           // A quarter missing; the rest drawn from few values spread over the width (equal
           // keys keep their order), the largest allowed one among them.
           keys[i] = i % 4 == 1 ? allOnes : (i % 7 == 0 ? below - 1 : (rng() % 61) * (below / 61 + 1) % below);
-          values[i] = static_cast<std::uint32_t>(i);
-        }
-        auto keysIn = upload(keys), valuesIn = upload(values);
-        auto word = upload(std::vector<std::uint32_t>{static_cast<std::uint32_t>(width)});
-        auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
-        primitives->sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0},
-                                    {valuesOut.get(), 0}, n, endBit, {word.get(), 0});
-        std::vector<std::uint32_t> order(values);
-        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
-        std::vector<std::uint64_t> sortedKeys(n);
-        for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
-        EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
-        EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
-        EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
+        expectStableSort(*primitives, keys, endBit, static_cast<std::uint32_t>(width));
       }
     }
   }
@@ -279,21 +287,8 @@ TEST_P(Primitives, OpenCLScanSortAndBoundsInBothShapesMatchTheHost) {
         std::vector<std::uint64_t> pool(97);
         for (auto& k : pool) k = rng() & mask;
         std::vector<std::uint64_t> keys(n);
-        std::vector<std::uint32_t> values(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          keys[i] = pool[rng() % pool.size()];
-          values[i] = static_cast<std::uint32_t>(i);
-        }
-        auto keysIn = upload(keys), valuesIn = upload(values);
-        auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
-        primitives->sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0},
-                                    {valuesOut.get(), 0}, n, endBit);
-        std::vector<std::uint32_t> order(values);
-        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
-        std::vector<std::uint64_t> sortedKeys(n);
-        for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
-        EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
-        EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+        for (std::size_t i = 0; i < n; ++i) keys[i] = pool[rng() % pool.size()];
+        expectStableSort(*primitives, keys, endBit);
       }
     }
 
