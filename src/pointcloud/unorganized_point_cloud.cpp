@@ -339,7 +339,8 @@ class VoxelGrid {
   pc::CompactResult out_;
 };
 
-/// Bits of a voxel key: three 21-bit indices at most, and all ones for a missing point.
+/// Bits of a voxel key: a rank in a grid of at most (2^21 - 1)^3 cells stays below
+/// 2^63 - 1, and a missing point's key is 63 ones.
 constexpr int kVoxelKeyBits = 63;
 
 }  // namespace
