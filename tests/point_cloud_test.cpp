@@ -382,11 +382,13 @@ TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
 }
 
 TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {
-  // Voxels of 1 to 300 points (unit voxels from x = 2v), their points interleaved
-  // in the cloud's order and a few missing points among them: the reduction adds the
-  // points of long voxels in partial sums of consecutive sorted points, and every
-  // point must count once, whichever run boundaries the partial sums meet.
-  const int lengths[] = {1, 31, 32, 33, 64, 65, 97, 300, 2, 40};
+  // Voxels of 1 to 600 points (unit voxels from x = 2v), their points interleaved in
+  // the cloud's order, with missing points among them: the reduction sums tiles of 256
+  // sorted points and adds the shares of voxels that run over a tile's edge, and every
+  // point must count once. The voxels sort in x order, so their runs end at sorted
+  // positions 1, 256 (a tile's end), 512 (a whole tile), 812, 1412 (over three tiles),
+  // ...; the 323 missing points sort last and fill a tile of their own.
+  const int lengths[] = {1, 255, 256, 300, 600, 2, 31, 33, 97, 40};
   const int voxels = int(std::size(lengths));
   std::mt19937 rng(77);
   std::uniform_real_distribution<float> inside(0.05f, 0.95f), snrs(0.5f, 10.f), unit(-1.f, 1.f);
@@ -396,7 +398,7 @@ TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {
   pcref::Cloud c;
   std::vector<NormalXYZ> normals;
   for (std::size_t i = 0; i < owner.size(); ++i) {
-    if (i % 50 == 7) {  // a missing point
+    if (i % 5 == 2) {  // a missing point
       c.xyz.push_back(pcref::nanPoint());
       c.rgba.push_back({1, 2, 3, 4});
       c.snr.push_back({1.0f});

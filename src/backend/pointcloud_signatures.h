@@ -73,41 +73,36 @@
   S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
-/* Points per chunk of the sorted order: da_vx_chunk_sums sums each chunk's share of
- * the voxel that runs into it, so a voxel of m points costs its reduction at most
- * DA_VX_CHUNK + m / DA_VX_CHUNK steps. 32 chunk terms of at most 2^24 (a colour term)
- * still fit 32 bits. */
-#define DA_VX_CHUNK 32
-/* Points whose loads a voxel reduction issues together (da_vx_sums_add_range). */
-#define DA_VX_BATCH 8
-/* Work-group size of da_vx_chunk_sums and da_vx_reduce. Their busy work items are the
- * first ones of the launch (sorted positions and voxels of valid points come first), so
- * small groups spread that work over many multiprocessors where large ones would leave
- * it to the first few. */
-#define DA_VX_REDUCE_GROUP 64
-/* Floats and colour words of one chunk's partial sums. */
-#define DA_VX_CHUNK_FLOATS 10
-#define DA_VX_CHUNK_COLORS 4
+/* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles reduces each
+ * tile's runs of equal keys in one work-group (a segmented scan in local memory), so a
+ * voxel's points are summed in parallel rather than one after another by one work item. */
+#define DA_VX_TILE 256
+/* The running sums of a voxel (da_vx_sums): floats (weighted and plain position sums,
+ * the SNR^2 weight, normal sums) and 64-bit words (point count, colour terms). */
+#define DA_VX_SUM_FLOATS 10
+#define DA_VX_SUM_WORDS 5
 
-/* The partial sums of chunk k: the points of sorted positions k * DA_VX_CHUNK onwards
- * that belong to the voxel running into the chunk from an earlier one. */
-#define DA_VX_CHUNK_SUMS_PARAMS(S0, B0, S, B)                                                                       \
-  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u64, keys)               \
-  B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u32, order) B(const float, xyzIn)                    \
-  B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn) B(const float, srgbDecode)                 \
-  B(float, chunkSums) B(da_u32, chunkColors)
-
-/* One output point per kept segment: weighted mean position, mean colour (sRGB codes
- * averaged in linear light when srgb, as for DA_PC_DOWNSAMPLE_PARAMS), combined SNR,
- * normalized sum of the normals. keepAll: every segment of valid points is kept
- * (minPointsPerVoxel 1) and keepOffsets is not read. status[1] = the kept count. */
-#define DA_VX_REDUCE_PARAMS(S0, B0, S, B)                                                                           \
+/* The voxels within one tile of sorted positions, written out; for the voxels that run
+ * over a tile's edge, the tile's share of them: slot 0 of tile k the run that enters
+ * it from tile k - 1, slot 1 the run that started in it and leaves it (tileFloats and
+ * tileWords: 2 * DA_VX_SUM_FLOATS floats and 2 * DA_VX_SUM_WORDS words per tile).
+ * keepAll: every segment of valid points is kept (minPointsPerVoxel 1) and keepOffsets
+ * is not read. Output slots past the kept voxels get missing points. status[1] = the
+ * kept count. */
+#define DA_VX_REDUCE_TILES_PARAMS(S0, B0, S, B)                                                                     \
   S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, keepAll)                    \
-  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u32, keepOffsets)              \
-  B(const da_u32, order) B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn)                         \
-  B(const float, normalsIn) B(const float, chunkSums) B(const da_u32, chunkColors) B(float, xyzOut)                 \
-  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const float, srgbDecode) B(const da_u32, srgbEncode)    \
-  B(da_u32, status)
+  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, keepOffsets) B(const da_u32, order)              \
+  B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn)                      \
+  B(const float, srgbDecode) B(float, tileFloats) B(da_u64, tileWords) B(float, xyzOut) B(da_u8, rgbaOut)           \
+  B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode) B(da_u32, status)
+
+/* The voxels that run over a tile's edge (one work item per tile), from the tiles'
+ * shares that da_vx_reduce_tiles stored. */
+#define DA_VX_REDUCE_SPANNING_PARAMS(S0, B0, S, B)                                                                  \
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, keepAll)                    \
+  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, keepOffsets) B(const float, tileFloats)          \
+  B(const da_u64, tileWords) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut)               \
+  B(const da_u32, srgbEncode)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"
@@ -126,8 +121,8 @@ DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_heads, DA_VX_HEADS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_starts, DA_VX_STARTS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keep, DA_VX_KEEP_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_chunk_sums, DA_VX_CHUNK_SUMS_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_reduce, DA_VX_REDUCE_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_reduce_tiles, DA_VX_REDUCE_TILES_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_reduce_spanning, DA_VX_REDUCE_SPANNING_PARAMS);
 }  // namespace devicearray::detail::kernels
 #endif
 

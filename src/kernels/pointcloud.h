@@ -365,163 +365,182 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
   keep[s] = (keys[begin] != DA_VOXEL_INVALID_KEY && (long)(end - begin) >= (long)minPoints) ? 1u : 0u;
 }
 
-/* Running sums of a voxel's points: position means, normals, colour terms. */
+/* Running sums of a voxel's points: f[] the weighted and plain position sums, the sum
+ * of weights and the normal sums; w[] the point count and the colour terms (a voxel may
+ * hold millions of points). */
+#define DA_VX_WX 0 /* f[0..6] as da_pc_mean: wx, wy, wz, wsum, ux, uy, uz */
+#define DA_VX_NX 7 /* f[7..9]: normal sums */
+#define DA_VX_COUNT 0 /* w[0]: points; w[1..4]: colour terms r, g, b, a */
 typedef struct {
-  da_pc_mean mean;
-  float nx, ny, nz;
-  da_u64 cr, cg, cb, ca; /* a voxel may hold millions of points */
+  float f[DA_VX_SUM_FLOATS];
+  da_u64 w[DA_VX_SUM_WORDS];
 } da_vx_sums;
 
 DA_FN void da_vx_sums_clear(da_vx_sums* t) {
-  t->mean.wx = t->mean.wy = t->mean.wz = t->mean.wsum = 0.0f;
-  t->mean.ux = t->mean.uy = t->mean.uz = 0.0f;
-  t->nx = t->ny = t->nz = 0.0f;
-  t->cr = t->cg = t->cb = t->ca = 0;
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t->f[c] = 0.0f;
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t->w[c] = 0;
 }
 
-/* Adds the points order[j] for sorted positions j in [begin, end) to t, in that order.
- * The points are fetched DA_VX_BATCH at a time, every load of a batch issued before
- * the first sum: one point after another, each gather would wait for the index it
- * depends on, and a voxel's reduction would cost two memory latencies per point. */
-DA_FN void da_vx_sums_add_range(da_vx_sums* t, long begin, long end, DA_GLOBAL const da_u32* order, int hasColor,
-                                int srgb, int hasSnr, int hasNormals, DA_GLOBAL const float* xyzIn,
-                                DA_GLOBAL const da_u8* rgbaIn, DA_GLOBAL const float* snrIn,
-                                DA_GLOBAL const float* normalsIn, DA_GLOBAL const float* srgbDecode) {
-  for (long j = begin; j < end; j += DA_VX_BATCH) {
-    /* The batch's first `live` points are in the range; the others load the first
-     * point again (always in the range) and are not added. */
-    const long live = end - j < DA_VX_BATCH ? end - j : DA_VX_BATCH;
-    long at[DA_VX_BATCH];
-DA_UNROLL
-    for (int u = 0; u < DA_VX_BATCH; ++u) at[u] = (long)order[u < live ? j + u : j];
-    float x[DA_VX_BATCH], y[DA_VX_BATCH], z[DA_VX_BATCH], w[DA_VX_BATCH];
-DA_UNROLL
-    for (int u = 0; u < DA_VX_BATCH; ++u) {
-      x[u] = xyzIn[3 * at[u]], y[u] = xyzIn[3 * at[u] + 1], z[u] = xyzIn[3 * at[u] + 2];
-      w[u] = hasSnr ? da_pc_weight(snrIn[at[u]]) : 1.0f;
-    }
-DA_UNROLL
-    for (int u = 0; u < DA_VX_BATCH; ++u)
-      if (u < live) da_pc_mean_add(&t->mean, x[u], y[u], z[u], w[u]);
-    if (hasNormals) {
-DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u)
-        x[u] = normalsIn[3 * at[u]], y[u] = normalsIn[3 * at[u] + 1], z[u] = normalsIn[3 * at[u] + 2];
-DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u)
-        if (u < live && da_pc_valid(x[u], y[u], z[u])) {
-          t->nx += x[u];
-          t->ny += y[u];
-          t->nz += z[u];
-        }
-    }
-    if (hasColor) {
-      da_u8 rgba[DA_VX_BATCH][4];
-DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u)
-        for (int c = 0; c < 4; ++c) rgba[u][c] = rgbaIn[4 * at[u] + c];
-DA_UNROLL
-      for (int u = 0; u < DA_VX_BATCH; ++u)
-        if (u < live) {
-          t->cr += da_color_term(rgba[u][0], srgb, srgbDecode);
-          t->cg += da_color_term(rgba[u][1], srgb, srgbDecode);
-          t->cb += da_color_term(rgba[u][2], srgb, srgbDecode);
-          t->ca += rgba[u][3];
-        }
-    }
-  }
-}
-
-/* Chunk k's partial sums (da_vx_chunk_sums) in the scratch arrays: DA_VX_CHUNK_FLOATS
- * floats and DA_VX_CHUNK_COLORS colour words per chunk. */
-DA_FN void da_vx_sums_store_chunk(const da_vx_sums* t, long k, DA_GLOBAL float* chunkSums,
-                                  DA_GLOBAL da_u32* chunkColors) {
-  DA_GLOBAL float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
-  f[0] = t->mean.wx, f[1] = t->mean.wy, f[2] = t->mean.wz, f[3] = t->mean.wsum;
-  f[4] = t->mean.ux, f[5] = t->mean.uy, f[6] = t->mean.uz;
-  f[7] = t->nx, f[8] = t->ny, f[9] = t->nz;
-  DA_GLOBAL da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
-  c[0] = (da_u32)t->cr, c[1] = (da_u32)t->cg, c[2] = (da_u32)t->cb, c[3] = (da_u32)t->ca;
-}
-
-/* Adds chunk k's partial sums, as da_vx_sums_store_chunk stored them, to t. */
-DA_FN void da_vx_sums_add_chunk(da_vx_sums* t, long k, DA_GLOBAL const float* chunkSums,
-                                DA_GLOBAL const da_u32* chunkColors) {
-  DA_GLOBAL const float* f = chunkSums + DA_VX_CHUNK_FLOATS * k;
-  t->mean.wx += f[0], t->mean.wy += f[1], t->mean.wz += f[2], t->mean.wsum += f[3];
-  t->mean.ux += f[4], t->mean.uy += f[5], t->mean.uz += f[6];
-  t->nx += f[7], t->ny += f[8], t->nz += f[9];
-  DA_GLOBAL const da_u32* c = chunkColors + DA_VX_CHUNK_COLORS * k;
-  t->cr += c[0], t->cg += c[1], t->cb += c[2], t->ca += c[3];
-}
-
-/* One work item per chunk of DA_VX_CHUNK sorted positions: when the chunk's first point
- * continues a voxel that started in an earlier chunk, the sums of that voxel's points
- * in this chunk, in sorted order. da_vx_reduce adds them chunk by chunk, so the longest
- * voxel no longer sets the reduction's time by walking its points one at a time. */
-DA_KERNEL(da_vx_chunk_sums)(DA_PARAMS(DA_VX_CHUNK_SUMS_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_CHUNK_SUMS_PARAMS);
-  const long k = DA_ID(0);
-  const long first = k * DA_VX_CHUNK;
-  if (first >= n || first == 0) return;
-  const da_u64 key = keys[first];
-  if (key == DA_VOXEL_INVALID_KEY || keys[first - 1] != key) return; /* missing points, or a voxel starts here */
-  /* segmentOf is the exclusive scan of the heads: first's voxel is segmentOf[first + 1] - 1. */
-  const long end = (long)starts[segmentOf[first + 1]];
-  const long last = end < first + DA_VX_CHUNK ? end : first + DA_VX_CHUNK;
-  da_vx_sums t;
-  da_vx_sums_clear(&t);
-  da_vx_sums_add_range(&t, first, last, order, hasColor, srgb, hasSnr, hasNormals, xyzIn, rgbaIn, snrIn, normalsIn,
-                       srgbDecode);
-  da_vx_sums_store_chunk(&t, k, chunkSums, chunkColors);
-}
-
-/* One work item per segment reduces a kept segment's points in a fixed order, so results
- * are deterministic: the points of the segment's first chunk one by one in sorted
- * (stable, hence original) order, then the partial sums of each further chunk
- * (da_vx_chunk_sums). Output: SNR^2-weighted mean position (plain mean when the weights
- * are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their mean in
- * linear light, encoded back), sqrt(sum SNR^2), the sum of the valid normals scaled to
- * unit length (NaN when there is none or they cancel). */
-DA_KERNEL(da_vx_reduce)(DA_PARAMS(DA_VX_REDUCE_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_REDUCE_PARAMS);
-  const long s = DA_ID(0);
-  if (s >= n) return;
-  /* With keepAll, the kept segments are all but the missing points' run, which sorts last. */
-  const da_u32 kept =
-      keepAll ? segmentOf[n] - (keys[n - 1] == DA_VOXEL_INVALID_KEY ? 1u : 0u) : keepOffsets[n];
-  if (s == 0) status[1] = kept;
-  const da_u32 o = keepAll ? (s < (long)kept ? (da_u32)s : kept) : keepOffsets[s];
-  const int isKept = keepAll ? s < (long)kept : (s < (long)segmentOf[n] && keepOffsets[s + 1] != o);
-  if (!isKept) {
-    /* Not an output voxel: a missing point past the voxel count (see da_pc_compact). */
-    da_pc_store(xyzOut, (long)kept + (s - (long)o), DA_NAN, DA_NAN, DA_NAN);
-    return;
-  }
-  const long begin = (long)starts[s], end = (long)starts[s + 1];
-  const long firstChunkEnd = (begin / DA_VX_CHUNK + 1) * DA_VX_CHUNK;
-  da_vx_sums t;
-  da_vx_sums_clear(&t);
-  da_vx_sums_add_range(&t, begin, end < firstChunkEnd ? end : firstChunkEnd, order, hasColor, srgb, hasSnr, hasNormals,
-                       xyzIn, rgbaIn, snrIn, normalsIn, srgbDecode);
-  for (long k = begin / DA_VX_CHUNK + 1; k * DA_VX_CHUNK < end; ++k)
-    da_vx_sums_add_chunk(&t, k, chunkSums, chunkColors);
-  const da_u32 count = (da_u32)(end - begin);
-  da_pc_mean_store(&t.mean, (float)count, xyzOut, o);
-  if (hasSnr) snrOut[o] = da_sqrtf(t.mean.wsum);
+/* t = the sums of point p alone (its normal only when valid). */
+DA_FN void da_vx_sums_of_point(da_vx_sums* t, long p, int hasColor, int srgb, int hasSnr, int hasNormals,
+                               DA_GLOBAL const float* xyzIn, DA_GLOBAL const da_u8* rgbaIn,
+                               DA_GLOBAL const float* snrIn, DA_GLOBAL const float* normalsIn,
+                               DA_GLOBAL const float* srgbDecode) {
+  const float x = xyzIn[3 * p], y = xyzIn[3 * p + 1], z = xyzIn[3 * p + 2];
+  const float w = hasSnr ? da_pc_weight(snrIn[p]) : 1.0f;
+  t->f[0] = w * x, t->f[1] = w * y, t->f[2] = w * z, t->f[3] = w;
+  t->f[4] = x, t->f[5] = y, t->f[6] = z;
   if (hasNormals) {
-    const float len = da_sqrtf(t.nx * t.nx + t.ny * t.ny + t.nz * t.nz);
+    const float nx = normalsIn[3 * p], ny = normalsIn[3 * p + 1], nz = normalsIn[3 * p + 2];
+    if (da_pc_valid(nx, ny, nz)) t->f[DA_VX_NX] = nx, t->f[DA_VX_NX + 1] = ny, t->f[DA_VX_NX + 2] = nz;
+  }
+  t->w[DA_VX_COUNT] = 1;
+  if (hasColor) {
+    t->w[1] = da_color_term(rgbaIn[4 * p], srgb, srgbDecode);
+    t->w[2] = da_color_term(rgbaIn[4 * p + 1], srgb, srgbDecode);
+    t->w[3] = da_color_term(rgbaIn[4 * p + 2], srgb, srgbDecode);
+    t->w[4] = rgbaIn[4 * p + 3];
+  }
+}
+
+/* Slot `slot` of tile k's shares (see DA_VX_REDUCE_TILES_PARAMS). */
+DA_FN void da_vx_sums_store_share(const da_vx_sums* t, long k, int slot, DA_GLOBAL float* tileFloats,
+                                  DA_GLOBAL da_u64* tileWords) {
+  const long at = 2 * k + slot;
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) tileFloats[DA_VX_SUM_FLOATS * at + c] = t->f[c];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) tileWords[DA_VX_SUM_WORDS * at + c] = t->w[c];
+}
+DA_FN void da_vx_sums_add_share(da_vx_sums* t, long k, int slot, DA_GLOBAL const float* tileFloats,
+                                DA_GLOBAL const da_u64* tileWords) {
+  const long at = 2 * k + slot;
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t->f[c] += tileFloats[DA_VX_SUM_FLOATS * at + c];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t->w[c] += tileWords[DA_VX_SUM_WORDS * at + c];
+}
+
+/* Output voxel o from its sums: SNR^2-weighted mean position (plain mean when the
+ * weights are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their
+ * mean in linear light, encoded back), sqrt(sum SNR^2), the sum of the valid normals
+ * scaled to unit length (NaN when there is none or they cancel). */
+DA_FN void da_vx_store_voxel(const da_vx_sums* t, long o, int hasColor, int srgb, int hasSnr, int hasNormals,
+                             DA_GLOBAL float* xyzOut, DA_GLOBAL da_u8* rgbaOut, DA_GLOBAL float* snrOut,
+                             DA_GLOBAL float* normalsOut, DA_GLOBAL const da_u32* srgbEncode) {
+  const da_pc_mean mean = {t->f[0], t->f[1], t->f[2], t->f[3], t->f[4], t->f[5], t->f[6]};
+  const da_u64 count = t->w[DA_VX_COUNT];
+  da_pc_mean_store(&mean, (float)count, xyzOut, o);
+  if (hasSnr) snrOut[o] = da_sqrtf(mean.wsum);
+  if (hasNormals) {
+    const float nx = t->f[DA_VX_NX], ny = t->f[DA_VX_NX + 1], nz = t->f[DA_VX_NX + 2];
+    const float len = da_sqrtf(nx * nx + ny * ny + nz * nz);
     if (len > 0.0f)
-      da_pc_store(normalsOut, o, t.nx / len, t.ny / len, t.nz / len);
+      da_pc_store(normalsOut, o, nx / len, ny / len, nz / len);
     else
       da_pc_store(normalsOut, o, DA_NAN, DA_NAN, DA_NAN);
   }
   if (hasColor) {
-    rgbaOut[4 * o] = da_color_mean(t.cr, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 1] = da_color_mean(t.cg, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 2] = da_color_mean(t.cb, count, srgb, srgbEncode);
-    rgbaOut[4 * o + 3] = da_color_mean(t.ca, count, 0, srgbEncode);
+    rgbaOut[4 * o] = da_color_mean(t->w[1], count, srgb, srgbEncode);
+    rgbaOut[4 * o + 1] = da_color_mean(t->w[2], count, srgb, srgbEncode);
+    rgbaOut[4 * o + 2] = da_color_mean(t->w[3], count, srgb, srgbEncode);
+    rgbaOut[4 * o + 3] = da_color_mean(t->w[4], count, 0, srgbEncode);
   }
+}
+
+/* The kept voxel count: with keepAll, every segment but the missing points' run, which
+ * sorts last. */
+DA_FN da_u32 da_vx_kept(long n, int keepAll, DA_GLOBAL const da_u64* keys, DA_GLOBAL const da_u32* segmentOf,
+                        DA_GLOBAL const da_u32* keepOffsets) {
+  return keepAll ? segmentOf[n] - (keys[n - 1] == DA_VOXEL_INVALID_KEY ? 1u : 0u) : keepOffsets[n];
+}
+
+/* Segment s's output slot, or -1 when it is not kept (only valid points' segments are
+ * asked about). */
+DA_FN long da_vx_output_of(long s, int keepAll, DA_GLOBAL const da_u32* keepOffsets) {
+  if (keepAll) return s;
+  return keepOffsets[s + 1] != keepOffsets[s] ? (long)keepOffsets[s] : -1L;
+}
+
+/* One work-group per tile of DA_VX_TILE sorted positions. Each work item loads its
+ * point's terms into local memory, all of the tile's gathers at once; then the work
+ * item at the last position of each run of equal keys adds its run's terms there, in
+ * sorted (stable, hence original) order, so results are deterministic. One work item
+ * reducing a voxel's points from global memory would wait on two dependent loads per
+ * point; from local memory the walk is short, and the group needs one barrier (a
+ * scan would need two per step, which CPU devices pay for every work item). Runs that
+ * lie within the tile are written out as voxels; a run that enters the tile from the
+ * one before or leaves it for the next is stored as the tile's share of its voxel
+ * (da_vx_reduce_spanning adds the shares). Work item j also writes output slot j as a
+ * missing point when no voxel goes there (the capacity past the kept count, see
+ * da_pc_compact): slot kept + (j - o) for each j that is not a kept segment. */
+DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_REDUCE_TILES_PARAMS);
+  DA_LOCAL_ARRAY(float, laneF, DA_VX_SUM_FLOATS * DA_VX_TILE);
+  DA_LOCAL_ARRAY(da_u64, laneW, DA_VX_SUM_WORDS * DA_VX_TILE);
+  DA_LOCAL_ARRAY(int, laneStarts, DA_VX_TILE);
+  const int lane = DA_LOCAL_ID();
+  const long first = DA_GROUP_ID() * DA_VX_TILE, j = first + lane;
+  const da_u32 kept = da_vx_kept(n, keepAll, keys, segmentOf, keepOffsets);
+  if (j == 0) status[1] = kept;
+  if (j < n) {
+    const long o = keepAll ? (j < (long)kept ? j : (long)kept) : (long)keepOffsets[j];
+    const int isKept = keepAll ? j < (long)kept : (j < (long)segmentOf[n] && keepOffsets[j + 1] != (da_u32)o);
+    if (!isKept) da_pc_store(xyzOut, (long)kept + (j - o), DA_NAN, DA_NAN, DA_NAN);
+  }
+  /* Keys sort missing points last: a tile that starts with one holds nothing else, and
+   * the whole work-group leaves before the barrier. */
+  if (keys[first] == DA_VOXEL_INVALID_KEY) return;
+  const da_u64 key = j < n ? keys[j] : DA_VOXEL_INVALID_KEY;
+  da_vx_sums t;
+  da_vx_sums_clear(&t);
+  if (key != DA_VOXEL_INVALID_KEY)
+    da_vx_sums_of_point(&t, (long)order[j], hasColor, srgb, hasSnr, hasNormals, xyzIn, rgbaIn, snrIn, normalsIn,
+                        srgbDecode);
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) laneF[c * DA_VX_TILE + lane] = t.f[c];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) laneW[c * DA_VX_TILE + lane] = t.w[c];
+  /* A run starts at the tile's first position and wherever the key changes. */
+  laneStarts[lane] = lane == 0 || j >= n || keys[j - 1] != key;
+  DA_BARRIER();
+  if (key == DA_VOXEL_INVALID_KEY) return;
+  if (lane != DA_VX_TILE - 1 && j != n - 1 && keys[j + 1] == key) return; /* not the run's last position */
+  int begin = lane;
+  while (!laneStarts[begin]) --begin;
+  da_vx_sums_clear(&t);
+  for (int at = begin; at <= lane; ++at) {
+    for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t.f[c] += laneF[c * DA_VX_TILE + at];
+    for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t.w[c] += laneW[c * DA_VX_TILE + at];
+  }
+  /* The run entered from the tile before when the key before the tile's start is its
+   * own (keys are sorted: every key between is too). */
+  const int entered = first > 0 && keys[first - 1] == key;
+  const int leaves = lane == DA_VX_TILE - 1 && j + 1 < n && keys[j + 1] == key;
+  if (entered || leaves) {
+    da_vx_sums_store_share(&t, DA_GROUP_ID(), entered ? 0 : 1, tileFloats, tileWords);
+    return;
+  }
+  /* segmentOf is the exclusive scan of the heads: position j is in segment segmentOf[j + 1] - 1. */
+  const long o = da_vx_output_of((long)segmentOf[j + 1] - 1, keepAll, keepOffsets);
+  if (o >= 0) da_vx_store_voxel(&t, o, hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut, srgbEncode);
+}
+
+/* One work item per tile: the voxel that starts in tile k and leaves it, when there is
+ * one, from its share in tile k, then the share of each later tile it runs into, in
+ * that order. */
+DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_REDUCE_SPANNING_PARAMS);
+  const long k = DA_ID(0);
+  const long first = k * DA_VX_TILE, next = first + DA_VX_TILE;
+  if (next >= n) return;
+  const da_u64 key = keys[next - 1];
+  if (key == DA_VOXEL_INVALID_KEY || keys[next] != key) return; /* missing points, or the run ends with the tile */
+  if (first > 0 && keys[first - 1] == key) return; /* entered from an earlier tile */
+  da_vx_sums t;
+  da_vx_sums_clear(&t);
+  da_vx_sums_add_share(&t, k, 1, tileFloats, tileWords);
+  for (long m = k + 1;; ++m) {
+    da_vx_sums_add_share(&t, m, 0, tileFloats, tileWords);
+    const long after = (m + 1) * DA_VX_TILE;
+    if (after >= n || keys[after] != key) break;
+  }
+  const long o = da_vx_output_of((long)segmentOf[next] - 1, keepAll, keepOffsets);
+  if (o >= 0) da_vx_store_voxel(&t, o, hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut, srgbEncode);
 }
 
 #endif /* DEVICEARRAY_KERNELS_POINTCLOUD_H */

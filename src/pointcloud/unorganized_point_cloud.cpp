@@ -228,11 +228,6 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
          " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
 }
 
-/// `items` work items of a voxel reduction kernel in groups of DA_VX_REDUCE_GROUP.
-LaunchGeometry reduceGeometry(std::size_t items) {
-  return LaunchGeometry::groups((items + DA_VX_REDUCE_GROUP - 1) / DA_VX_REDUCE_GROUP, DA_VX_REDUCE_GROUP);
-}
-
 /// The voxel grid of the n points of `in` (missing ones ignored) as enqueued work, in
 /// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
 /// and averages each voxel. The output block's three count words get [overflow flag,
@@ -243,7 +238,7 @@ class VoxelGrid {
   VoxelGrid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
-        n_(xyz.size()), chunks_((n_ + DA_VX_CHUNK - 1) / DA_VX_CHUNK), tables_(pc::srgbTables(q)) {
+        n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(pc::srgbTables(q)) {
     boundsAt_ = layout_.add(6, sizeof(float), fn);  // min and max corner
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
@@ -253,8 +248,8 @@ class VoxelGrid {
     segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    chunkSumsAt_ = layout_.add(chunks_ * DA_VX_CHUNK_FLOATS, sizeof(float), fn);
-    chunkColorsAt_ = layout_.add(chunks_ * DA_VX_CHUNK_COLORS, sizeof(std::uint32_t), fn);
+    tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
+    tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
     scratch_ = layout_.allocate(q);
     out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
   }
@@ -294,29 +289,30 @@ class VoxelGrid {
     detail::launch<kernels::da_vx_heads>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, sortedKeysAt_),
                                          pc::arg(scratch, flagsAt_));
     primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, segmentOfAt_}, n + 1);
-    detail::launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, segmentOfAt_),
-                                          pc::arg(scratch, startsAt_));
-    // minPointsPerVoxel 1 keeps every voxel of valid points: no keep flags to count.
+    // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
+    // reducing. Otherwise the kept voxels' output slots come first, from their counts.
     const bool keepAll = minPointsPerVoxel == 1;
     if (!keepAll) {
+      detail::launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), pc::i64(n),
+                                            pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_));
       detail::launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
                                           pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
                                           pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, flagsAt_));
       primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
     }
-    detail::launch<kernels::da_vx_chunk_sums>(
-        q, reduceGeometry(chunks_), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0,
-        snr ? 1 : 0, normal ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
-        pc::arg(scratch, startsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, chunkSumsAt_),
-        pc::arg(scratch, chunkColorsAt_));
-    detail::launch<kernels::da_vx_reduce>(
-        q, reduceGeometry(n), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
-        keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
+    detail::launch<kernels::da_vx_reduce_tiles>(
+        q, LaunchGeometry::groups(tiles_, DA_VX_TILE), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0,
+        normal ? 1 : 0, keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
         pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), pc::arg(scratch, chunkSumsAt_),
-        pc::arg(scratch, chunkColorsAt_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz),
-        pc::argOr(cap.snrs, cap.xyz), pc::argOr(cap.normals, cap.xyz), tables_.decode, tables_.encode, status);
+        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, tileFloatsAt_),
+        pc::arg(scratch, tileWordsAt_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
+        pc::argOr(cap.normals, cap.xyz), tables_.encode, status);
+    detail::launch<kernels::da_vx_reduce_spanning>(
+        q, LaunchGeometry::items(tiles_), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
+        pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, tileFloatsAt_), pc::arg(scratch, tileWordsAt_),
+        pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
+        pc::argOr(cap.normals, cap.xyz), tables_.encode);
     use.commit();
   }
 
@@ -330,11 +326,11 @@ class VoxelGrid {
   const DeviceArray<SNR>& snrs_;
   const DeviceArray<NormalXYZ>& normals_;
   std::size_t n_;
-  std::size_t chunks_;  ///< DA_VX_CHUNK-point chunks of the sorted order
+  std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   pc::SrgbTables tables_;
   pc::ScratchLayout layout_;
   std::size_t boundsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
-              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, chunkSumsAt_ = 0, chunkColorsAt_ = 0;
+              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<detail::Allocation> scratch_;
   pc::CompactResult out_;
 };
