@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,22 +98,39 @@ void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, st
 /// scan, the seeded scan) cost more than one group's pass over this many tiles.
 constexpr std::size_t kTilesInTurn = 8;
 
+/// When a scan of scan_sort_groups.cl runs: always, or (for a radix pass's digit
+/// counts) only while the pass at `shift` is within the key width of the device word
+/// `width` (DA_ALG_PASS_SORTS), so that a pass past it launches kernels that return at
+/// once instead of scanning counts nobody reads.
+struct ScanGate {
+  int shift = 0;
+  bool widthGiven = false;
+  BufferRef width;  ///< any buffer when !widthGiven
+
+  /// A scan kernel's arguments: the count, the gate, then `rest`.
+  std::vector<KernelArg> args(std::size_t n, std::initializer_list<KernelArg> rest) const {
+    std::vector<KernelArg> a = {i64(n), KernelArg::i32(shift), KernelArg::i32(widthGiven ? 1 : 0), buf(width)};
+    a.insert(a.end(), rest);
+    return a;
+  }
+};
+
 /// Exclusive scan by work-group tiles: the tile sums, scanned by the same function,
 /// seed the scan of every tile.
-void scanTiles(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
+void scanTiles(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n, const ScanGate& gate) {
   const std::size_t tiles = tilesOf(n, DA_ALG_SCAN_TILE);
   if (tiles == 1) {
-    launchGroups(q, "da_alg_scan_tiles", 1, {i64(n), KernelArg::i32(0), buf(in), buf(in), buf(out)});
+    launchGroups(q, "da_alg_scan_tiles", 1, gate.args(n, {KernelArg::i32(0), buf(in), buf(in), buf(out)}));
     return;
   }
   if (tiles <= kTilesInTurn) {
-    launchGroups(q, "da_alg_scan_tiles_in_turn", 1, {i64(n), buf(in), buf(out)});
+    launchGroups(q, "da_alg_scan_tiles_in_turn", 1, gate.args(n, {buf(in), buf(out)}));
     return;
   }
   const BufferRef sums = temps.allocate(tiles * sizeof(std::uint32_t));
-  launchGroups(q, "da_alg_scan_tile_sums", tiles, {i64(n), buf(in), buf(sums)});
-  scanTiles(q, temps, sums, sums, tiles);
-  launchGroups(q, "da_alg_scan_tiles", tiles, {i64(n), KernelArg::i32(1), buf(sums), buf(in), buf(out)});
+  launchGroups(q, "da_alg_scan_tile_sums", tiles, gate.args(n, {buf(in), buf(sums)}));
+  scanTiles(q, temps, sums, sums, tiles, gate);
+  launchGroups(q, "da_alg_scan_tiles", tiles, gate.args(n, {KernelArg::i32(1), buf(sums), buf(in), buf(out)}));
 }
 
 /// Reduces the `n` points of `points` with `kernel` (a DA_ALG_REDUCTION of
@@ -189,7 +207,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
                    {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK), buf(hist)});
-      scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
+      scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
                    {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), buf(hist),
                     buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
@@ -251,7 +269,7 @@ class OpenCLPrimitives final : public ParallelPrimitives {
     const bool groups = inGroups();
     Temporaries temps(q);
     if (groups)
-      scanTiles(q, temps, in, out, count);
+      scanTiles(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
     else
       scanLevel(q, temps, in, out, count);
   }

@@ -53,10 +53,16 @@ inline void da_alg_group_inclusive_scan(DA_LOCAL da_u32* s, int words) {
 /* ---------------------------------------------------------------- scan ---- */
 
 /* sums[t] = the sum of tile t of in[0, n). */
-#define DA_ALG_SCAN_TILE_SUMS_PARAMS(S0, B0, S, B) S0(long, n) B(const da_u32, in) B(da_u32, sums)
+/* The gate of every scan kernel here: a scan of a radix pass's digit counts does nothing
+ * when the pass is past the key width (DA_ALG_PASS_SORTS with the pass's shift), as the
+ * pass's own kernels do; other scans pass shift 0 and no width, which always scans. */
+#define DA_ALG_SCAN_GATE_PARAMS(S, B) S(int, shift) S(int, widthGiven) B(const da_u32, width)
+#define DA_ALG_SCAN_TILE_SUMS_PARAMS(S0, B0, S, B) \
+  S0(long, n) DA_ALG_SCAN_GATE_PARAMS(S, B) B(const da_u32, in) B(da_u32, sums)
 DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILE_SUMS_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_SCAN_TILE_SUMS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, part, DA_ALG_GROUP);
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   const int item = DA_LOCAL_ID();
   const long base = DA_GROUP_ID() * DA_ALG_SCAN_TILE;
   da_u32 s = 0u;
@@ -112,11 +118,12 @@ inline da_u32 da_alg_scan_tile(long n, long base, da_u32 seed, DA_GLOBAL const d
  * seeds[t] (its scanned tile sum) when seeded, else from 0 (a single tile); in place
  * when in and out are the same memory. */
 #define DA_ALG_SCAN_TILES_PARAMS(S0, B0, S, B) \
-  S0(long, n) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
+  S0(long, n) DA_ALG_SCAN_GATE_PARAMS(S, B) S(int, seeded) B(const da_u32, seeds) B(const da_u32, in) B(da_u32, out)
 DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_PARAMS);
   DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
   DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   const long t = DA_GROUP_ID();
   (void)da_alg_scan_tile(n, t * DA_ALG_SCAN_TILE, seeded ? seeds[t] : 0u, in, out, tile, sums);
 }
@@ -124,11 +131,13 @@ DA_KERNEL_GROUP(da_alg_scan_tiles, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_
 /* out = the exclusive scan of in[0, n) by one work-group that scans the tiles in turn,
  * carrying the running sum: for a few tiles (a radix pass's digit counts), one launch
  * instead of the tile sums, their scan and the seeded scan. */
-#define DA_ALG_SCAN_TILES_IN_TURN_PARAMS(S0, B0, S, B) S0(long, n) B(const da_u32, in) B(da_u32, out)
+#define DA_ALG_SCAN_TILES_IN_TURN_PARAMS(S0, B0, S, B) \
+  S0(long, n) DA_ALG_SCAN_GATE_PARAMS(S, B) B(const da_u32, in) B(da_u32, out)
 DA_KERNEL_GROUP(da_alg_scan_tiles_in_turn, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILES_IN_TURN_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_SCAN_TILES_IN_TURN_PARAMS);
   DA_LOCAL_ARRAY(da_u32, tile, DA_ALG_PAD(DA_ALG_SCAN_TILE));
   DA_LOCAL_ARRAY(da_u32, sums, DA_ALG_GROUP);
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   da_u32 carry = 0u;
   for (long base = 0; base < n; base += DA_ALG_SCAN_TILE) carry += da_alg_scan_tile(n, base, carry, in, out, tile, sums);
 }
