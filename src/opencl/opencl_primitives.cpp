@@ -81,56 +81,60 @@ void launchGroups(QueueImpl& q, const char* name, std::size_t groups, std::vecto
   launch1d(q, name, groups * DA_ALG_GROUP, std::move(args), DA_ALG_GROUP);
 }
 
-void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n) {
+/// When a scan runs: always, or (for a radix pass's digit counts) only while the pass
+/// at `shift` is within the key width of the device word `width` (DA_ALG_PASS_SORTS),
+/// so that a pass past it launches kernels that return at once instead of scanning
+/// counts nobody reads.
+struct ScanGate {
+  int shift = 0;
+  bool widthGiven = false;
+  BufferRef width;  ///< any buffer when !widthGiven
+
+  /// A scan kernel's arguments: `lead`, the gate, then `rest`.
+  std::vector<KernelArg> args(std::initializer_list<KernelArg> lead, std::initializer_list<KernelArg> rest) const {
+    std::vector<KernelArg> a = lead;
+    a.insert(a.end(), {KernelArg::i32(shift), KernelArg::i32(widthGiven ? 1 : 0), buf(width)});
+    a.insert(a.end(), rest);
+    return a;
+  }
+};
+
+/// Exclusive scan by chunks (scan_sort_reduce.cl): the chunk sums, scanned by the same
+/// function, seed the scan of every chunk.
+void scanLevel(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n, const ScanGate& gate) {
   const std::size_t chunks = chunksOf(n);
   if (chunks == 1) {
-    launch1d(q, "da_alg_scan_apply", 1, {i64(n), i64(kChunk), i64(1), KernelArg::i32(0), buf(in), buf(in), buf(out)});
+    launch1d(q, "da_alg_scan_apply", 1,
+             gate.args({i64(n), i64(kChunk), i64(1)}, {KernelArg::i32(0), buf(in), buf(in), buf(out)}));
     return;
   }
   const BufferRef partial = temps.allocate(chunks * sizeof(std::uint32_t));
-  launch1d(q, "da_alg_scan_reduce", chunks, {i64(n), i64(kChunk), i64(chunks), buf(in), buf(partial)});
-  scanLevel(q, temps, partial, partial, chunks);
+  launch1d(q, "da_alg_scan_reduce", chunks, gate.args({i64(n), i64(kChunk), i64(chunks)}, {buf(in), buf(partial)}));
+  scanLevel(q, temps, partial, partial, chunks, gate);
   launch1d(q, "da_alg_scan_apply", chunks,
-           {i64(n), i64(kChunk), i64(chunks), KernelArg::i32(1), buf(partial), buf(in), buf(out)});
+           gate.args({i64(n), i64(kChunk), i64(chunks)}, {KernelArg::i32(1), buf(partial), buf(in), buf(out)}));
 }
 
 /// Tiles up to which one work-group scans them in turn: three launches (tile sums, their
 /// scan, the seeded scan) cost more than one group's pass over this many tiles.
 constexpr std::size_t kTilesInTurn = 8;
 
-/// When a scan of scan_sort_groups.cl runs: always, or (for a radix pass's digit
-/// counts) only while the pass at `shift` is within the key width of the device word
-/// `width` (DA_ALG_PASS_SORTS), so that a pass past it launches kernels that return at
-/// once instead of scanning counts nobody reads.
-struct ScanGate {
-  int shift = 0;
-  bool widthGiven = false;
-  BufferRef width;  ///< any buffer when !widthGiven
-
-  /// A scan kernel's arguments: the count, the gate, then `rest`.
-  std::vector<KernelArg> args(std::size_t n, std::initializer_list<KernelArg> rest) const {
-    std::vector<KernelArg> a = {i64(n), KernelArg::i32(shift), KernelArg::i32(widthGiven ? 1 : 0), buf(width)};
-    a.insert(a.end(), rest);
-    return a;
-  }
-};
-
 /// Exclusive scan by work-group tiles: the tile sums, scanned by the same function,
 /// seed the scan of every tile.
 void scanTiles(QueueImpl& q, Temporaries& temps, BufferRef in, BufferRef out, std::size_t n, const ScanGate& gate) {
   const std::size_t tiles = tilesOf(n, DA_ALG_SCAN_TILE);
   if (tiles == 1) {
-    launchGroups(q, "da_alg_scan_tiles", 1, gate.args(n, {KernelArg::i32(0), buf(in), buf(in), buf(out)}));
+    launchGroups(q, "da_alg_scan_tiles", 1, gate.args({i64(n)}, {KernelArg::i32(0), buf(in), buf(in), buf(out)}));
     return;
   }
   if (tiles <= kTilesInTurn) {
-    launchGroups(q, "da_alg_scan_tiles_in_turn", 1, gate.args(n, {buf(in), buf(out)}));
+    launchGroups(q, "da_alg_scan_tiles_in_turn", 1, gate.args({i64(n)}, {buf(in), buf(out)}));
     return;
   }
   const BufferRef sums = temps.allocate(tiles * sizeof(std::uint32_t));
-  launchGroups(q, "da_alg_scan_tile_sums", tiles, gate.args(n, {buf(in), buf(sums)}));
+  launchGroups(q, "da_alg_scan_tile_sums", tiles, gate.args({i64(n)}, {buf(in), buf(sums)}));
   scanTiles(q, temps, sums, sums, tiles, gate);
-  launchGroups(q, "da_alg_scan_tiles", tiles, gate.args(n, {KernelArg::i32(1), buf(sums), buf(in), buf(out)}));
+  launchGroups(q, "da_alg_scan_tiles", tiles, gate.args({i64(n)}, {KernelArg::i32(1), buf(sums), buf(in), buf(out)}));
 }
 
 /// Reduces the `n` points of `points` with `kernel` (a DA_ALG_REDUCTION of
@@ -215,7 +219,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
       launch1d(q, "da_alg_radix_count", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK),
                 buf(hist)});
-      scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles);
+      scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launch1d(q, "da_alg_radix_scatter", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width),
                 buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
@@ -271,7 +275,7 @@ class OpenCLPrimitives final : public ParallelPrimitives {
     if (groups)
       scanTiles(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
     else
-      scanLevel(q, temps, in, out, count);
+      scanLevel(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit, BufferRef keyBits) override {

@@ -27,23 +27,32 @@
 
 /* ---------------------------------------------------------------- scan ---- */
 
+/* Both scan kernels take the gate of the work-group scans (scan_sort_groups.cl): shift,
+ * widthGiven and width, and do nothing for a radix pass past the key width. */
+
 /* partial[c] = sum of in[c*chunk .. min(n, (c+1)*chunk)) */
-DA_KERNEL(da_alg_scan_reduce)(long n, long chunk, long chunks, DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, partial)) {
+DA_KERNEL(da_alg_scan_reduce)(long n, long chunk, long chunks, int shift, int widthGiven,
+                              DA_BUFFER(const da_u32, width), DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, partial)) {
+  DA_BUFFER_INIT(const da_u32, width);
   DA_BUFFER_INIT(const da_u32, in);
   DA_BUFFER_INIT(da_u32, partial);
   DA_ALG_CHUNK_RANGE();
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   da_u32 s = 0;
   for (long i = begin; i < end; ++i) s += in[i];
   partial[c] = s;
 }
 
 /* out[i] = partial[c] + exclusive scan of chunk c (partial already scanned); in place ok. */
-DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int hasPartial, DA_BUFFER(const da_u32, partial),
-                             DA_BUFFER(const da_u32, in), DA_BUFFER(da_u32, out)) {
+DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int shift, int widthGiven, DA_BUFFER(const da_u32, width),
+                             int hasPartial, DA_BUFFER(const da_u32, partial), DA_BUFFER(const da_u32, in),
+                             DA_BUFFER(da_u32, out)) {
+  DA_BUFFER_INIT(const da_u32, width);
   DA_BUFFER_INIT(const da_u32, partial);
   DA_BUFFER_INIT(const da_u32, in);
   DA_BUFFER_INIT(da_u32, out);
   DA_ALG_CHUNK_RANGE();
+  if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) return;
   da_u32 running = hasPartial ? partial[c] : 0u;
   for (long i = begin; i < end; ++i) {
     const da_u32 v = in[i];
