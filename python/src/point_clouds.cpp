@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common.hpp"
@@ -102,7 +103,66 @@ constexpr const char* kStreamDoc =
 
 }  // namespace
 
+namespace {
+
+/// `item` as a float when it is a Python float, or an int that a float holds exactly
+/// (so the value is the one numpy's float32 conversion gives).
+bool exactNumber(PyObject* item, float& out) {
+  if (PyFloat_CheckExact(item)) {
+    out = static_cast<float>(PyFloat_AS_DOUBLE(item));
+    return true;
+  }
+  if (PyLong_CheckExact(item)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+    if (overflow != 0 || v < -(1LL << 24) || v > (1LL << 24)) return false;
+    out = static_cast<float>(v);
+    return true;
+  }
+  return false;
+}
+
+/// The fast forms of a matrix, read without numpy: a C-contiguous float32 buffer of
+/// 4x4 or 16 values, or a list / tuple of 16 numbers or of 4 rows of 4. A per-frame
+/// call spends more on numpy's conversion than on the enqueue. False: anything else,
+/// which matrixFrom converts (and diagnoses) through numpy.
+bool fastMatrix(PyObject* obj, Matrix4x4& m) {
+  if (PyObject_CheckBuffer(obj) != 0) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_ND) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    const bool ok = view.itemsize == 4 && view.format != nullptr && std::string_view(view.format) == "f" &&
+                    ((view.ndim == 2 && view.shape[0] == 4 && view.shape[1] == 4) ||
+                     (view.ndim == 1 && view.shape[0] == 16));
+    if (ok) std::memcpy(m.data(), view.buf, sizeof(m));
+    PyBuffer_Release(&view);
+    return ok;
+  }
+  if (!PyList_Check(obj) && !PyTuple_Check(obj)) return false;
+  PyObject** items = PySequence_Fast_ITEMS(obj);
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+  if (n == 16) {
+    for (Py_ssize_t i = 0; i < 16; ++i)
+      if (!exactNumber(items[i], m[static_cast<std::size_t>(i)])) return false;
+    return true;
+  }
+  if (n != 4) return false;
+  for (Py_ssize_t r = 0; r < 4; ++r) {
+    PyObject* row = items[r];
+    if ((!PyList_Check(row) && !PyTuple_Check(row)) || PySequence_Fast_GET_SIZE(row) != 4) return false;
+    PyObject** values = PySequence_Fast_ITEMS(row);
+    for (Py_ssize_t c = 0; c < 4; ++c)
+      if (!exactNumber(values[c], m[static_cast<std::size_t>(4 * r + c)])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Matrix4x4 matrixFrom(nb::handle obj, const char* fn) {
+  if (Matrix4x4 fast{}; fastMatrix(obj.ptr(), fast)) return fast;
   nb::object np = nb::module_::import_("numpy");
   nb::object values;
   try {

@@ -434,6 +434,29 @@ MATRIX_FORMS = {
 }
 
 
+# Matrix forms read without numpy (float32 buffers, lists and tuples of exact numbers)
+# and forms left to numpy's conversion (other dtypes, strided views, numpy scalars,
+# ints a float cannot hold): each must give the matrix numpy makes of it.
+MATRIX_FAST_AND_SLOW_FORMS = {
+    "tuple_rows": lambda m: tuple(tuple(float(v) for v in row) for row in m),
+    "flat_tuple": lambda m: tuple(float(v) for v in m.reshape(-1)),
+    "flat_float32": lambda m: m.reshape(-1).copy(),
+    "int_rows": lambda m: [[int(round(float(v))) for v in row] for row in m],
+    "ints_past_float": lambda m: [[1, 0, 0, 2**24 + 1], [0, 1, 0, -(2**25) - 3], [0, 0, 1, 7], [0, 0, 0, 1]],
+    "column_major_float32": lambda m: np.asfortranarray(m),
+    "float64": lambda m: m.astype(np.float64),
+    "numpy_scalars": lambda m: [list(row) for row in m],
+}
+
+
+@pytest.mark.parametrize("form", list(MATRIX_FAST_AND_SLOW_FORMS), ids=list(MATRIX_FAST_AND_SLOW_FORMS))
+def test_every_matrix_form_gives_the_matrix_numpy_makes_of_it(device, form):
+    matrix = MATRIX_FAST_AND_SLOW_FORMS[form](rotation(1, 0.7, (5.25, -7.5, 100.125)))
+    want = np.ascontiguousarray(matrix, dtype=np.float32).reshape(4, 4)
+    cloud = upload(device, make_cloud(4, 5, 3)[0])
+    np.testing.assert_array_equal(cloud.transformed(matrix).transformation_matrix(), want)
+
+
 @pytest.mark.parametrize("form", list(MATRIX_FORMS), ids=list(MATRIX_FORMS))
 def test_transform_applies_to_valid_points_and_accumulates(device, on, form):
     xyz, rgba, snr = make_cloud(24, 32, 20)
