@@ -101,10 +101,6 @@ AnyDeviceArray colorArray(FormatId format, Fn&& fn) {
 constexpr const char* kStreamDoc =
     " With `stream`: enqueued there, non-blocking; without: on the device's own queue, blocking.";
 
-}  // namespace
-
-namespace {
-
 /// `item` as a float when it is a Python float, or an int that a float holds exactly
 /// (so the value is the one numpy's float32 conversion gives).
 bool exactNumber(PyObject* item, float& out) {

@@ -73,9 +73,9 @@
   S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
   B(da_u32, keep)
 
-/* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles reduces each
- * tile's runs of equal keys in one work-group (a segmented scan in local memory), so a
- * voxel's points are summed in parallel rather than one after another by one work item. */
+/* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles loads a tile's
+ * points in one work-group, all gathers at once, and sums each run of equal keys from
+ * local memory, rather than one work item walking a voxel's points in global memory. */
 #define DA_VX_TILE 256
 /* The running sums of a voxel (da_vx_sums): floats (weighted and plain position sums,
  * the SNR^2 weight, normal sums) and 64-bit words (point count, colour terms). */

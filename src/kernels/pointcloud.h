@@ -368,7 +368,7 @@ DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
 /* Running sums of a voxel's points: f[] the weighted and plain position sums, the sum
  * of weights and the normal sums; w[] the point count and the colour terms (a voxel may
  * hold millions of points). */
-#define DA_VX_WX 0 /* f[0..6] as da_pc_mean: wx, wy, wz, wsum, ux, uy, uz */
+/* f[0..6] as da_pc_mean: wx, wy, wz, wsum, ux, uy, uz */
 #define DA_VX_NX 7 /* f[7..9]: normal sums */
 #define DA_VX_COUNT 0 /* w[0]: points; w[1..4]: colour terms r, g, b, a */
 typedef struct {

@@ -52,11 +52,12 @@ inline void da_alg_group_inclusive_scan(DA_LOCAL da_u32* s, int words) {
 
 /* ---------------------------------------------------------------- scan ---- */
 
-/* sums[t] = the sum of tile t of in[0, n). */
 /* The gate of every scan kernel here: a scan of a radix pass's digit counts does nothing
  * when the pass is past the key width (DA_ALG_PASS_SORTS with the pass's shift), as the
  * pass's own kernels do; other scans pass shift 0 and no width, which always scans. */
 #define DA_ALG_SCAN_GATE_PARAMS(S, B) S(int, shift) S(int, widthGiven) B(const da_u32, width)
+
+/* sums[t] = the sum of tile t of in[0, n). */
 #define DA_ALG_SCAN_TILE_SUMS_PARAMS(S0, B0, S, B) \
   S0(long, n) DA_ALG_SCAN_GATE_PARAMS(S, B) B(const da_u32, in) B(da_u32, sums)
 DA_KERNEL_GROUP(da_alg_scan_tile_sums, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCAN_TILE_SUMS_PARAMS)) {
