@@ -621,17 +621,19 @@ def render_section(m: Measurements, verdicts: list[Verdict], info: dict, chart: 
         if not stages:
             continue
         lines += ["", f"### Point-cloud pipeline ({label} synthetic scene)", "",
-                  _row(["stage", "device µs", "queued µs", "host µs", "memory bound µs", "points in",
-                        "points out"]),
-                  _row(["---"] * 7)]
+                  _row(["stage", "device µs", "queued µs", "host µs", "enqueue µs", "memory bound µs",
+                        "points in", "points out"]),
+                  _row(["---"] * 8)]
         for st, r in stages:
             c = r.counters
             bound = f"{c['bytes'] / bandwidth * 1e6:.1f}" if bandwidth and c.get("bytes") else "-"
             # queued: the same calls enqueued ahead of the device (0: the host could not get ahead).
+            # enqueue: the host's time to make those queued calls (what a frame loop pays).
             queued = f"{c['queued_us']:.0f}" if c.get("queued_us") else "-"
+            enqueue = f"{c['enqueue_us']:.0f}" if c.get("queued_us") and c.get("enqueue_us") else "-"
             lines.append(_row([st.removeprefix("pc_"), f"{r.seconds * 1e6:.0f}", queued,
-                               f"{c.get('host_us', float('nan')):.0f}", bound, f"{int(c.get('points_in', 0)):,}",
-                               f"{int(c.get('points_out', 0)):,}"]))
+                               f"{c.get('host_us', float('nan')):.0f}", enqueue, bound,
+                               f"{int(c.get('points_in', 0)):,}", f"{int(c.get('points_out', 0)):,}"]))
 
     dl = [(op, m.get(da, op, None)) for op in ("dlpack_export", "dlpack_import", "dlpack_roundtrip")]
     # Python rows: DLPack calls (host time), the pipeline (device time) at each camera size,

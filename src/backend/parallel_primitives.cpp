@@ -134,6 +134,23 @@ void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::s
   doExclusiveScanU32(q, offsets, offsets, count + 1);
 }
 
+void ParallelPrimitives::keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
+  constexpr const char* fn = "keyRunOffsets";
+  const PrimitiveCall call(device_, q, fn, count + 1);
+  const std::size_t keyBytes = count * sizeof(std::uint64_t), offsetBytes = (count + 1) * sizeof(std::uint32_t);
+  call.buffer("keys", sortedKeys, keyBytes);
+  call.buffer("offsets", offsets, offsetBytes);
+  call.disjoint("keys", sortedKeys, keyBytes, "offsets", offsets, offsetBytes);
+  faultPoint(FaultKind::kernelLaunch, fn);
+  doKeyRunOffsets(q, sortedKeys, count, offsets);
+}
+
+void ParallelPrimitives::doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
+  launch<kernels::da_vx_heads>(q, LaunchGeometry::items(count + 1), static_cast<std::int64_t>(count), sortedKeys,
+                               offsets);
+  doExclusiveScanU32(q, offsets, offsets, count + 1);
+}
+
 void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {
   constexpr const char* fn = "sumValidXYZ";
   PrimitiveCall(device_, q, fn, count).reduction(xyz, count, out, 4 * sizeof(double));

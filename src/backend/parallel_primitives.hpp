@@ -50,6 +50,11 @@ class ParallelPrimitives {
   /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
   /// does not overlap `xyz`.
   void validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
+  /// offsets[i] (uint32) = how many runs of equal keys start before position i of the
+  /// `count` sorted uint64 keys, for i in [0, count]: the run (segment) of each key, and
+  /// the number of runs at offsets[count]. `offsets` holds count + 1 values and does not
+  /// overlap `sortedKeys`.
+  void keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets);
   /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
   /// each) whose coordinates are all finite, and the number of such points.
   void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
@@ -67,10 +72,10 @@ class ParallelPrimitives {
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                  BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) = 0;
   /// The validity flags of the points written into `offsets`, then scanned there in
-  /// place. A backend may override it with a fused scan: on CUDA a CUB scan whose
-  /// input iterator tests the points measured no faster than the flags kernel and the
-  /// plain scan (its loads of 12-byte points coalesce worse).
+  /// place; a backend may override it with one fused scan (CUDA does: a launch saved).
   virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
+  /// The same for the heads of the key runs.
+  virtual void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets);
   virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
   virtual void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 

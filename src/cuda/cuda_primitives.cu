@@ -2,10 +2,12 @@
 // device-wide primitives. Temporary storage comes from the device's stream-ordered
 // pool on the same stream and is released on that stream right after the CUB call, so
 // it is reused by later work without any host synchronization.
+#include <cub/block/block_radix_rank.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_radix_sort.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -41,6 +43,23 @@ struct AddSum4 {
   }
 };
 
+struct ValidPointAsFlag {
+  const float* xyz;
+  long n;
+  __host__ __device__ std::uint32_t operator()(long i) const {
+    return i < n && da_pc_valid(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]) ? 1u : 0u;
+  }
+};
+
+/// 1 where a run of equal keys starts (i < n), 0 at i = n.
+struct RunHeadAsFlag {
+  const std::uint64_t* keys;
+  long n;
+  __host__ __device__ std::uint32_t operator()(long i) const {
+    return i < n && (i == 0 || keys[i] != keys[i - 1]) ? 1u : 0u;
+  }
+};
+
 struct ValidPointAsBounds6 {
   const float* xyz;
   __host__ __device__ Bounds6 operator()(long i) const {
@@ -56,37 +75,130 @@ struct UnionOfBounds6 {
   }
 };
 
-/// The key bits a sort with a device-side key width gives CUB's device-wide sort. The
-/// bits above cost CUB a pass per 8 even when no key uses them, and CUB takes its bit
-/// range from the host, so they go to a segmented sort whose one segment the device
-/// sets: empty unless the keys are wider (its passes then only launch), else up to the
-/// last key that is not all ones. A segmented sort is one block a segment, so a wide
-/// grid is slow, but sorted; ending the segment there keeps a capacity's missing
-/// entries, which the low bits already put last, out of that block's work.
+/// The key bits a sort with a device-side key width gives CUB's device-wide sort. CUB
+/// takes its bit range from the host and the bits above cost it a pass per 8 even when
+/// no key uses them, so they go to sortHighBits, which reads the width on the device.
 constexpr int kDeviceSortedLowBits = 32;
 
-/// offsets[1] (zeroed before) = the end of the high-bits sort's segment: 0 when the keys
-/// need at most lowBits bits, else one past the last key whose bits [0, endBit) are not
-/// all ones. offsets[0] stays 0.
-__global__ void highBitsSegmentEnd(const std::uint32_t* keyBits, int lowBits, int endBit, int count,
-                                   const std::uint64_t* keys, int* offsets) {
-  if (static_cast<int>(*keyBits) <= lowBits) return;
-  const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
-  int last = 0;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
-    if ((keys[i] & allOnes) != allOnes) last = i + 1;
-  if (last > 0) atomicMax(&offsets[1], last);
-}
+constexpr int kHighSortThreads = 1024, kHighSortKeysPerThread = 4, kHighSortDigitBits = 8;
+constexpr int kHighSortTile = kHighSortThreads * kHighSortKeysPerThread;
+constexpr int kHighSortDigits = 1 << kHighSortDigitBits;
+constexpr int kHighSortMaxBlocks = 256;  ///< at most kHighSortThreads: the last block reads one end each
 
-/// Copies the pairs of the high-bits sort's segment [0, offsets[1]) from where that sort
-/// left them back to the output (past the segment, the output holds them already).
-__global__ void copySegmentToOutput(const int* offsets, const std::uint64_t* keysFrom, const std::uint32_t* valuesFrom,
-                                    std::uint64_t* keysTo, std::uint32_t* valuesTo) {
-  const int end = offsets[1];
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < end; i += gridDim.x * blockDim.x) {
-    keysTo[i] = keysFrom[i];
-    valuesTo[i] = valuesFrom[i];
+struct MaxOf {
+  __device__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+/// The stable sort of keys / values [0, count), already sorted by bits [0, lowBits), by
+/// bits [lowBits, *keyBits): one launch, which every block leaves at once unless the
+/// keys are wider than lowBits bits. Hand-written because no CUB algorithm fits: its
+/// device-wide sorts take the bit range from the host, and its segmented sort (which
+/// can read a segment from the device) launches a kernel per pass even for an empty
+/// segment, each costing the host more than this whole kernel costs the device.
+///
+/// Wide keys: each block finds one past its last key whose bits [0, endBit) are not all
+/// ones (missing entries, which the low bits already put last); the last block to finish
+/// (counted in *ticket, zeroed before the launch) takes the largest as the end and sorts
+/// [0, end) alone, in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
+/// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
+/// The result is back in keys / values; altKeys / altValues hold count entries.
+__global__ void __launch_bounds__(kHighSortThreads)
+    sortHighBits(const std::uint32_t* keyBits, int lowBits, int endBit, int count, std::uint64_t* keys,
+                 std::uint32_t* values, std::uint64_t* altKeys, std::uint32_t* altValues, int* blockEnds,
+                 unsigned* ticket) {
+  const int width = static_cast<int>(*keyBits);
+  if (width <= lowBits) return;
+  using BlockMax = cub::BlockReduce<int, kHighSortThreads>;
+  using Rank = cub::BlockRadixRankMatch<kHighSortThreads, kHighSortDigitBits, false>;
+  using Scan = cub::BlockScan<int, kHighSortThreads>;
+  __shared__ union {
+    typename BlockMax::TempStorage max;
+    typename Rank::TempStorage rank;
+    typename Scan::TempStorage scan;
+  } temp;
+  __shared__ int digitStart[kHighSortDigits], tilePrefix[kHighSortDigits + 1];
+  __shared__ int end;
+  __shared__ bool lastBlock;
+  const int tid = static_cast<int>(threadIdx.x);
+  const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
+
+  int last = 0;
+  for (int i = static_cast<int>(blockIdx.x) * kHighSortThreads + tid; i < count;
+       i += static_cast<int>(gridDim.x) * kHighSortThreads)
+    if ((keys[i] & allOnes) != allOnes) last = i + 1;
+  last = BlockMax(temp.max).Reduce(last, MaxOf{});
+  if (tid == 0) {
+    blockEnds[blockIdx.x] = last;
+    __threadfence();  // the end is visible before the ticket says so
+    lastBlock = atomicAdd(ticket, 1u) == gridDim.x - 1;
   }
+  __syncthreads();
+  if (!lastBlock) return;
+  __threadfence();
+  int e = tid < static_cast<int>(gridDim.x) ? __ldcg(&blockEnds[tid]) : 0;
+  __syncthreads();  // temp.max is reused
+  e = BlockMax(temp.max).Reduce(e, MaxOf{});
+  if (tid == 0) end = e;
+  __syncthreads();
+  const int n = end;
+  const int topBit = width < endBit ? width : endBit;
+
+  std::uint64_t *keysFrom = keys, *keysTo = altKeys;
+  std::uint32_t *valuesFrom = values, *valuesTo = altValues;
+  const int warp = tid / 32, lane = tid % 32;
+  for (int bit = lowBits; bit < topBit; bit += kHighSortDigitBits) {
+    const int bits = topBit - bit < kHighSortDigitBits ? topBit - bit : kHighSortDigitBits;
+    const cub::BFEDigitExtractor<std::uint64_t> digitOf(static_cast<std::uint32_t>(bit),
+                                                        static_cast<std::uint32_t>(bits));
+    // Where each digit's keys start: the exclusive scan of the pass's histogram.
+    if (tid < kHighSortDigits) digitStart[tid] = 0;
+    __syncthreads();
+    for (int i = tid; i < n; i += kHighSortThreads) atomicAdd(&digitStart[digitOf.Digit(keysFrom[i])], 1);
+    __syncthreads();
+    int start = tid < kHighSortDigits ? digitStart[tid] : 0;
+    Scan(temp.scan).ExclusiveSum(start, start);
+    if (tid < kHighSortDigits) digitStart[tid] = start;
+    __syncthreads();
+    for (int base = 0; base < n; base += kHighSortTile) {
+      // Warp-striped, the order in which BlockRadixRankMatch ranks equal digits; keys
+      // past the end are all ones, ranked last and not written.
+      std::uint64_t k[kHighSortKeysPerThread];
+      std::uint32_t v[kHighSortKeysPerThread];
+      int rank[kHighSortKeysPerThread];
+      for (int item = 0; item < kHighSortKeysPerThread; ++item) {
+        const int i = base + (warp * kHighSortKeysPerThread + item) * 32 + lane;
+        k[item] = i < n ? keysFrom[i] : ~std::uint64_t{0};
+        v[item] = i < n ? valuesFrom[i] : 0u;
+      }
+      int prefix[Rank::BINS_TRACKED_PER_THREAD];
+      Rank(temp.rank).RankKeys(k, rank, digitOf, prefix);
+      if (tid < kHighSortDigits) tilePrefix[tid] = prefix[0];
+      if (tid == 0) tilePrefix[kHighSortDigits] = kHighSortTile;
+      __syncthreads();
+      for (int item = 0; item < kHighSortKeysPerThread; ++item) {
+        const int i = base + (warp * kHighSortKeysPerThread + item) * 32 + lane;
+        if (i >= n) continue;
+        const int digit = static_cast<int>(digitOf.Digit(k[item]));
+        const int to = digitStart[digit] + rank[item] - tilePrefix[digit];
+        keysTo[to] = k[item];
+        valuesTo[to] = v[item];
+      }
+      __syncthreads();
+      if (tid < kHighSortDigits) digitStart[tid] += tilePrefix[tid + 1] - tilePrefix[tid];
+      __syncthreads();
+    }
+    std::uint64_t* const k = keysFrom;
+    keysFrom = keysTo;
+    keysTo = k;
+    std::uint32_t* const v = valuesFrom;
+    valuesFrom = valuesTo;
+    valuesTo = v;
+  }
+  if (keysFrom != keys)
+    for (int i = tid; i < n; i += kHighSortThreads) {
+      keys[i] = keysFrom[i];
+      values[i] = valuesFrom[i];
+    }
 }
 
 /// The CUDA device, stream and current-device guard of one primitive call.
@@ -124,6 +236,8 @@ class CudaPrimitives final : public ParallelPrimitives {
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit, BufferRef keyBits) override;
+  void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) override;
+  void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
@@ -155,41 +269,48 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   });
   if (!highBitsOnDevice) return;
 
-  // The high bits, in place in the output with pool memory for the other half of the
-  // double buffer: [segment offsets | alternate keys | alternate values | CUB's temp].
+  // The high bits, in place in the output: pool memory for the ticket, the blocks' ends
+  // and the other half of the double buffer, [ticket | ends | keys | values].
   const std::uint32_t* bits = c.pointer<const std::uint32_t>(keyBits);
   const auto aligned = [](std::size_t b) { return (b + 255) & ~std::size_t{255}; };
-  const std::size_t keysAt = 256, valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
-                    cubAt = valuesAt + aligned(count * sizeof(std::uint32_t));
-  std::size_t cubBytes = 0;
-  {
-    cub::DoubleBuffer<std::uint64_t> k(kout, nullptr);
-    cub::DoubleBuffer<std::uint32_t> v(vout, nullptr);
-    check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, cubBytes, k, v, n, 1, static_cast<int*>(nullptr),
-                                                   static_cast<int*>(nullptr), kDeviceSortedLowBits, endBit,
-                                                   c.stream),
-          c.function);
-  }
-  auto* block = static_cast<unsigned char*>(device_.mallocAsync(cubAt + cubBytes, c.stream, c.function));
-  int* offsets = reinterpret_cast<int*>(block);
-  cub::DoubleBuffer<std::uint64_t> k(kout, reinterpret_cast<std::uint64_t*>(block + keysAt));
-  cub::DoubleBuffer<std::uint32_t> v(vout, reinterpret_cast<std::uint32_t*>(block + valuesAt));
-  // Grid-stride kernels of a few hundred blocks: in the usual case both return at once.
-  const int blocks = std::min((n + 255) / 256, 512);
-  cudaError_t err = cudaMemsetAsync(offsets, 0, 2 * sizeof(int), c.stream);
+  const std::size_t endsAt = 256, keysAt = endsAt + aligned(kHighSortMaxBlocks * sizeof(int)),
+                    valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
+                    bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
+  auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
+  const int blocks = std::min((n + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
+  cudaError_t err = cudaMemsetAsync(block, 0, sizeof(unsigned), c.stream);
   if (err == cudaSuccess) {
-    highBitsSegmentEnd<<<blocks, 256, 0, c.stream>>>(bits, kDeviceSortedLowBits, endBit, n, kout, offsets);
-    err = cudaGetLastError();
-  }
-  if (err == cudaSuccess)
-    err = cub::DeviceSegmentedRadixSort::SortPairs(block + cubAt, cubBytes, k, v, n, 1, offsets, offsets + 1,
-                                                   kDeviceSortedLowBits, endBit, c.stream);
-  if (err == cudaSuccess && k.selector != 0) {
-    copySegmentToOutput<<<blocks, 256, 0, c.stream>>>(offsets, k.Current(), v.Current(), kout, vout);
+    sortHighBits<<<blocks, kHighSortThreads, 0, c.stream>>>(
+        bits, kDeviceSortedLowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
+        reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block + endsAt),
+        reinterpret_cast<unsigned*>(block));
     err = cudaGetLastError();
   }
   device_.freeAsync(block, c.stream);
   check(err, c.function);
+}
+
+// One scan whose input iterator tests the points: no flags kernel. On the device it
+// takes about as long as the flags kernel and a plain scan (its 12-byte loads coalesce
+// worse), but it is one launch less, and a launch costs the host more than that.
+void CudaPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
+  Call c(device_, q, "validPointOffsets (cub::DeviceScan::ExclusiveSum)");
+  std::uint32_t* dst = c.pointer<std::uint32_t>(offsets);
+  const int n = static_cast<int>(count + 1);
+  auto flags = thrust::make_transform_iterator(thrust::counting_iterator<long>(0),
+                                               ValidPointAsFlag{c.pointer<const float>(xyz), static_cast<long>(count)});
+  c.run([&](void* temp, std::size_t& bytes) { return cub::DeviceScan::ExclusiveSum(temp, bytes, flags, dst, n, c.stream); });
+}
+
+// The same for the heads of runs of equal keys: one scan, no heads kernel.
+void CudaPrimitives::doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
+  Call c(device_, q, "keyRunOffsets (cub::DeviceScan::ExclusiveSum)");
+  std::uint32_t* dst = c.pointer<std::uint32_t>(offsets);
+  const int n = static_cast<int>(count + 1);
+  auto heads = thrust::make_transform_iterator(
+      thrust::counting_iterator<long>(0),
+      RunHeadAsFlag{c.pointer<const std::uint64_t>(sortedKeys), static_cast<long>(count)});
+  c.run([&](void* temp, std::size_t& bytes) { return cub::DeviceScan::ExclusiveSum(temp, bytes, heads, dst, n, c.stream); });
 }
 
 void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

@@ -244,7 +244,7 @@ class VoxelGrid {
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
     orderAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
-    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // heads, then keep flags
+    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // keep flags
     segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
@@ -286,9 +286,7 @@ class VoxelGrid {
                        cap.block.get(), tables_.owner.get()});
     primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
                                widthOnDevice ? width : detail::BufferRef{});
-    detail::launch<kernels::da_vx_heads>(q, LaunchGeometry::items(n + 1), pc::i64(n), pc::arg(scratch, sortedKeysAt_),
-                                         pc::arg(scratch, flagsAt_));
-    primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, segmentOfAt_}, n + 1);
+    primitives.keyRunOffsets(q, {t, sortedKeysAt_}, n, {t, segmentOfAt_});
     // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
     // reducing. Otherwise the kept voxels' output slots come first, from their counts.
     const bool keepAll = minPointsPerVoxel == 1;
