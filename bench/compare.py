@@ -395,7 +395,14 @@ def _copy_bandwidth(m: Measurements) -> float | None:
     return r.bytes_per_second if r is not None else None
 
 
-def _time_verdict(name: str, r: Result | None, need_us: float, bound_if_missed: str) -> Verdict:
+def _launch_us(m: Measurements) -> float | None:
+    """The host time of one empty kernel launch in this run (cuda_baseline.cu), in µs."""
+    r = m.get("cuda", "baseline_kernel_launch", None)
+    return r.seconds * 1e6 if r is not None else None
+
+
+def _time_verdict(name: str, r: Result | None, need_us: float, bound_if_missed: str,
+                  launch_us: float | None = None) -> Verdict:
     """A device time against its limit in µs."""
     if r is None:
         return Verdict(name, "-", f"≤ {need_us:g} µs", None, "not measured")
@@ -403,8 +410,12 @@ def _time_verdict(name: str, r: Result | None, need_us: float, bound_if_missed: 
     ok = us <= need_us
     queued = r.counters.get("queued_us")
     if not ok and queued:
-        # The span of the same calls enqueued ahead of the device says whose time it is.
-        bound_if_missed = (f"{queued:.0f} µs when enqueued ahead of the device: "
+        # The span of the same calls enqueued ahead of the device says whose time it is;
+        # the host's time to enqueue them and one launch's host cost say why.
+        enqueue = r.counters.get("enqueue_us")
+        host = (f" (the host enqueues them in {enqueue:.0f} µs"
+                + (f"; one kernel launch costs it {launch_us:.1f} µs" if launch_us else "") + ")") if enqueue else ""
+        bound_if_missed = (f"{queued:.0f} µs when enqueued ahead of the device{host}: "
                            + ("the host's calls set the pace" if queued < 0.8 * us else bound_if_missed))
     return Verdict(name, f"{us:.0f} µs", f"≤ {need_us:g} µs", ok, f"{need_us - us:+.0f} µs", "" if ok else bound_if_missed)
 
@@ -418,10 +429,10 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
     for frame, label in ((FRAME_ELEMENTS, "1920×1200"), (FIVE_MP_ELEMENTS, "2448×2048")):
         v.append(_time_verdict(f"{label} pipeline (downsample→normals→transform→ROI→unorganize→voxel)",
                                pipeline_result(m, frame), PIPELINE_TARGET_US[frame],
-                               "the kernels of unorganize and the voxel sort"))
+                               "the kernels of unorganize and the voxel sort", _launch_us(m)))
     for op, need in STAGE_TARGET_US.items():
         v.append(_time_verdict(f"1920×1200 {op.removeprefix('pc_')} stage", pipeline_result(m, FRAME_ELEMENTS, op),
-                               need, "sort/scan kernels and their launches"))
+                               need, "sort/scan kernels and their launches", _launch_us(m)))
 
     bandwidth = _copy_bandwidth(m)
     for op in PIPELINE_STAGES[:-1]:
@@ -493,7 +504,8 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
         ok = us <= PYTHON_STREAM_CALL_US
         v.append(Verdict(name, f"{us:.1f} µs", f"≤ {PYTHON_STREAM_CALL_US:g} µs", ok,
                          f"{PYTHON_STREAM_CALL_US - us:+.1f} µs",
-                         "" if ok else "nanobind call, argument conversion, allocation and launch on the host"))
+                         "" if ok else "nanobind call, argument conversion, allocation and launch on the host"
+                         + (f" (one kernel launch alone costs this host {_launch_us(m):.1f} µs)" if _launch_us(m) else "")))
     blocking, device = m.get("python", "transformed_blocking_host", None), m.get("python", "transformed_device", None)
     name = "Python blocking call (transformed on 960×600) over its device time"
     if blocking is None or device is None:

@@ -91,6 +91,27 @@ void mallocAsyncPair(benchmark::State& state) {
   cudaStreamDestroy(s);
 }
 
+__global__ void emptyKernel() {}
+
+// Host time of one launch of an empty kernel: the floor under every stream call that
+// launches one. The stream drains every 256 launches, outside the timed span.
+void launchEmpty(benchmark::State& state) {
+  cudaStream_t s;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  int launched = 0;
+  for (auto _ : state) {
+    emptyKernel<<<1, 32, 0, s>>>();
+    if (++launched % 256 == 0) {
+      state.PauseTiming();
+      check(cudaStreamSynchronize(s), "sync");
+      state.ResumeTiming();
+    }
+  }
+  check(cudaGetLastError(), "launch");
+  check(cudaStreamSynchronize(s), "sync");
+  cudaStreamDestroy(s);
+}
+
 }  // namespace
 
 void registerCudaBaselines() {
@@ -112,4 +133,5 @@ void registerCudaBaselines() {
   for (long s : sizes)
     for (auto* b : {d2d, h2d, d2h, h2dp, d2hp}) b->Arg(s);
   benchmark::RegisterBenchmark("baseline_cudaMallocAsync_pair/cuda0", mallocAsyncPair)->Arg(1 << 10)->Arg(1 << 20)->Arg(1 << 28);
+  benchmark::RegisterBenchmark("baseline_kernel_launch/cuda0", launchEmpty);
 }

@@ -66,7 +66,8 @@ def canned_docs():
             entry(f"convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time", 0, error_occurred=True,
                   error_message="out of memory"),
             entry("pc_pipeline/cuda0/manual_time", 850, unit="us", host_us=870.0, points_in=FRAME, points_out=3315,
-                  queued_us=300.0),
+                  queued_us=300.0, enqueue_us=640.0),
+            entry("baseline_kernel_launch/cuda0", 4.8, unit="us"),
             # Three repetitions plus their aggregates: the median aggregate is taken.
             entry("dlpack_export/cuda0", 3.0, unit="us", repetitions=3),
             entry("dlpack_export/cuda0", 9.0, unit="us", repetitions=3),
@@ -155,8 +156,10 @@ def test_targets_pass_and_miss_with_hand_computed_margins():
     assert v["RGBA→BGR vs copy"].ok is None  # not measured in the canned run
     t = [x for x in v.values() if x.target.startswith("1920×1200 pipeline (")][0]
     assert t.ok is False and t.measured == "850 µs" and t.margin == "-730 µs"
-    # Enqueued ahead of the device the same calls took 300 µs: the host set the pace.
-    assert t.bound == "300 µs when enqueued ahead of the device: the host's calls set the pace"
+    # Enqueued ahead of the device the same calls took 300 µs: the host set the pace, and
+    # the verdict says how long it took to enqueue them and what one launch costs it.
+    assert t.bound == ("300 µs when enqueued ahead of the device (the host enqueues them in 640 µs; one kernel "
+                       "launch costs it 4.8 µs): the host's calls set the pace")
     t = v["1920×1200 pipeline through C++ vs PyTorch"]  # 2550 / 850 = 3.0; 3.0 - 10 = -7.0
     assert t.ok is False and t.measured == "3.0×" and t.margin == "-7.0×"
     t = v["1920×1200 pipeline through Python API vs PyTorch"]  # 2550 / 200 = 12.75
@@ -260,7 +263,7 @@ def test_report_tables_and_section_replacement():
     assert "| clone_xyz_of_xyzw | 1 GiB | 2800.9 | - | - | 900.0 | 3.11 |" in section
     assert "| 1 KiB | 1.70 | 0.67 | 0.39 | - | - |" in section  # allocation: 0.67 / 1.70 = 0.39
     assert "| XYZ→XYZW | 64M | 1990.0 | 47% | 900.0 | 2.21 |" in section
-    assert "| pipeline | 850 | 300 | 870 | - | 2,304,000 | 3,315 |" in section
+    assert "| pipeline | 850 | 300 | 870 | 640 | - | 2,304,000 | 3,315 |" in section
     assert "| Python pc_pipeline (1920×1200) | 200.00 |" in section
     assert "| Python pc_pipeline (2448×2048) | 400.00 |" in section
     assert "| Python transformed_stream_host | 4.50 |" in section
