@@ -58,6 +58,16 @@ class PrimitiveCall {
            std::string(fn_) + ": the " + aName + " and " + bName + " buffers overlap, which this primitive forbids");
   }
 
+  /// The count + 1 offsets at `offsets` of `count` elements of `elementBytes` each at
+  /// `in`, which they must not overlap.
+  void offsets(const char* inName, BufferRef in, std::size_t count, std::size_t elementBytes,
+               BufferRef offsets) const {
+    const std::size_t inBytes = count * elementBytes, offsetBytes = (count + 1) * sizeof(std::uint32_t);
+    buffer(inName, in, inBytes);
+    buffer("offsets", offsets, offsetBytes);
+    disjoint(inName, in, inBytes, "offsets", offsets, offsetBytes);
+  }
+
   /// A reduction of `count` points (3 floats each) of `xyz` into `outBytes` at `out`.
   void reduction(BufferRef xyz, std::size_t count, BufferRef out, std::size_t outBytes) const {
     const std::size_t pointBytes = count * 3 * sizeof(float);
@@ -119,11 +129,7 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
 
 void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
   constexpr const char* fn = "validPointOffsets";
-  const PrimitiveCall call(device_, q, fn, count + 1);
-  const std::size_t pointBytes = count * 3 * sizeof(float), offsetBytes = (count + 1) * sizeof(std::uint32_t);
-  call.buffer("points", xyz, pointBytes);
-  call.buffer("offsets", offsets, offsetBytes);
-  call.disjoint("points", xyz, pointBytes, "offsets", offsets, offsetBytes);
+  PrimitiveCall(device_, q, fn, count + 1).offsets("points", xyz, count, 3 * sizeof(float), offsets);
   faultPoint(FaultKind::kernelLaunch, fn);
   doValidPointOffsets(q, xyz, count, offsets);
 }
@@ -136,11 +142,7 @@ void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::s
 
 void ParallelPrimitives::keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
   constexpr const char* fn = "keyRunOffsets";
-  const PrimitiveCall call(device_, q, fn, count + 1);
-  const std::size_t keyBytes = count * sizeof(std::uint64_t), offsetBytes = (count + 1) * sizeof(std::uint32_t);
-  call.buffer("keys", sortedKeys, keyBytes);
-  call.buffer("offsets", offsets, offsetBytes);
-  call.disjoint("keys", sortedKeys, keyBytes, "offsets", offsets, offsetBytes);
+  PrimitiveCall(device_, q, fn, count + 1).offsets("keys", sortedKeys, count, sizeof(std::uint64_t), offsets);
   faultPoint(FaultKind::kernelLaunch, fn);
   doKeyRunOffsets(q, sortedKeys, count, offsets);
 }
