@@ -134,10 +134,14 @@ void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::siz
   doValidPointOffsets(q, xyz, count, offsets);
 }
 
-void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
-  launch<kernels::da_pc_valid_flags>(q, LaunchGeometry::items(count + 1), static_cast<std::int64_t>(count), xyz,
-                                     offsets);
+template <class FlagsKernel>
+void ParallelPrimitives::flagsThenScan(QueueImpl& q, BufferRef in, std::size_t count, BufferRef offsets) {
+  launch<FlagsKernel>(q, LaunchGeometry::items(count + 1), static_cast<std::int64_t>(count), in, offsets);
   doExclusiveScanU32(q, offsets, offsets, count + 1);
+}
+
+void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
+  flagsThenScan<kernels::da_pc_valid_flags>(q, xyz, count, offsets);
 }
 
 void ParallelPrimitives::keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
@@ -148,9 +152,7 @@ void ParallelPrimitives::keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::
 }
 
 void ParallelPrimitives::doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
-  launch<kernels::da_vx_heads>(q, LaunchGeometry::items(count + 1), static_cast<std::int64_t>(count), sortedKeys,
-                               offsets);
-  doExclusiveScanU32(q, offsets, offsets, count + 1);
+  flagsThenScan<kernels::da_vx_heads>(q, sortedKeys, count, offsets);
 }
 
 void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

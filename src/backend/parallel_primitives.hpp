@@ -76,6 +76,10 @@ class ParallelPrimitives {
   virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
   /// The same for the heads of the key runs.
   virtual void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets);
+  /// The default of both: FlagsKernel (n, in, flags) writes the count + 1 flags into
+  /// `offsets`, which are then scanned in place.
+  template <class FlagsKernel>
+  void flagsThenScan(QueueImpl& q, BufferRef in, std::size_t count, BufferRef offsets);
   virtual void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
   virtual void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) = 0;
 
