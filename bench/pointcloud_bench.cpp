@@ -17,6 +17,9 @@
 // device's own time. It is 0 where the host did not finish enqueuing before the copy
 // did (queued_us would again be the host's). enqueue_us is the host's time to make
 // those calls while the device is busy: what a frame loop pays on the host per call.
+//
+// pc_pipeline_graph (CUDA devices) is the pipeline captured once into a CUDA graph and
+// launched once per frame: what a frame loop that replays a graph pays.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -26,6 +29,10 @@
 #include <vector>
 
 #include "bench_util.hpp"
+
+#if DEVICEARRAY_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace da = devicearray;
 
@@ -160,6 +167,56 @@ void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
   if (dabench::isGpu(device)) timeQueued(state, stream, body);
 }
 
+// The calls of `body` captured once into a CUDA graph (after a warm-up run outside the
+// capture), then timed as timeStage times a stage, one graph launch per iteration: the
+// host pays one launch per frame instead of one per kernel. False (the run skipped with
+// the reason) where the device is not a CUDA device or the capture fails.
+template <class Body>
+bool timeAsGraph(benchmark::State& state, da::Stream& stream, Body& body) {
+#if DEVICEARRAY_HAS_CUDA
+  const auto cudaFailed = [&](const char* call, cudaError_t err) {
+    state.SkipWithError((std::string(call) + ": " + cudaGetErrorString(err)).c_str());
+    return false;
+  };
+  body();
+  stream.waitForCompletion();
+  const auto raw = static_cast<cudaStream_t>(stream.handle().stream);
+  cudaGraph_t graph = nullptr;
+  if (const cudaError_t err = cudaStreamBeginCapture(raw, cudaStreamCaptureModeThreadLocal); err != cudaSuccess)
+    return cudaFailed("cudaStreamBeginCapture", err);
+  try {
+    body();
+  } catch (const da::Error& e) {
+    (void)cudaStreamEndCapture(raw, &graph);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    state.SkipWithError((std::string("capturing the pipeline: ") + e.what()).c_str());
+    return false;
+  }
+  if (const cudaError_t err = cudaStreamEndCapture(raw, &graph); err != cudaSuccess)
+    return cudaFailed("cudaStreamEndCapture", err);
+  cudaGraphExec_t exec = nullptr;
+  if (const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0); err != cudaSuccess) {
+    (void)cudaGraphDestroy(graph);
+    return cudaFailed("cudaGraphInstantiate", err);
+  }
+  cudaError_t launched = cudaSuccess;
+  timeStage(state, stream, [&] {
+    const cudaError_t err = cudaGraphLaunch(exec, raw);
+    if (launched == cudaSuccess) launched = err;
+  });
+  stream.waitForCompletion();
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+  if (launched != cudaSuccess) return cudaFailed("cudaGraphLaunch", launched);
+  return true;
+#else
+  (void)stream;
+  (void)body;
+  state.SkipWithError("a CUDA build is needed to capture a CUDA graph");
+  return false;
+#endif
+}
+
 // The clouds each stage starts from, built with the stages before it, and the sizes
 // the stages' byte counts need.
 struct Inputs {
@@ -184,7 +241,7 @@ Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device,
   return in;
 }
 
-enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline, fineVoxel };
+enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline, fineVoxel, pipelineGraph };
 
 // Bytes a point carries through the stages: XYZ, RGBA and SNR.
 constexpr double kPointBytes = 12 + 4 + 4;
@@ -204,7 +261,7 @@ double stageBytes(const Inputs& in, Stage which) {
   };
   // The fine grid keeps about every point: the points in and as many out.
   if (which == Stage::fineVoxel) return 2 * kept * kPointBytes;
-  if (which != Stage::pipeline) return bytes[static_cast<int>(which)];
+  if (which != Stage::pipeline && which != Stage::pipelineGraph) return bytes[static_cast<int>(which)];
   double sum = 0;
   for (double b : bytes) sum += b;
   return sum;
@@ -270,7 +327,8 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
       break;
     }
     case Stage::pipeline:
-      timeStage(state, stream, [&] {
+    case Stage::pipelineGraph: {
+      const auto pipeline = [&] {
         da::PointCloud cloud = in.full.downsampled(da::Downsampling::by2x2, stream);
         const auto normals = cloud.deviceNormalsXYZ(stream);
         cloud.transform(m, stream);
@@ -278,11 +336,18 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
         const da::UnorganizedPointCloud points = cloud.toUnorganizedPointCloud(stream);
         lastOut = points.voxelDownsampled(kVoxelMm, 1, stream);
         benchmark::DoNotOptimize(normals.devicePointer());
-      });
+      };
+      if (which == Stage::pipeline) {
+        timeStage(state, stream, pipeline);
+      } else if (!timeAsGraph(state, stream, pipeline)) {
+        return;
+      }
       pointsOut = lastOut.size();
       break;
+    }
   }
-  state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline
+  state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline ||
+                                                            which == Stage::pipelineGraph
                                                         ? in.full.size()
                                                     : which == Stage::voxel || which == Stage::fineVoxel
                                                         ? in.unorganized.size()
@@ -299,12 +364,14 @@ int main(int argc, char** argv) {
       {"pc_transform", Stage::transform},       {"pc_roi", Stage::roi},
       {"pc_unorganize", Stage::unorganize},     {"pc_voxel", Stage::voxel},
       {"pc_pipeline", Stage::pipeline},         {"pc_voxel_fine", Stage::fineVoxel},
+      {"pc_pipeline_graph", Stage::pipelineGraph},
   };
   for (const auto& device : da::ComputeDevice::all())
     for (const CameraSize camera : kCameras) {
       if (camera.width != kCameras[0].width && !dabench::isGpu(device)) continue;  // CPU devices: the frame size
       for (const auto& [name, which] : stages) {
         if (which == Stage::fineVoxel && !dabench::isGpu(device)) continue;  // a GPU's slow path
+        if (which == Stage::pipelineGraph && device.backend() != da::ComputeBackend::cuda) continue;
         benchmark::RegisterBenchmark((std::string(name) + "/" + dabench::deviceTag(device) + "/" +
                                       std::to_string(camera.height * camera.width))
                                          .c_str(),

@@ -42,6 +42,7 @@ namespace devicearray::detail {
 
 inline constexpr int kMaxDims = 32;  // OpenCV's CV_MAX_DIM
 
+class Allocation;
 class CopySteps;
 class DeviceImpl;
 class ParallelPrimitives;
@@ -88,6 +89,16 @@ class QueueImpl {
   /// different stream per device (legacy default stream, nullptr) or per thread
   /// (cudaStreamPerThread, 0x2) and are keyed accordingly.
   const void* key() const;
+  /// True when the work enqueued here is being captured into a CUDA graph (the queue
+  /// wraps a capturing stream): it runs at the graph's launches, so what it uses must
+  /// live as long as the graph.
+  bool capturesIntoGraph() const { return capturesIntoGraph_; }
+  /// Makes the graph being captured hold `allocation` (Allocation::afterUse calls it
+  /// when capturesIntoGraph()).
+  virtual void keepAliveForGraph(std::shared_ptr<Allocation> allocation) { (void)allocation; }
+
+ protected:
+  bool capturesIntoGraph_ = false;  ///< set once by the backend, at construction
 
  private:
   /// waitEvent, for an event of this backend.
@@ -100,7 +111,7 @@ class QueueImpl {
 /// Reference-counted device storage. The destructor of an owning allocation
 /// returns the memory in stream order (after all recorded work); an external
 /// one frees nothing.
-class Allocation {
+class Allocation : public std::enable_shared_from_this<Allocation> {
  public:
   Allocation(std::shared_ptr<DeviceImpl> device, void* handle, std::size_t bytes, bool owned)
       : device_(std::move(device)), handle_(handle), bytes_(bytes), owned_(owned) {

@@ -42,6 +42,7 @@ void Allocation::beforeUse(QueueImpl& q) {
 void Allocation::afterUse(QueueImpl& q, const std::shared_ptr<EventImpl>& event) {
   requireNotForked("ordering device work");
   if (auto parent = orderingParent_.lock()) parent->afterUse(q, event);
+  if (q.capturesIntoGraph()) q.keepAliveForGraph(weak_from_this().lock());
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : pending_) {
     if (e->queueKey() == q.key()) {

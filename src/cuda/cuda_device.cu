@@ -76,8 +76,11 @@ CudaEvent::~CudaEvent() {
 }
 
 bool CudaEvent::query() {
-  if (done_.load(std::memory_order_acquire)) return true;
+  if (capture_.captured() || done_.load(std::memory_order_acquire)) return true;
   DeviceGuard guard(device_->ordinal());
+  // The calling thread may be capturing another stream: asking about an ordinary event
+  // is safe then, but the global and thread-local modes forbid it (and end the capture).
+  const RelaxedCaptureMode relaxed;
   const cudaError_t err = cudaEventQuery(event_);
   if (err == cudaSuccess) {
     done_.store(true, std::memory_order_release);
@@ -87,25 +90,18 @@ bool CudaEvent::query() {
   throwCudaError("cudaEventQuery", err);
 }
 
-bool CudaEvent::completeNoThrow(cudaStream_t waiter) noexcept {
-  if (done_.load(std::memory_order_acquire)) return true;
-  // Not while the waiting stream is being captured into a graph: querying an event
-  // there can invalidate the capture, and the wait is what the graph needs anyway.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(waiter, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    (void)cudaGetLastError();
-    return false;
-  }
+bool CudaEvent::completeNoThrow() noexcept {
   try {
     return query();
   } catch (...) {
-    return false;  // e.g. an event recorded during a capture: let the wait decide
+    return false;  // let the wait report the error
   }
 }
 
 void CudaEvent::synchronize() {
-  if (done_.load(std::memory_order_acquire)) return;
+  if (capture_.captured() || done_.load(std::memory_order_acquire)) return;
   DeviceGuard guard(device_->ordinal());
+  const RelaxedCaptureMode relaxed;  // as in query()
   check(cudaEventSynchronize(event_), "cudaEventSynchronize");
   done_.store(true, std::memory_order_release);
 }
@@ -115,6 +111,9 @@ float CudaEvent::doElapsedMs(EventImpl& later) {
   if (!timing_ || !end->timing_)
     fail(ErrorCode::InvalidArgument,
          "Event::elapsedTime: both events must be timing events (recorded through Event::record)");
+  if (capture_.captured() || end->capture_.captured())
+    fail(ErrorCode::InvalidState,
+         "Event::elapsedTime: an event recorded during a graph capture marks a node of the graph, not a moment");
   DeviceGuard guard(device_->ordinal());
   // cudaEventElapsedTime fails with NotReady on pending events; wait instead so the
   // call means "time between the two markers" whatever the caller synchronized.
@@ -127,10 +126,13 @@ float CudaEvent::doElapsedMs(EventImpl& later) {
 
 // ------------------------------------------------------------------ queues ---
 
-CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned)
+CudaQueue::CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned, StreamCapture capture)
     : QueueImpl(std::move(device), stream),
       cudaDevice_(static_cast<CudaDevice*>(this->device().get())),
-      owned_(owned) {}
+      owned_(owned),
+      capture_(capture) {
+  capturesIntoGraph_ = capture_.captured();
+}
 
 CudaQueue::~CudaQueue() {
   if (!owned_ || forkedAfterInit()) return;  // leaked in a forked child: the stream is the parent's
@@ -161,14 +163,30 @@ std::shared_ptr<EventImpl> CudaQueue::recordEvent(bool timing) {
     event = cudaDevice_->acquireOrderingEvent();
   }
   // Own the handle before recording so a failed record does not leak it.
-  auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, key(), timing);
+  auto impl = std::make_shared<CudaEvent>(cudaDevice_, event, key(), timing, capture_);
   check(cudaEventRecord(event, stream()), "cudaEventRecord");
   return impl;
 }
 
+void CudaQueue::keepAliveForGraph(std::shared_ptr<Allocation> allocation) {
+  cudaDevice_->graphKeepAlive().hold(capture_, std::move(allocation));
+}
+
 void CudaQueue::doWaitEvent(EventImpl& event) {
   auto* cudaEvent = static_cast<CudaEvent*>(&event);
-  if (cudaEvent->completeNoThrow(stream())) return;  // finished work needs no wait
+  const StreamCapture& recordedIn = cudaEvent->capture();
+  if (recordedIn.captured()) {
+    // A node of a graph: an edge inside its own capture; anywhere else the caller
+    // orders the graph's launches against their streams.
+    if (recordedIn.id != capture_.id) return;
+  } else if (cudaEvent->completeNoThrow()) {
+    return;  // finished work needs no wait
+  } else if (capture_.captured()) {
+    // A graph cannot depend on work recorded before it was built: the host waits for
+    // it, once, while the graph is being captured.
+    cudaEvent->synchronize();
+    return;
+  }
   DeviceGuard guard(cudaDevice_->ordinal());
   // Cross-device waits are legal in CUDA (same process), so no device check here.
   check(cudaStreamWaitEvent(stream(), cudaEvent->native(), 0), "cudaStreamWaitEvent");
@@ -349,12 +367,19 @@ std::shared_ptr<QueueImpl> CudaDevice::doCreateQueue() {
 
 std::shared_ptr<QueueImpl> CudaDevice::doWrapQueue(void* native) {
   loadKernelsOnce();
+  graphKeepAlive_.releaseDestroyed();  // every call passes here: drop what dead graphs held
   auto stream = static_cast<cudaStream_t>(native);
   // The special handles name the calling thread's stream of the *current* device,
-  // which the guard makes this device in every call.
+  // which the guard makes this device in every call. The legacy stream cannot be
+  // captured; the per-thread one can.
   const bool special = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
-  if (!special) {
-    DeviceGuard guard(ordinal_);
+  DeviceGuard guard(ordinal_);
+  const StreamCapture capture =
+      stream == nullptr || stream == cudaStreamLegacy ? StreamCapture{} : StreamCapture::of(stream, "Stream::wrap");
+  // CUDA refuses cudaStreamGetDevice on a capturing stream (and invalidates the
+  // capture), so a captured stream's device is not checked here: a stream of another
+  // device fails at the capture's first launch.
+  if (!special && !capture.captured()) {
     int owner = -1;
     const cudaError_t err = cudaStreamGetDevice(stream, &owner);
     if (err != cudaSuccess) {
@@ -366,7 +391,7 @@ std::shared_ptr<QueueImpl> CudaDevice::doWrapQueue(void* native) {
       fail(ErrorCode::InvalidArgument, "Stream::wrap: the stream belongs to cuda:" + std::to_string(owner) +
                                            ", not to " + label());
   }
-  return std::make_shared<CudaQueue>(shared_from_this(), stream, false);
+  return std::make_shared<CudaQueue>(shared_from_this(), stream, false, capture);
 }
 
 std::shared_ptr<EventImpl> CudaDevice::doRecordTimingEvent(QueueImpl& q) {
@@ -501,6 +526,8 @@ void CudaDevice::releaseOrderingEvent(cudaEvent_t event) noexcept {
 void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept {
   DeviceGuard guard(ordinal_, std::nothrow);
   if (!guard.ok()) return;  // runtime gone (process exit): the memory dies with the context
+  // The thread may be capturing a stream of its own (a handle dropped during a capture).
+  const RelaxedCaptureMode relaxed;
   cudaStream_t stream = nullptr;
   try {
     stream = static_cast<CudaQueue&>(*libraryQueue()).stream();
@@ -513,7 +540,9 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
   }
   for (const auto& event : pending) {
     auto* e = dynamic_cast<CudaEvent*>(event.get());
-    if (e == nullptr) continue;
+    // A captured event marks a graph node: the graph held this memory until its
+    // launches were done, so there is nothing left to wait for.
+    if (e == nullptr || e->capture().captured()) continue;
     const cudaError_t err = cudaStreamWaitEvent(stream, e->native(), 0);
     if (err == cudaSuccess) continue;
     (void)cudaGetLastError();
@@ -528,7 +557,22 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
 std::shared_ptr<Allocation> CudaDevice::doAllocate(std::size_t bytes, QueueImpl& q) {
   cudaStream_t stream = streamOf(q, "allocate");
   DeviceGuard guard(ordinal_);
-  void* p = mallocAsync(bytes, stream, "allocate");
+  void* p = nullptr;
+  if (static_cast<CudaQueue&>(q).capture().captured()) {
+    // Not a graph allocation (it would have no physical memory before the graph's first
+    // launch): pool memory allocated on the library stream, which the host waits for
+    // once, since the graph cannot wait on the library stream. The graph holds it.
+    stream = static_cast<CudaQueue&>(*libraryQueue()).stream();
+    const RelaxedCaptureMode relaxed;
+    p = mallocAsync(bytes, stream, "allocate");
+    const cudaError_t err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess) {
+      freeAsync(p, stream);
+      throwCudaError("cudaStreamSynchronize", err);
+    }
+  } else {
+    p = mallocAsync(bytes, stream, "allocate");
+  }
   std::shared_ptr<CudaAllocation> allocation;
   try {
     allocation = std::make_shared<CudaAllocation>(shared_from_this(), p, bytes, true);

@@ -17,6 +17,7 @@
 #include "backend/backend.hpp"
 #include "backend/copy_steps.hpp"
 #include "backend/parallel_primitives.hpp"
+#include "cuda/graph_capture.hpp"
 
 namespace devicearray::detail::cuda {
 
@@ -88,21 +89,25 @@ class DeviceGuard {
 class CudaDevice;
 
 /// A cudaEvent_t recorded on one stream. Ordering events come from the device's
-/// recycled pool and go back to it on destruction.
+/// recycled pool and go back to it on destruction. An event recorded during a graph
+/// capture marks a node of that graph (graph_capture.hpp): outside the capture there is
+/// nothing to query or wait for, so it counts as complete there.
 class CudaEvent final : public EventImpl {
  public:
-  CudaEvent(CudaDevice* device, cudaEvent_t event, const void* queueKey, bool timing)
-      : device_(device), event_(event), queueKey_(queueKey), timing_(timing) {}
+  CudaEvent(CudaDevice* device, cudaEvent_t event, const void* queueKey, bool timing, StreamCapture capture = {})
+      : device_(device), event_(event), queueKey_(queueKey), timing_(timing), capture_(capture) {}
   ~CudaEvent() override;
   ComputeBackend backend() const override { return ComputeBackend::cuda; }
   bool query() override;
-  /// True when the event is known or found to be complete; false when it is not,
-  /// or cannot be asked (errors, `waiter` capturing into a graph). Never throws.
-  bool completeNoThrow(cudaStream_t waiter) noexcept;
+  /// True when the event is known or found to be complete; false when it is not, or
+  /// cannot be asked (errors). Never throws.
+  bool completeNoThrow() noexcept;
   void synchronize() override;
   const void* queueKey() const override { return queueKey_; }
   cudaEvent_t native() const { return event_; }
   bool timing() const { return timing_; }
+  /// The capture the event was recorded in (not captured for ordinary events).
+  const StreamCapture& capture() const { return capture_; }
 
  private:
   float doElapsedMs(EventImpl& later) override;
@@ -111,26 +116,32 @@ class CudaEvent final : public EventImpl {
   cudaEvent_t event_;
   const void* queueKey_;
   bool timing_;
+  StreamCapture capture_;
   /// Seen complete once: an event is recorded exactly once, so it stays complete and
   /// later queries, waits and stream waits on it need no driver call.
   std::atomic<bool> done_{false};
 };
 
-/// A stream of one device: owned (destroyed with the object) or wrapped.
+/// A stream of one device: owned (destroyed with the object) or wrapped. A wrapper
+/// lives for one library call and knows whether its stream was being captured into a
+/// graph when the call began.
 class CudaQueue final : public QueueImpl {
  public:
-  CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned);
+  CudaQueue(std::shared_ptr<DeviceImpl> device, cudaStream_t stream, bool owned, StreamCapture capture = {});
   ~CudaQueue() override;
   void synchronize() override;
   bool query() override;
   std::shared_ptr<EventImpl> recordEvent(bool timing = false) override;
+  void keepAliveForGraph(std::shared_ptr<Allocation> allocation) override;
   cudaStream_t stream() const { return static_cast<cudaStream_t>(native()); }
+  const StreamCapture& capture() const { return capture_; }
 
  private:
   void doWaitEvent(EventImpl& event) override;
 
   CudaDevice* cudaDevice_;
   bool owned_;
+  StreamCapture capture_;
 };
 
 /// Device memory from the device's pool (owned, freed in stream order) or adopted.
@@ -198,8 +209,12 @@ class CudaDevice final : public DeviceImpl {
   /// An ordering (timing-disabled) event from the recycled pool.
   cudaEvent_t acquireOrderingEvent();
   void releaseOrderingEvent(cudaEvent_t event) noexcept;
-  /// Frees `p` on the sdk stream after every event in `pending`. Never throws.
+  /// Frees `p` on the sdk stream after every event in `pending` (captured events
+  /// excepted: the graphs that hold memory release it after their launches). Never
+  /// throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
+  /// What the graphs being captured or alive hold of this device's memory.
+  GraphKeepAlive& graphKeepAlive() { return graphKeepAlive_; }
   /// The staging buffers; the pool's retained buffers are freed at exit.
   PinnedStagingPool& stagingPool() {
     releaseAtExit();
@@ -247,6 +262,7 @@ class CudaDevice final : public DeviceImpl {
   std::unordered_map<const void*, int> blockSizes_;
 
   PinnedStagingPool staging_;
+  GraphKeepAlive graphKeepAlive_;
 };
 
 /// The copy, fill and conversion steps of `device` (cuda_copy.cu).

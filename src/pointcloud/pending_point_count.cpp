@@ -38,6 +38,12 @@ const PointArrays& PendingPointCount::trimmed(const PointArrays& capacity) {
   const std::size_t count = count_->read();
   const std::lock_guard<std::mutex> lock(mutex_);
   if (trimmed_) return *trimmed_;
+  // Only memory the producing work never wrote can hold more: a cloud made during a
+  // CUDA graph capture, read before the graph's first launch was done.
+  if (count > capacity.xyz.size())
+    fail(ErrorCode::InvalidState, "UnorganizedPointCloud: the point count in device memory (" + std::to_string(count) +
+                                      ") exceeds the cloud's capacity (" + std::to_string(capacity.xyz.size()) +
+                                      "): the work that produces it has not run (a CUDA graph not launched yet?)");
   auto trim = [count](const auto& a) {
     using Array = std::decay_t<decltype(a)>;
     return count == 0 || !a.isValid() ? Array() : pc::prefixOf(a, count);
