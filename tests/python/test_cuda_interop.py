@@ -156,3 +156,34 @@ def test_jax_from_dlpack_same_pointer(cuda_device):
     x = jax.dlpack.from_dlpack(arr)
     np.testing.assert_array_equal(np.asarray(x), host)
     assert x.unsafe_buffer_pointer() == arr.get_device_ptr()
+
+
+def test_stream_calls_capture_into_a_torch_cuda_graph(cuda_device, torch):
+    """torch.cuda.graph (global capture mode) captures our stream calls on its stream;
+    each replay recomputes from the input's memory, which the next frame rewrites."""
+    rng = np.random.default_rng(11)
+    h, w = 48, 64
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    xyz = np.dstack([xs * 2.0, ys * 2.0, 500.0 + rng.uniform(-1, 1, (h, w))]).astype(np.float32)
+    cloud = da.PointCloud(da.from_numpy(xyz, format=da.Format.PointXYZ, device=cuda_device))
+    pose = np.array([[0, -1, 0, 10], [1, 0, 0, -20], [0, 0, 1, 5], [0, 0, 0, 1]], np.float32)
+    shift = np.array([[1, 0, 0, 7], [0, 1, 0, 0], [0, 0, 1, -3], [0, 0, 0, 1]], np.float32)
+    side = torch.cuda.Stream(device=cuda_device.ordinal())
+    stream = da.Stream.wrap(cuda_device, side.cuda_stream)
+    # Warm up outside the capture (kernels load, the pool grows), as for any captured code.
+    cloud.downsampled(da.Downsampling.by2x2, stream=stream).transform(pose, stream=stream)
+    torch.cuda.synchronize()
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        moved = cloud.downsampled(da.Downsampling.by2x2, stream=stream)
+        moved.transform(pose, stream=stream)
+    for frame in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        want = cloud.downsampled(da.Downsampling.by2x2).transformed(pose)
+        np.testing.assert_array_equal(moved.device_points_xyz().to_numpy(), want.device_points_xyz().to_numpy(),
+                                      err_msg=f"frame {frame}")
+        cloud.transform(shift)  # the next frame, in the input's own memory
+    del moved, graph
+    gc.collect()
