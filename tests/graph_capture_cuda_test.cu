@@ -112,16 +112,31 @@ TEST_P(GraphCaptureCuda, LaunchesRecomputeFromTheInputsMemory) {
   CUDA_OK(cudaStreamBeginCapture(stream_, GetParam()));
   PointCloud moved = input.transformed(pose(), CUDAStreamPtr{stream_});
   DeviceArray<NormalXYZ> normals = moved.deviceNormalsXYZ(CUDAStreamPtr{stream_});
+  moved.maskByRegionOfInterest(box(), CUDAStreamPtr{stream_});
+  const UnorganizedPointCloud voxels =
+      moved.toUnorganizedPointCloud(CUDAStreamPtr{stream_}).voxelDownsampled(12.f, 2, CUDAStreamPtr{stream_});
   instantiate();
 
+  std::vector<std::size_t> voxelCounts;
   for (int frameNumber = 0; frameNumber < 3; ++frameNumber) {
     launchAndWait();
     const PointCloud reference = input.transformed(pose());
-    expectSameBytes(moved.devicePointsXYZ(CUDAStreamPtr{stream_}), reference.devicePointsXYZ(reference.device().sdkStreamOrQueue()),
-                    "transformed points");
     expectSameBytes(normals, reference.deviceNormalsXYZ(reference.device().sdkStreamOrQueue()), "normals");
+    const PointCloud masked = reference.maskedByRegionOfInterest(box());
+    expectSameBytes(moved.devicePointsXYZ(CUDAStreamPtr{stream_}), masked.devicePointsXYZ(masked.device().sdkStreamOrQueue()),
+                    "transformed and masked points");
+    // Each launch rewrites the count: reread() reads this launch's.
+    const UnorganizedPointCloud launched = voxels.reread();
+    EXPECT_FALSE(launched.isSizeKnown());
+    expectSameCloud(launched, masked.toUnorganizedPointCloud().voxelDownsampled(12.f, 2), "voxels of this launch");
+    voxelCounts.push_back(launched.size());
+    if (frameNumber == 0) EXPECT_EQ(voxels.size(), launched.size());  // the captured cloud reads its count once
     input.transform(shift);  // the next frame, in the input's own memory
   }
+  // The frames differ (the shift moves points out of the box), so a stale count would show.
+  EXPECT_NE(voxelCounts.front(), voxelCounts.back());
+  EXPECT_EQ(voxels.size(), voxelCounts.front()) << "the captured cloud keeps the count it read first";
+  EXPECT_EQ(voxels.reread().size(), voxelCounts.back()) << "what the last launch wrote";
 }
 
 TEST_P(GraphCaptureCuda, AnInvalidatedCaptureIsReportedByTheNextCall) {

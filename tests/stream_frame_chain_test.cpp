@@ -72,6 +72,31 @@ TEST_P(StreamFrameChain, ThreadsMayReadOneCloudsCountTogether) {
   EXPECT_TRUE(pending.isSizeKnown());
 }
 
+TEST_P(StreamFrameChain, RereadReadsTheCountAndTheTranslationAgain) {
+  const ComputeDevice d = GetParam();
+  const PointCloud uploaded = PointCloud::fromHost(frame(), d);
+  const UnorganizedPointCloud want = uploaded.toUnorganizedPointCloud();
+  Stream stream(d);
+  UnorganizedPointCloud pending = uploaded.toUnorganizedPointCloud(stream);
+  pending.center(stream);
+  const Matrix4x4 matrix = pending.transformationMatrix();  // reads the centroid
+  EXPECT_EQ(pending.size(), want.size());                   // reads the count
+  EXPECT_TRUE(pending.isSizeKnown());
+  const UnorganizedPointCloud again = pending.reread();
+  EXPECT_FALSE(again.isSizeKnown()) << "reread() shares what the cloud has read";
+  EXPECT_TRUE(pending.isSizeKnown());
+  EXPECT_EQ(again.transformationMatrix(), matrix);
+  EXPECT_EQ(again.size(), want.size());
+  expectSameBytes(again.storedXYZ(), pending.storedXYZ(), "reread points");
+  // A device-side error is read again with the count.
+  const UnorganizedPointCloud voxels = want.voxelDownsampled(1e-6f, 1, stream);
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)voxels.size(); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)voxels.reread().size(); });
+  // A cloud whose size was known from the start stays so.
+  EXPECT_TRUE(want.reread().isSizeKnown());
+  EXPECT_EQ(want.reread().size(), want.size());
+}
+
 TEST_P(StreamFrameChain, ATooSmallVoxelIsReportedWhenTheCountIsRead) {
   const ComputeDevice d = GetParam();
   const PointCloud uploaded = PointCloud::fromHost(frame(), d);

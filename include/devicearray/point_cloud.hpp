@@ -394,6 +394,13 @@ class UnorganizedPointCloud {
   bool isEmpty() const;
   /// False while the point count is still in device memory (size() would wait for it).
   bool isSizeKnown() const noexcept;
+  /// A copy (sharing the arrays) that reads the point count and the translation of a
+  /// stream center() from device memory again, at the next call that needs them, where
+  /// this cloud has read them once and keeps what it read. For the results of stream
+  /// calls captured into a CUDA graph, which every launch rewrites: after a launch (and
+  /// its synchronization), reread() gives that launch's cloud. A cloud whose size and
+  /// matrix were known from the start gives a plain copy. Non-blocking.
+  UnorganizedPointCloud reread() const;
   /// Whether the cloud has colours / SNR values.
   ///@{
   bool hasColors() const noexcept { return colors_.isValid(); }

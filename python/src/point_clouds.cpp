@@ -430,6 +430,9 @@ void bindPointClouds(nb::module_& m) {
            })
       .def("is_size_known", &UnorganizedPointCloud::isSizeKnown,
            "False while the point count of a stream call's result is still in device memory.")
+      .def("reread", &UnorganizedPointCloud::reread,
+           "A copy sharing the arrays that reads the point count (and a stream center()'s translation) "
+           "from device memory again: after each launch of a captured CUDA graph, that launch's cloud.")
       .def("has_colors", &UnorganizedPointCloud::hasColors)
       .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
       .def("device", &UnorganizedPointCloud::device)

@@ -25,7 +25,6 @@ std::size_t PointCountWord::read() {
                withError ? sizeof(words) : sizeof(std::uint32_t));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
   count_ = words[1];
-  storage_.reset();  // the arrays keep the memory alive; the count needs it no more
   return *count_;
 }
 

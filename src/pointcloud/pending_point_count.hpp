@@ -27,12 +27,16 @@ class PointCountWord {
   std::size_t read();
   /// Whether read() has read the count (it returns without waiting then).
   bool isRead() const noexcept;
+  /// The same word, not read yet (UnorganizedPointCloud::reread).
+  std::shared_ptr<PointCountWord> unread() const {
+    return std::make_shared<PointCountWord>(storage_, offset_, errorMessage_);
+  }
 
  private:
   mutable std::mutex mutex_;
-  std::shared_ptr<Allocation> storage_;
-  std::size_t offset_;
-  std::string errorMessage_;
+  const std::shared_ptr<Allocation> storage_;  // kept after the read: unread() reads it again
+  const std::size_t offset_;
+  const std::string errorMessage_;
   std::optional<std::size_t> count_;
 };
 
@@ -54,6 +58,8 @@ class PendingPointCount {
   /// The same count for another set of capacity arrays with the same points (e.g. a
   /// transformed copy).
   std::shared_ptr<PendingPointCount> forOtherArrays() const { return std::make_shared<PendingPointCount>(count_); }
+  /// The same count word, read again by the next call that needs it.
+  std::shared_ptr<PendingPointCount> unread() const { return std::make_shared<PendingPointCount>(count_->unread()); }
 
   /// `capacity` (the cloud's arrays) trimmed to the count, made on the first call.
   const PointArrays& trimmed(const PointArrays& capacity);

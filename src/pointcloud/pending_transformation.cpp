@@ -29,6 +29,10 @@ std::shared_ptr<const PendingTransformation> PendingTransformation::followedBy(S
   return std::shared_ptr<const PendingTransformation>(new PendingTransformation(before_, std::move(steps)));
 }
 
+std::shared_ptr<const PendingTransformation> PendingTransformation::unread() const {
+  return std::shared_ptr<const PendingTransformation>(new PendingTransformation(before_, steps_));
+}
+
 std::shared_ptr<const PendingTransformation> PendingTransformation::followedBy(const Matrix4x4& m) const {
   return followedBy(Step{{}, m});
 }

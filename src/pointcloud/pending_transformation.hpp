@@ -40,6 +40,8 @@ class PendingTransformation {
   const Matrix4x4& matrix() const;
   /// Whether matrix() returns without reading the device.
   bool isResolved() const noexcept;
+  /// The same steps, with the centroids not read yet (UnorganizedPointCloud::reread).
+  std::shared_ptr<const PendingTransformation> unread() const;
 
  private:
   /// A translation by minus the point in `centroid` when it is set, else `matrix`.

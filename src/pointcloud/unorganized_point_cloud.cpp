@@ -116,6 +116,13 @@ UnorganizedPointCloud UnorganizedPointCloud::withTransformationOf(const Unorgani
 }
 
 bool UnorganizedPointCloud::isSizeKnown() const noexcept { return !pending_ || pending_->isCountRead(); }
+
+UnorganizedPointCloud UnorganizedPointCloud::reread() const {
+  UnorganizedPointCloud copy = *this;
+  if (pending_) copy.pending_ = pending_->unread();
+  if (pendingTransform_) copy.pendingTransform_ = pendingTransform_->unread();
+  return copy;
+}
 std::size_t UnorganizedPointCloud::size() const { return storedXYZ().size(); }
 bool UnorganizedPointCloud::isEmpty() const { return storedXYZ().isEmpty(); }
 const DeviceArray<PointXYZ>& UnorganizedPointCloud::storedXYZ() const { return pending_ ? trimmedArrays().xyz : xyz_; }

@@ -178,12 +178,17 @@ def test_stream_calls_capture_into_a_torch_cuda_graph(cuda_device, torch):
     with torch.cuda.graph(graph, stream=side):
         moved = cloud.downsampled(da.Downsampling.by2x2, stream=stream)
         moved.transform(pose, stream=stream)
+        voxels = moved.to_unorganized_point_cloud(stream=stream).voxel_downsampled(8.0, 1, stream=stream)
     for frame in range(3):
         graph.replay()
         torch.cuda.synchronize()
         want = cloud.downsampled(da.Downsampling.by2x2).transformed(pose)
         np.testing.assert_array_equal(moved.device_points_xyz().to_numpy(), want.device_points_xyz().to_numpy(),
                                       err_msg=f"frame {frame}")
+        # reread(): this launch's count, which every launch rewrites
+        want_voxels = want.to_unorganized_point_cloud().voxel_downsampled(8.0, 1)
+        np.testing.assert_array_equal(voxels.reread().device_points_xyz().to_numpy(),
+                                      want_voxels.device_points_xyz().to_numpy(), err_msg=f"frame {frame}")
         cloud.transform(shift)  # the next frame, in the input's own memory
-    del moved, graph
+    del moved, voxels, graph
     gc.collect()

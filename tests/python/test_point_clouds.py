@@ -662,6 +662,12 @@ def test_stream_results_resolve_their_size_lazily(device):
     want = blocking.voxel_downsampled(20.0, 1)
     assert voxels.size() == want.size()
     np.testing.assert_array_equal(voxels.device_points_xyz().to_numpy(), want.device_points_xyz().to_numpy())
+    # reread(): the same arrays, the count read from the device again (a CUDA graph's launches rewrite it)
+    again = voxels.reread()
+    assert not again.is_size_known() and voxels.is_size_known()
+    assert again.size() == want.size()
+    np.testing.assert_array_equal(again.device_points_xyz().to_numpy(), want.device_points_xyz().to_numpy())
+    assert blocking.reread().is_size_known()
 
 
 # ----------------------------------------------------- UnorganizedPointCloud --
