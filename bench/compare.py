@@ -355,7 +355,11 @@ def evaluate_targets(m: Measurements) -> list[Verdict]:
     r = pipeline_result(m, FRAME_ELEMENTS)
     frame = FRAME_ELEMENTS
     torch_pipe = m.get("torch", "pc_pipeline", frame)
-    for label, ours in (("C++", r), ("Python API", m.get("python", "pc_pipeline", frame))):
+    graph = pipeline_result(m, frame, "pc_pipeline_graph")
+    for label, ours in (("C++", r), ("Python API", m.get("python", "pc_pipeline", frame)),
+                        ("a CUDA graph of the C++ calls", graph)):
+        if label.startswith("a CUDA graph") and graph is None:
+            continue  # not a CUDA run
         if ours is None or torch_pipe is None:
             v.append(Verdict(f"1920×1200 pipeline through {label} vs PyTorch", "-", f"≥ {PIPELINE_VS_TORCH:g}×", None,
                              "not measured"))

@@ -125,10 +125,14 @@ TEST_P(GraphCaptureCuda, LaunchesRecomputeFromTheInputsMemory) {
     const PointCloud masked = reference.maskedByRegionOfInterest(box());
     expectSameBytes(moved.devicePointsXYZ(CUDAStreamPtr{stream_}), masked.devicePointsXYZ(masked.device().sdkStreamOrQueue()),
                     "transformed and masked points");
-    // Each launch rewrites the count: reread() reads this launch's.
+    // Each launch rewrites the count: reread() reads this launch's. (The matrices differ:
+    // the input's accumulates the shifts on the host, outside the graph.)
     const UnorganizedPointCloud launched = voxels.reread();
     EXPECT_FALSE(launched.isSizeKnown());
-    expectSameCloud(launched, masked.toUnorganizedPointCloud().voxelDownsampled(12.f, 2), "voxels of this launch");
+    const UnorganizedPointCloud wantVoxels = masked.toUnorganizedPointCloud().voxelDownsampled(12.f, 2);
+    ASSERT_EQ(launched.size(), wantVoxels.size()) << "frame " << frameNumber;
+    expectSameBytes(launched.storedXYZ(), wantVoxels.storedXYZ(), "voxel points of this launch");
+    expectSameBytes(launched.storedColors(), wantVoxels.storedColors(), "voxel colours of this launch");
     voxelCounts.push_back(launched.size());
     if (frameNumber == 0) EXPECT_EQ(voxels.size(), launched.size());  // the captured cloud reads its count once
     input.transform(shift);  // the next frame, in the input's own memory

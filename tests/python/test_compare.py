@@ -67,6 +67,7 @@ def canned_docs():
                   error_message="out of memory"),
             entry("pc_pipeline/cuda0/manual_time", 850, unit="us", host_us=870.0, points_in=FRAME, points_out=3315,
                   queued_us=300.0, enqueue_us=640.0),
+            entry("pc_pipeline_graph/cuda0/manual_time", 170, unit="us", queued_us=165.0, enqueue_us=9.0),
             entry("baseline_kernel_launch/cuda0", 4.8, unit="us"),
             # Three repetitions plus their aggregates: the median aggregate is taken.
             entry("dlpack_export/cuda0", 3.0, unit="us", repetitions=3),
@@ -164,6 +165,8 @@ def test_targets_pass_and_miss_with_hand_computed_margins():
     assert t.ok is False and t.measured == "3.0×" and t.margin == "-7.0×"
     t = v["1920×1200 pipeline through Python API vs PyTorch"]  # 2550 / 200 = 12.75
     assert t.ok is True and t.measured == "12.8×" and t.margin == "+2.8×"
+    t = v["1920×1200 pipeline through a CUDA graph of the C++ calls vs PyTorch"]  # 2550 / 170 = 15.0
+    assert t.ok is True and t.measured == "15.0×" and t.margin == "+5.0×"
 
 
 def frame_pipeline_docs():
