@@ -50,12 +50,21 @@ class GraphCaptureCuda : public ::testing::TestWithParam<cudaStreamCaptureMode> 
     CUDA_OK(cudaGraphLaunch(exec_, stream_));
     CUDA_OK(cudaStreamSynchronize(stream_));
   }
-  /// Destroys the graph; CUDA releases what it held on a thread of its own, soon after.
-  void destroyGraph() {
+  /// Destroys the graph, then expects the allocations it held to go: CUDA drops the
+  /// graph's hold on a thread of its own, soon after, and the next library call
+  /// (`transformed` of `any`) releases them, back to `liveBefore` allocations.
+  void destroyGraphAndExpectItsMemoryReleased(std::int64_t liveBefore, const PointCloud& any) {
     CUDA_OK(cudaGraphExecDestroy(exec_));
     exec_ = nullptr;
     CUDA_OK(cudaGraphDestroy(graph_));
     graph_ = nullptr;
+    EXPECT_GT(devicearray::detail::liveAllocations(), liveBefore) << "the graph's memory went before the graph";
+    for (int attempt = 0; attempt < 200 && devicearray::detail::liveAllocations() > liveBefore; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      (void)any.transformed(pose(), CUDAStreamPtr{stream_});
+    }
+    CUDA_OK(cudaStreamSynchronize(stream_));
+    EXPECT_EQ(devicearray::detail::liveAllocations(), liveBefore) << "memory the destroyed graph held was not released";
   }
 
   ComputeDevice device_;
@@ -93,27 +102,26 @@ TEST_P(GraphCaptureCuda, LaunchesGiveTheBlockingChainsResults) {
   expectSameBytes(got.normals, want.normals, "normals after three launches");
   expectSameCloud(got.points, want.points, "unorganized after three launches");
 
-  // The graph holds what it uses until it is destroyed and the handles are gone.
+  // The graph holds what it uses until it is destroyed, whenever the handles go.
   got = ChainResult();
-  destroyGraph();
-  EXPECT_GT(devicearray::detail::liveAllocations(), liveBefore) << "the graph's memory went before the graph";
-  // CUDA drops the graph's hold on one of its own threads; the next call releases it.
-  for (int attempt = 0; attempt < 200 && devicearray::detail::liveAllocations() > liveBefore; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    (void)uploaded.transformed(pose(), CUDAStreamPtr{stream_});
-  }
-  CUDA_OK(cudaStreamSynchronize(stream_));
-  EXPECT_EQ(devicearray::detail::liveAllocations(), liveBefore) << "memory the destroyed graph held was not released";
+  destroyGraphAndExpectItsMemoryReleased(liveBefore, uploaded);
 }
 
 TEST_P(GraphCaptureCuda, LaunchesRecomputeFromTheInputsMemory) {
   PointCloud input = PointCloud::fromHost(frame(), device_);
+  {  // what the library caches on first use is made before counting
+    const PointCloud warm = input.transformed(pose());
+    (void)warm.deviceNormalsXYZ(device_.sdkStreamOrQueue());
+    (void)warm.maskedByRegionOfInterest(box()).toUnorganizedPointCloud().voxelDownsampled(12.f, 2);
+    synchronizeStream(device_.sdkStreamOrQueue());
+  }
+  const std::int64_t liveBefore = devicearray::detail::liveAllocations();
   const Matrix4x4 shift = {1, 0, 0, 25, 0, 1, 0, -5, 0, 0, 1, 40, 0, 0, 0, 1};
   CUDA_OK(cudaStreamBeginCapture(stream_, GetParam()));
   PointCloud moved = input.transformed(pose(), CUDAStreamPtr{stream_});
   DeviceArray<NormalXYZ> normals = moved.deviceNormalsXYZ(CUDAStreamPtr{stream_});
   moved.maskByRegionOfInterest(box(), CUDAStreamPtr{stream_});
-  const UnorganizedPointCloud voxels =
+  UnorganizedPointCloud voxels =
       moved.toUnorganizedPointCloud(CUDAStreamPtr{stream_}).voxelDownsampled(12.f, 2, CUDAStreamPtr{stream_});
   instantiate();
 
@@ -141,6 +149,10 @@ TEST_P(GraphCaptureCuda, LaunchesRecomputeFromTheInputsMemory) {
   EXPECT_NE(voxelCounts.front(), voxelCounts.back());
   EXPECT_EQ(voxels.size(), voxelCounts.front()) << "the captured cloud keeps the count it read first";
   EXPECT_EQ(voxels.reread().size(), voxelCounts.back()) << "what the last launch wrote";
+  moved = PointCloud();
+  normals = DeviceArray<NormalXYZ>();
+  voxels = UnorganizedPointCloud();
+  destroyGraphAndExpectItsMemoryReleased(liveBefore, input);
 }
 
 TEST_P(GraphCaptureCuda, AnInvalidatedCaptureIsReportedByTheNextCall) {

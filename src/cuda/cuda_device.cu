@@ -426,6 +426,7 @@ char* CudaDevice::address(const MemRef& ref, const char* function) {
 }
 
 void CudaDevice::doReleaseRetainedMemory() noexcept {
+  graphKeepAlive_.releaseDestroyed();  // what destroyed graphs held (at exit: no later call would)
   staging_.freeRetained();
   // Blocks freed into the pool stay reserved (release threshold UINT64_MAX); hand
   // back those no longer in use. Frees still pending in stream order stay.
