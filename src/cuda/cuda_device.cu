@@ -28,6 +28,9 @@
 //   stream after waiting on every recorded event, so dropping the last handle
 //   while kernels still run is safe. On out-of-memory we synchronize the device,
 //   trim the pool to zero and retry once before reporting the free bytes.
+// * Graph capture (graph_capture.hpp): a wrapper of a stream that is being captured
+//   marks its events with the capture, allocates on the library stream instead, and
+//   makes the graph hold every allocation the capture uses.
 // * Copies (cuda_copy.cu): contiguous -> cudaMemcpyAsync; host<->device with one
 //   strided axis -> cudaMemcpy2DAsync; every other device<->device layout (wide
 //   pitched rows included, which cudaMemcpy2DAsync moves far below contiguous
