@@ -21,18 +21,12 @@ namespace {
 using namespace devicearray;
 using namespace datest::chain;
 
-ComputeDevice cudaDevice() {
-  for (const auto& d : datest::testDevices())
-    if (d.backend() == ComputeBackend::cuda) return d;
-  return {};
-}
-
 /// A stream of its own, destroyed with the fixture.
 class GraphCaptureCuda : public ::testing::TestWithParam<cudaStreamCaptureMode> {
  protected:
   void SetUp() override {
-    device_ = cudaDevice();
-    if (!device_.isValid()) GTEST_SKIP() << "no CUDA device on this machine (the CUDA graph tests run on the GPU machine)";
+    DATEST_REQUIRE_CUDA(cuda);
+    device_ = cuda;
     CUDA_OK(cudaSetDevice(device_.ordinal()));
     CUDA_OK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
