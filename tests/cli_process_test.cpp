@@ -310,9 +310,21 @@ TEST_F(ProcessCommand, FramesRunTheLoopAgainAndReportThroughput) {
   const HostPointCloud once = process("--voxel 25", "voxel_once.ply");
   EXPECT_EQ(looped.xyz, once.xyz) << "the file is the first frame's, as without --frames";
   EXPECT_NE(r.out.find("frames: 3 in "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("frames/s (2 in flight"), std::string::npos) << r.out;
+  // Every frame's result has the written file's point count (the command checks it).
+  const std::string expected = "frames/s (2 in flight, pageable frames; upload and stages each, " +
+                               std::to_string(once.validCount()) + " points)";
+  EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+  Result pinned;
+  (void)process("--voxel 25 --frames 4 --pinned-frames", "voxel_pinned.ply", &pinned);
+  EXPECT_NE(pinned.out.find("frames: 4 in "), std::string::npos) << pinned.out;
+  EXPECT_NE(pinned.out.find("(3 in flight, page-locked frames; upload and stages each, " +
+                            std::to_string(once.validCount()) + " points)"),
+            std::string::npos)
+      << pinned.out;
   const Result lone = run("process " + q(scenePath()) + " --in-flight 2 -o " + q(tempDir() / "lone.ply"));
   EXPECT_EQ(lone.status, 2) << "--in-flight needs --frames";
+  const Result lonePinned = run("process " + q(scenePath()) + " --pinned-frames -o " + q(tempDir() / "lone.ply"));
+  EXPECT_EQ(lonePinned.status, 2) << "--pinned-frames needs --frames";
 }
 
 TEST_F(ProcessCommand, VoxelNormalsAreTheMeanNormalsOfTheirVoxels) {

@@ -5,22 +5,21 @@
 // stage table and writes the file.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "commands.hpp"
 #include "device_options.hpp"
 #include "devicearray/error.hpp"
+#include "devicearray/frame_loop.hpp"
 #include "devicearray/frame_pipeline.hpp"
 #include "devicearray/io.hpp"
 #include "progress.hpp"
@@ -45,7 +44,8 @@ struct ProcessArgs {
   std::string device;
   std::string format = "binary";
   int frames = 1;
-  int inFlight = 2;
+  int inFlight = 3;
+  bool pinnedFrames = false;
   std::vector<std::string> stageArgs;  // the stage options as given, for PipelineStages::parse
 };
 
@@ -83,29 +83,51 @@ void printTable(const std::vector<PipelineStageResult>& rows, const ComputeDevic
         "runs)\n");
 }
 
-/// Runs the pipeline on `in` `frames` times, `inFlight` frames at a time (one host
-/// thread, hence one stream, each), and prints the throughput: what a frame loop that
-/// keeps several frames in flight sustains, upload and download included.
+/// A frame's result size once its work is done: organized results keep their grid.
+std::size_t resultPoints(const LoopFrame& f) { return f.isOrganized() ? f.cloud.size() : f.points.size(); }
+
+/// Runs the stages on `in` `frames` times through a FrameLoop, `inFlight` frames at a
+/// time, and prints the throughput: upload and stages of every frame, its result read
+/// once the loop has moved past it. `pinned`: the frame is first copied into page-locked
+/// memory, as a camera SDK delivers frames; otherwise it is uploaded from the pageable
+/// memory it was read into. `expectedPoints`: the size of the written output, which
+/// every frame's result must have.
 void runFrameLoop(const HostPointCloud& in, const PipelineStages& stages, const ComputeDevice& device, int frames,
-                  int inFlight) {
-  std::atomic<int> next{0};
-  std::exception_ptr failure;
-  std::atomic<bool> failed{false};
+                  int inFlight, bool pinned, std::size_t expectedPoints) {
+  HostMat xyz, colors, snrs;
+  if (pinned) {
+    const HostMat::SizeArray size{in.height, in.width};
+    const auto pinnedCopy = [&](const auto& values, int type) {
+      HostMat m = HostMat::pinned(size, type);
+      std::memcpy(m.data(), values.data(), values.size() * sizeof(values[0]));
+      return m;
+    };
+    xyz = pinnedCopy(in.xyz, makeType(Depth::F32, 3));
+    if (in.hasColors()) colors = pinnedCopy(in.rgba, makeType(Depth::U8, 4));
+    if (in.hasSNR()) snrs = pinnedCopy(in.snr, makeType(Depth::F32, 1));
+  }
+  FrameLoop loop(stages, device, inFlight);
+  std::vector<LoopFrame> slots(static_cast<std::size_t>(loop.framesInFlight()));
+  const auto consume = [&](const LoopFrame& f) {
+    if (resultPoints(f) != expectedPoints)
+      throw Error(ErrorCode::InvalidState, "process --frames: frame " + std::to_string(f.index) + " gave " +
+                                               std::to_string(resultPoints(f)) + " points, the written output " +
+                                               std::to_string(expectedPoints));
+  };
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> workers;
-  for (int w = 0; w < std::min(inFlight, frames); ++w)
-    workers.emplace_back([&] {
-      try {
-        while (!failed.load() && next.fetch_add(1) < frames) (void)runPipeline(in, stages, device);
-      } catch (...) {
-        if (!failed.exchange(true)) failure = std::current_exception();
-      }
-    });
-  for (std::thread& t : workers) t.join();
-  if (failure) std::rethrow_exception(failure);
+  for (int i = 0; i < frames; ++i) {
+    LoopFrame f = pinned ? loop.submit(xyz, colors, snrs) : loop.submit(in);
+    // submit() has waited for the frame this slot held before: its result is ready.
+    LoopFrame& slot = slots[f.index % slots.size()];
+    if (f.index >= slots.size()) consume(slot);
+    slot = std::move(f);
+  }
+  loop.synchronize();
+  for (std::size_t i = 0; i < slots.size() && i < static_cast<std::size_t>(frames); ++i) consume(slots[i]);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("frames: %d in %.3f s, %.1f frames/s (%d in flight; upload, stages and download each)\n", frames,
-              seconds, frames / seconds, std::min(inFlight, frames));
+  std::printf("frames: %d in %.3f s, %.1f frames/s (%d in flight, %s frames; upload and stages each, %zu points)\n",
+              frames, seconds, frames / seconds, loop.framesInFlight(), pinned ? "page-locked" : "pageable",
+              expectedPoints);
 }
 
 PipelineStageResult hostRow(std::string stage, std::string result, const StageTime& t) {
@@ -160,7 +182,8 @@ void runProcess(const ProcessArgs& a) {
   if (result.nonFinitePoints > 0)
     std::printf("%zu points became missing: their transformed coordinates do not fit a float\n",
                 result.nonFinitePoints);
-  if (a.frames > 1) runFrameLoop(in, stages, device, a.frames, a.inFlight);
+  if (a.frames > 1)
+    runFrameLoop(in, stages, device, a.frames, a.inFlight, a.pinnedFrames, out.isOrganized() ? out.size() : out.validCount());
 }
 
 }  // namespace
@@ -228,12 +251,16 @@ void addProcessCommand(CLI::App& app) {
                                ->needs(voxel);
   CLI::Option* frames =
       cmd->add_option("--frames", a->frames,
-                      "After writing the output, run the pipeline this many more times on the input and report "
-                      "frames/s")
+                      "After writing the output, run the stages this many more times on the input, several frames in "
+                      "flight, and report frames/s")
           ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--in-flight", a->inFlight, "Frames in flight during --frames (one host thread and stream each)")
+  cmd->add_option("--in-flight", a->inFlight, "Frames in flight during --frames (one stream each)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64))
+      ->needs(frames);
+  cmd->add_flag("--pinned-frames", a->pinnedFrames,
+                "During --frames, upload from page-locked memory (as a camera SDK delivers frames) instead of the "
+                "pageable memory the input was read into")
       ->needs(frames);
   cmd->add_option("--device", a->device, kDeviceOptionHelp);
   cmd->add_option("--format", a->format, "PLY encoding")

@@ -12,6 +12,7 @@
 #endif
 #if __has_include("devicearray/point_cloud.hpp")
 #include "devicearray/point_cloud.hpp"
+#include "devicearray/frame_loop.hpp"
 #include "devicearray/frame_pipeline.hpp"
 #include "devicearray/registration.hpp"
 #include "devicearray/rgbd.hpp"

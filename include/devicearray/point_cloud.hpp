@@ -299,6 +299,14 @@ class PointCloud {
   UnorganizedPointCloud toUnorganizedPointCloud() const;
   UnorganizedPointCloud toUnorganizedPointCloud(StreamOrQueue sq) const;
   ///@}
+  /// As above, carrying `normals` (this cloud's, from deviceNormalsXYZ(): organized,
+  /// of this cloud's height, width and device) into the unorganized cloud with their
+  /// points. Throws InvalidArgument for normals of another shape or device, InvalidState
+  /// for an empty cloud.
+  ///@{
+  UnorganizedPointCloud toUnorganizedPointCloud(const DeviceArray<NormalXYZ>& normals) const;
+  UnorganizedPointCloud toUnorganizedPointCloud(const DeviceArray<NormalXYZ>& normals, StreamOrQueue sq) const;
+  ///@}
 
   /// Internal: the stored arrays (shared, not copied). The colour codes are in
   /// colorSpace() whatever the array's type says.

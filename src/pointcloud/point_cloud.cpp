@@ -407,10 +407,11 @@ PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) 
 
 namespace {
 
-/// Enqueues the compaction of `cloud`'s valid points into arrays at its point count
-/// (capacity), missing points past the compacted count, which goes to the result's
-/// count word. No host synchronization.
-pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& cloud, const char* fn) {
+/// Enqueues the compaction of `cloud`'s valid points (and of `normals`, empty or the
+/// cloud's) into arrays at its point count (capacity), missing points past the
+/// compacted count, which goes to the result's count word. No host synchronization.
+pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals,
+                                     const char* fn) {
   const std::size_t n = cloud.size();
   const auto& xyz = cloud.storedXYZ();
   const auto& colors = cloud.storedColors();
@@ -418,35 +419,73 @@ pc::CompactResult enqueueValidPoints(detail::QueueImpl& q, const PointCloud& clo
   pc::ScratchLayout layout;
   const std::size_t offsetsAt = layout.add(n + 1, sizeof(std::uint32_t), fn);
   const auto scratch = layout.allocate(q);
-  const pc::CompactResult cap = pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), false, fn, 1);
-  OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), scratch.get(), cap.block.get()});
+  const pc::CompactResult cap =
+      pc::allocateAttributes(q, n, cloud.hasColors(), cloud.hasSNRs(), normals.isValid(), fn, 1);
+  OrderedUse use(q, {pc::storageOf(xyz), pc::storageOf(colors), pc::storageOf(snrs), pc::storageOf(normals),
+                     scratch.get(), cap.block.get()});
   q.device()->primitives().validPointOffsets(q, pc::bufferOf(xyz), n, {scratch.get(), offsetsAt});
-  pc::enqueueCompaction(q, n, {scratch.get(), offsetsAt}, xyz, colors, snrs, {}, cap);
+  pc::enqueueCompaction(q, n, {scratch.get(), offsetsAt}, xyz, colors, snrs, normals, cap);
   use.commit();
   return cap;
+}
+
+/// Checks that `normals` are the cloud's: organized, of its height, width and device.
+void checkGridNormals(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, const char* fn) {
+  if (cloud.isEmpty()) pc::raise(ErrorCode::InvalidState, fn, "the cloud is empty");
+  if (normals.isEmpty()) pc::raise(ErrorCode::InvalidArgument, fn, "the normals are empty");
+  if (!normals.isOrganized() || normals.height() != cloud.height() || normals.width() != cloud.width())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the normals are " + std::string(normals.isOrganized() ? "" : "unorganized, ") +
+                  std::to_string(normals.height()) + " x " + std::to_string(normals.width()) + "; the cloud is " +
+                  std::to_string(cloud.height()) + " x " + std::to_string(cloud.width()));
+  if (normals.device() != cloud.device())
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the normals are on " + normals.device().toString() + ", the cloud on " + cloud.device().toString());
+}
+
+UnorganizedPointCloud unorganizedOnStream(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals,
+                                          const Matrix4x4& transform, ColorSpace colorSpace, StreamOrQueue sq,
+                                          const char* fn) {
+  const auto q = pc::queueOf(cloud.device(), sq, fn);
+  const pc::CompactResult cap = enqueueValidPoints(*q, cloud, normals, fn);
+  return UnorganizedPointCloud::fromCapacity(cloud.device(), cap.xyz, cap.colors, cap.snrs, transform, cap.normals,
+                                             std::make_shared<detail::PointCountWord>(cap.block, cap.countAt), colorSpace);
+}
+
+UnorganizedPointCloud unorganizedBlocking(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals,
+                                          const Matrix4x4& transform, ColorSpace colorSpace, const char* fn) {
+  const auto q = pc::queueOf(cloud.device(), cloud.device().sdkStreamOrQueue(), fn);
+  const pc::CompactResult cap = enqueueValidPoints(*q, cloud, normals, fn);
+  std::uint32_t count = 0;
+  pc::readBack(*q, cap.block.get(), cap.countAt, &count, sizeof(count));
+  const pc::CompactResult r = pc::trimmed(*q, cap, cloud.size(), count, fn);
+  UnorganizedPointCloud out =
+      UnorganizedPointCloud::fromParts(cloud.device(), r.xyz, r.colors, r.snrs, transform, r.normals, colorSpace);
+  pc::finishDeviceQueue(cloud.device());
+  return out;
 }
 
 }  // namespace
 
 UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(StreamOrQueue sq) const {
-  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
-  const auto q = pc::queueOf(device(), sq, fn);
-  const pc::CompactResult cap = enqueueValidPoints(*q, *this, fn);
-  return UnorganizedPointCloud::fromCapacity(device(), cap.xyz, cap.colors, cap.snrs, transform_, {},
-                                             std::make_shared<detail::PointCountWord>(cap.block, cap.countAt), colorSpace_);
+  return unorganizedOnStream(*this, {}, transform_, colorSpace_, sq, "PointCloud::toUnorganizedPointCloud");
 }
 
 UnorganizedPointCloud PointCloud::toUnorganizedPointCloud() const {
+  return unorganizedBlocking(*this, {}, transform_, colorSpace_, "PointCloud::toUnorganizedPointCloud");
+}
+
+UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(const DeviceArray<NormalXYZ>& normals,
+                                                          StreamOrQueue sq) const {
   constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
-  const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
-  const pc::CompactResult cap = enqueueValidPoints(*q, *this, fn);
-  std::uint32_t count = 0;
-  pc::readBack(*q, cap.block.get(), cap.countAt, &count, sizeof(count));
-  const pc::CompactResult r = pc::trimmed(*q, cap, size(), count, fn);
-  UnorganizedPointCloud out =
-      UnorganizedPointCloud::fromParts(device(), r.xyz, r.colors, r.snrs, transform_, {}, colorSpace_);
-  pc::finishDeviceQueue(device());
-  return out;
+  checkGridNormals(*this, normals, fn);
+  return unorganizedOnStream(*this, normals, transform_, colorSpace_, sq, fn);
+}
+
+UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(const DeviceArray<NormalXYZ>& normals) const {
+  constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
+  checkGridNormals(*this, normals, fn);
+  return unorganizedBlocking(*this, normals, transform_, colorSpace_, fn);
 }
 
 }  // namespace devicearray
