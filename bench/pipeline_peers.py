@@ -215,8 +215,10 @@ def measure_call_costs(m, Result, Timer, da, device, cloud, pose, min_time: floa
 
 
 def measure_streaming(m, Result, cli: Path, device, xyz, box, frame: int, frames: int = 200, in_flight: int = 3) -> None:
-    """Frames/s of `devicearray process --frames` (pageable host frames: read once, then
-    upload -> the pipeline's stages -> download per frame) on the scene of this size."""
+    """Frames/s of `devicearray process --frames` (a FrameLoop: upload -> the pipeline's
+    stages per frame, `in_flight` frames at a time) on the scene of this size, from
+    pageable host frames (the memory the file was read into) and from page-locked ones
+    (--pinned-frames)."""
     import re
 
     height, width = xyz.shape[:2]
@@ -227,14 +229,15 @@ def measure_streaming(m, Result, cli: Path, device, xyz, box, frame: int, frames
         scene = Path(tmp) / "scene.ply"
         subprocess.run([str(cli), "synth", "-H", str(height), "-W", str(width), "-o", str(scene)], check=True,
                        stdout=subprocess.DEVNULL)
-        run = subprocess.run([str(cli), "process", str(scene), "--downsample", "2x2", "--normals", "--transform", pose,
-                              f"--roi={roi}", "--voxel", str(VOXEL_MM), "--frames", str(frames), "--in-flight",
-                              str(in_flight), "--device", f"cuda:{device.ordinal()}", "-o", str(Path(tmp) / "out.ply")],
-                             capture_output=True, text=True, check=True)
-    found = re.search(r"([0-9.]+) frames/s", run.stdout)
-    if not found:
-        raise RuntimeError(f"no frames/s in the output of process --frames: {run.stdout[-300:]}")
-    m.add(Result("cli", "frames_per_second", frame, 1.0 / float(found.group(1)),
-                 counters={"frames_per_second": float(found.group(1)), "in_flight": in_flight,
-                           "frame_bytes": float(frame * 20)}))
+        for name, extra in (("frames_per_second", []), ("frames_per_second_pinned", ["--pinned-frames"])):
+            run = subprocess.run([str(cli), "process", str(scene), "--downsample", "2x2", "--normals", "--transform",
+                                  pose, f"--roi={roi}", "--voxel", str(VOXEL_MM), "--frames", str(frames),
+                                  "--in-flight", str(in_flight), *extra, "--device", f"cuda:{device.ordinal()}",
+                                  "-o", str(Path(tmp) / "out.ply")], capture_output=True, text=True, check=True)
+            found = re.search(r"([0-9.]+) frames/s", run.stdout)
+            if not found:
+                raise RuntimeError(f"no frames/s in the output of process --frames: {run.stdout[-300:]}")
+            m.add(Result("cli", name, frame, 1.0 / float(found.group(1)),
+                         counters={"frames_per_second": float(found.group(1)), "in_flight": in_flight,
+                                   "frame_bytes": float(frame * 20)}))
 

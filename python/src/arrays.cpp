@@ -22,15 +22,6 @@ namespace {
 
 nb::object numpy() { return nb::module_::import_("numpy"); }
 
-/// A numpy array (anything numpy.asarray accepts) with the host view the library
-/// uploads from; `keep` owns the memory the view points into.
-struct HostInput {
-  nb::object keep;
-  std::vector<int> shape;       ///< every numpy axis
-  std::vector<std::size_t> steps;  ///< byte strides of every numpy axis
-  Depth depth = Depth::U8;
-  const void* data = nullptr;
-};
 
 /// Byte strides of a numpy array with the ones of length-1 axes replaced by the
 /// packed value: numpy leaves any stride on such axes (x[None], a.T of a row), and
@@ -58,6 +49,8 @@ std::vector<std::size_t> canonicalSteps(const std::vector<int>& shape, const std
   }
   return steps;
 }
+
+}  // namespace
 
 HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
   HostInput in;
@@ -94,6 +87,8 @@ HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
   }
 }
 
+namespace {
+
 /// The memory of a host array that a copy writes into, exported for as long as
 /// `keep` (a memoryview) lives, so that it can be neither freed nor resized.
 struct HostDestination {
@@ -124,6 +119,8 @@ HostDestination hostDestination(nb::handle dst, const char* fn) {
   return out;
 }
 
+}  // namespace
+
 /// A HostMat view of `in`; with channels > 1 its last axis is folded into the
 /// type's channels.
 HostMat hostView(const HostInput& in, int channels) {
@@ -135,6 +132,8 @@ HostMat hostView(const HostInput& in, int channels) {
   }
   return HostMat(size, makeType(in.depth, channels), const_cast<void*>(in.data), steps);
 }
+
+namespace {
 
 /// How a numpy array maps onto `target`: the last axis becomes the channels when
 /// `target` has more than one channel and the array is target's size + [channels]

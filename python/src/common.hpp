@@ -152,6 +152,25 @@ void releaseCompletedHostObjects();
 /// interpreter exit, before the objects' memory goes away).
 void waitForHeldHostObjects();
 
+// ------------------------------------------------------- numpy on the host ----
+
+/// A numpy array (anything numpy.asarray accepts) with the host view the library
+/// uploads from; `keep` owns the memory the view points into.
+struct HostInput {
+  nb::object keep;
+  std::vector<int> shape;          ///< every numpy axis
+  std::vector<std::size_t> steps;  ///< byte strides of every numpy axis
+  Depth depth = Depth::U8;
+  const void* data = nullptr;
+};
+
+/// `obj` as numpy.asarray sees it (C-contiguous when `packed`, or when its strides
+/// cannot be described); ValueError / TypeError naming `fn`.
+HostInput hostInput(nb::handle obj, bool packed, const char* fn);
+/// A HostMat view of `in`; with channels > 1 its last axis is folded into the type's
+/// channels.
+HostMat hostView(const HostInput& in, int channels);
+
 // ------------------------------------------------------ checked arguments ----
 // Python values checked once at the boundary: TypeError for a wrong type,
 // ValueError for a wrong value, each naming `what`.
@@ -215,6 +234,7 @@ void bindProtocols(nb::module_& m);
 void bindPointClouds(nb::module_& m);
 void bindCameraData(nb::module_& m);
 void bindFramePipeline(nb::module_& m);
+void bindFrameLoop(nb::module_& m);
 void bindRegistration(nb::module_& m);
 void bindFiles(nb::module_& m);
 void bindTesting(nb::module_& m);

@@ -181,6 +181,7 @@ NB_MODULE(_devicearray, m) {
   py::bindPointClouds(m);
   py::bindCameraData(m);
   py::bindFramePipeline(m);
+  py::bindFrameLoop(m);
   py::bindRegistration(m);
   py::bindFiles(m);
   nanobind::module_ testing = m.def_submodule("_testing", "Private helpers for the devicearray test suite.");

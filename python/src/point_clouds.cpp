@@ -364,13 +364,19 @@ void bindPointClouds(nb::module_& m) {
            },
            nb::arg("box"), nb::arg("stream") = nb::none())
       .def("to_unorganized_point_cloud",
-           [](PointCloud pc, const Stream* s) {
+           [](PointCloud pc, const Stream* s, std::optional<AnyDeviceArray> normals) {
+             if (normals) {
+               auto n = asFormat<NormalXYZ>(*normals, "to_unorganized_point_cloud", "normals");
+               nb::gil_scoped_release release;
+               return s != nullptr ? pc.toUnorganizedPointCloud(n, s->handle()) : pc.toUnorganizedPointCloud(n);
+             }
              nb::gil_scoped_release release;
              return s != nullptr ? pc.toUnorganizedPointCloud(s->handle()) : pc.toUnorganizedPointCloud();
            },
-           nb::arg("stream") = nb::none(),
+           nb::arg("stream") = nb::none(), nb::arg("normals") = nb::none(),
            "Order-preserving compaction of the valid points. With a stream it only enqueues: the "
-           "result's size is read when first needed.");
+           "result's size is read when first needed. `normals` (this cloud's, e.g. from "
+           "device_normals_xyz(): a NormalXYZ array of its height and width) go with their points.");
 
   // ----------------------------------------------- UnorganizedPointCloud --
   nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud",

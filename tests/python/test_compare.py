@@ -210,6 +210,8 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     # 1000 frames/s of a bound min(55e9 / 46.08e6 = 1193.6, 1 / 100 µs = 10000) -> 83.8 %
     m.add(compare.Result("cli", "frames_per_second", FRAME, 1e-3,
                          counters={"frames_per_second": 1000.0, "frame_bytes": FRAME * 20.0}))
+    m.add(compare.Result("cli", "frames_per_second_pinned", FRAME, 1e-3,
+                         counters={"frames_per_second": 1100.0, "frame_bytes": FRAME * 20.0}))
     v = by_target(compare.frame_pipeline_targets(m))
     t = v["1920×1200 pipeline (downsample→normals→transform→ROI→unorganize→voxel)"]
     assert t.ok is True and t.measured == "100 µs" and t.margin == "+20 µs"
@@ -247,6 +249,10 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     t = v["1920×1200 streaming (process --frames, pageable frames) vs its bound"]
     assert t.ok is False and t.measured == "1000 frames/s of 1194 (84%)" and t.margin == "-6 pts"
     assert v["2448×2048 streaming (process --frames, pageable frames) vs its bound"].ok is None
+    # 1100 / 1193.6 = 92.2 %
+    t = v["1920×1200 streaming (process --frames, page-locked frames) vs its bound"]
+    assert t.ok is True and t.measured == "1100 frames/s of 1194 (92%)" and t.margin == "+2 pts"
+    assert v["2448×2048 streaming (process --frames, page-locked frames) vs its bound"].ok is None
 
 
 def test_an_opencl_device_is_reported_without_cuda_baselines():

@@ -15,7 +15,7 @@ import devicearray as da
 from conftest import cuda_devices
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
-NEEDS = {"point_cloud_to_torch.py": "torch", "color_image_to_cupy.py": "cupy"}
+NEEDS = {"point_cloud_to_torch.py": "torch", "color_image_to_cupy.py": "cupy", "frame_loop_to_torch.py": "torch"}
 
 
 def test_every_python_example_is_listed_here():
