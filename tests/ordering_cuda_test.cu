@@ -286,6 +286,35 @@ TEST_F(OrderingCuda, EveryStreamOverloadReturnsWithoutWaitingForGatedWork) {
   (void)srcClone;
 }
 
+TEST_F(OrderingCuda, ACountReadWaitsOnlyForTheWorkThatWroteIt) {
+  // Stream b is gated, and memory it still uses is dropped: its release waits for b.
+  Stream a = Stream::wrap(device_, CUDAStreamPtr{s1_});
+  Stream b = Stream::wrap(device_, CUDAStreamPtr{s2_});
+  std::vector<PointXYZ> points(static_cast<std::size_t>(kN));
+  for (int i = 0; i < kN; ++i)
+    points[static_cast<std::size_t>(i)] =
+        i % 3 == 0 ? PointXYZ{NAN, NAN, NAN} : PointXYZ{static_cast<float>(i), 1.0f, 500.0f};
+  const PointCloud cloud(DeviceArray<PointXYZ>::fromHost(points.data(), kH, kW, device_));
+  Gate gate;
+  ASSERT_TRUE(gate.valid());
+  {
+    auto busy = DeviceArray<PointXYZ>::allocate(kH, kW, device_);
+    gatedProduce<<<1, 256, 0, s2_>>>(gate.device(), static_cast<float*>(busy.devicePointer()), kN * 3, spin_, 0.0f);
+    CUDA_OK(cudaGetLastError());
+    (void)convert<PointXYZW>(busy, b);  // the library's use of `busy` on b, behind the gate
+  }  // both released here, in b's order
+
+  // A cloud made on stream a, which nothing gates: its count is read without waiting for b.
+  const UnorganizedPointCloud valid = cloud.toUnorganizedPointCloud(a);
+  a.waitForCompletion();
+  EXPECT_FALSE(valid.isSizeKnown());
+  EXPECT_EQ(valid.size(), static_cast<std::size_t>(kN - (kN + 2) / 3));
+  EXPECT_EQ(valid.storedXYZ().toHost()[1].x, 2.0f);  // a blocking read on the library's queue, too
+  EXPECT_FALSE(b.queryIfComplete()) << "stream b finished while gated";
+  EXPECT_TRUE(gate.open()) << "reading the count waited for the gated stream";
+  b.waitForCompletion();
+}
+
 /// The special stream handles: nullptr (legacy default stream) and cudaStreamPerThread.
 class OrderingCudaSpecialStreams : public OrderingCuda, public testing::WithParamInterface<std::uintptr_t> {};
 

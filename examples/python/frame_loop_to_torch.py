@@ -60,7 +60,7 @@ def main() -> int:
         """A finished frame's voxels to PyTorch, zero-copy, ordered after the frame's stream."""
         frame.stream.wait_for_completion()  # its point count is then known without a wait
         voxels = torch.from_dlpack(frame.points.device_points_xyz(stream=frame.stream))
-        centroids[frame.index] = voxels.mean(dim=0).cpu().numpy()
+        centroids[frame.index] = voxels.double().mean(dim=0).cpu().numpy()
 
     start = time.perf_counter()
     for i in range(FRAMES):
@@ -82,7 +82,7 @@ def main() -> int:
                               da.from_numpy(snr, format=da.Format.SNR, device=device))
         cloud.downsample(da.Downsampling.by2x2)
         want = cloud.to_unorganized_point_cloud().voxel_downsampled(VOXEL_MM, 1).device_points_xyz().to_numpy()
-        np.testing.assert_allclose(centroids[i], want.mean(axis=0), rtol=1e-5, atol=1e-3)
+        np.testing.assert_allclose(centroids[i], want.astype(np.float64).mean(axis=0), rtol=1e-9, atol=1e-6)
     # The plane drifts 1 mm a frame in x: so do the centroids.
     drift = centroids[FRAMES - 1][0] - centroids[0][0]
     assert abs(drift - (FRAMES - 1)) < 2.0, drift

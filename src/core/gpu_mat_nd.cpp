@@ -331,9 +331,16 @@ void GpuMatND::upload(const HostMat& src, Stream& stream) {
     detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src));
     return;
   }
-  // Allocate on the stream's device, ordered on that stream.
-  GpuMatND fresh(src.size, src.type(), stream.device());
-  auto& q = detail::queueFor(fn, stream, fresh.data_->device());
+  // Allocate on the stream's device, in the stream's own order: memory from the
+  // library's queue would make the copy wait for that queue, which may be waiting for
+  // other streams' work before it frees memory.
+  const auto dev = checkedDevice(stream.device(), fn);
+  detail::requireNotForked(fn);
+  auto& q = detail::queueFor(fn, stream, dev);
+  const std::size_t es = detail::elemSizeOf(src.type());
+  const std::size_t total = detail::validateShape(fn, src.size, es);
+  GpuMatND fresh = ArrayAccess::makeGpuMatND(detail::allocateFor(fn, *dev, total * es, q), 0, src.size, src.type(),
+                                             detail::continuousSteps(src.size, es));
   detail::enqueueCopy(fn, q, fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src));
   swap(fresh);
 }

@@ -24,9 +24,11 @@
 //   UINT64_MAX, so freed blocks stay in the pool and allocation is a cheap
 //   stream-ordered sub-allocation (cudaMallocFromPoolAsync). The new block's first
 //   use is recorded on the allocating stream; other streams order after it via the
-//   Allocation's event list. Freeing happens in stream order on the library
-//   stream after waiting on every recorded event, so dropping the last handle
-//   while kernels still run is safe. On out-of-memory we synchronize the device,
+//   Allocation's event list. Freeing happens in stream order on a release stream
+//   after waiting on every recorded event, so dropping the last handle while
+//   kernels still run is safe; the release stream is not the library stream, so
+//   the library's own reads and blocking calls never wait for other streams' work
+//   through a free. On out-of-memory we synchronize the device,
 //   trim the pool to zero and retry once before reporting the free bytes.
 // * Graph capture (graph_capture.hpp): a wrapper of a stream that is being captured
 //   marks its events with the capture, allocates on the library stream instead, and
@@ -355,6 +357,14 @@ const std::shared_ptr<QueueImpl>& CudaDevice::libraryQueue() {
   return libraryQueue_;
 }
 
+cudaStream_t CudaDevice::releaseStream() {
+  std::call_once(releaseOnce_, [this] {
+    DeviceGuard guard(ordinal_);
+    check(cudaStreamCreateWithFlags(&releaseStream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  });
+  return releaseStream_;
+}
+
 std::shared_ptr<QueueImpl> CudaDevice::doCreateQueue() {
   loadKernelsOnce();
   DeviceGuard guard(ordinal_);
@@ -534,10 +544,10 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
   const RelaxedCaptureMode relaxed;
   cudaStream_t stream = nullptr;
   try {
-    stream = static_cast<CudaQueue&>(*libraryQueue()).stream();
+    stream = releaseStream();
   } catch (...) {
     (void)cudaGetLastError();
-    // No library stream: fall back to a device-wide barrier and a synchronous free.
+    // No release stream: fall back to a device-wide barrier and a synchronous free.
     if (cudaDeviceSynchronize() == cudaSuccess && cudaFree(p) == cudaSuccess) return;
     (void)cudaGetLastError();
     return;

@@ -209,10 +209,15 @@ class CudaDevice final : public DeviceImpl {
   /// An ordering (timing-disabled) event from the recycled pool.
   cudaEvent_t acquireOrderingEvent();
   void releaseOrderingEvent(cudaEvent_t event) noexcept;
-  /// Frees `p` on the sdk stream after every event in `pending` (captured events
+  /// Frees `p` on the release stream after every event in `pending` (captured events
   /// excepted: the graphs that hold memory release it after their launches). Never
   /// throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
+  /// The stream releases wait on and free on (created on first use, never destroyed).
+  /// Not the library's stream: that stream would then wait for the work of every
+  /// stream whose memory is freed, and so would the reads and blocking calls made on it
+  /// (a frame's point count would wait for the frames after it).
+  cudaStream_t releaseStream();
   /// What the graphs being captured or alive hold of this device's memory.
   GraphKeepAlive& graphKeepAlive() { return graphKeepAlive_; }
   /// The staging buffers; the pool's retained buffers are freed at exit.
@@ -253,6 +258,8 @@ class CudaDevice final : public DeviceImpl {
   std::once_flag kernelsOnce_;  ///< loadKernels() ran on this device
   std::shared_ptr<QueueImpl> libraryQueue_;
   std::once_flag poolOnce_;
+  std::once_flag releaseOnce_;
+  cudaStream_t releaseStream_ = nullptr;
   std::atomic<cudaMemPool_t> pool_{nullptr};  ///< read by the exit handler too
 
   std::mutex eventMutex_;

@@ -91,7 +91,7 @@ void GraphKeepAlive::releaseDestroyed() noexcept {
     drop.swap(released_);
     anyReleased_.store(false, std::memory_order_relaxed);
   }
-  // The allocations free their memory here, in stream order on the library stream.
+  // The allocations free their memory here, in stream order on the release stream.
 }
 
 }  // namespace devicearray::detail::cuda

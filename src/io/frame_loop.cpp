@@ -41,9 +41,9 @@ void checkArray(const HostMat& a, const char* name, int type, int height, int wi
             "; xyz is " + std::to_string(height) + " x " + std::to_string(width));
 }
 
-/// A device array of `a`'s size and type on `device`, filled from `a` in `stream`'s order.
-GpuMatND uploaded(const HostMat& a, const ComputeDevice& device, Stream& stream) {
-  GpuMatND d(a.size, a.type(), device);
+/// A new device array of `a`'s size and type, allocated and filled in `stream`'s order.
+GpuMatND uploaded(const HostMat& a, Stream& stream) {
+  GpuMatND d;
   d.upload(a, stream);
   return d;
 }
@@ -132,10 +132,10 @@ LoopFrame FrameLoop::submit(const HostMat& xyz, const HostMat& colors, const Hos
   out.stream = stream;
   // Each frame gets arrays of its own (from the stream-ordered pool), so a result handed
   // out stays valid while later frames run.
-  PointCloud cloud(DeviceArray<PointXYZ>::fromGpuMatND(uploaded(xyz, s.device, stream)),
+  PointCloud cloud(DeviceArray<PointXYZ>::fromGpuMatND(uploaded(xyz, stream)),
                    colors.empty() ? DeviceArray<ColorRGBA_SRGB>()
-                                  : DeviceArray<ColorRGBA_SRGB>::fromGpuMatND(uploaded(colors, s.device, stream)),
-                   snrs.empty() ? DeviceArray<SNR>() : DeviceArray<SNR>::fromGpuMatND(uploaded(snrs, s.device, stream)));
+                                  : DeviceArray<ColorRGBA_SRGB>::fromGpuMatND(uploaded(colors, stream)),
+                   snrs.empty() ? DeviceArray<SNR>() : DeviceArray<SNR>::fromGpuMatND(uploaded(snrs, stream)));
 
   // The stages of runPipeline(), in its order, as stream calls.
   if (stages.snrThreshold) cloud.filterNoise(*stages.snrThreshold, stream);
