@@ -72,8 +72,11 @@ class FrameLoop {
   ~FrameLoop();
   FrameLoop(const FrameLoop&) = delete;
   FrameLoop& operator=(const FrameLoop&) = delete;
-  FrameLoop(FrameLoop&&) noexcept;
-  FrameLoop& operator=(FrameLoop&&) noexcept;
+  /// Takes `other`'s streams and frames; `other` is left empty (framesInFlight() 0,
+  /// submit() throws InvalidState).
+  FrameLoop(FrameLoop&& other) noexcept;
+  /// Waits for this loop's frames, then takes `other`'s.
+  FrameLoop& operator=(FrameLoop&& other) noexcept;
 
   /// Enqueues an organized host cloud (its rgba as sRGB codes, its snr; its normals are
   /// not uploaded). Throws InvalidArgument when the cloud fails validate(), is
@@ -91,8 +94,11 @@ class FrameLoop {
   /// Blocks until the work of every submitted frame has completed.
   void synchronize();
 
+  /// The stages it runs (InvalidState for a moved-from loop).
   const PipelineStages& stages() const;
+  /// Its device (invalid for a moved-from loop).
   ComputeDevice device() const;
+  /// Frames (streams) in flight at most; 0 for a moved-from loop.
   int framesInFlight() const;
   /// Frames submitted so far (the next frame's index).
   std::size_t submitted() const;
