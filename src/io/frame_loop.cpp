@@ -20,11 +20,6 @@ constexpr int kMaxFramesInFlight = 64;
   throw Error(ErrorCode::InvalidArgument, "FrameLoop: " + message);
 }
 
-int blockOf(const std::optional<Downsampling>& d) {
-  if (!d) return 1;
-  return *d == Downsampling::by2x2 ? 2 : *d == Downsampling::by3x3 ? 3 : 4;
-}
-
 std::string typeText(int type) {
   static const char* const depths[] = {"U8", "S8", "U16", "S16", "S32", "F32", "F64", "F16"};
   return std::string(depths[static_cast<int>(depthOf(type))]) + "C" + std::to_string(channelsOf(type));
@@ -115,7 +110,7 @@ LoopFrame FrameLoop::submit(const HostMat& xyz, const HostMat& colors, const Hos
   if (!colors.empty()) checkArray(colors, "colors", makeType(Depth::U8, 4), height, width);
   if (!snrs.empty()) checkArray(snrs, "snrs", makeType(Depth::F32, 1), height, width);
   if (stages.snrThreshold && snrs.empty()) invalid("--snr-threshold needs SNR values; the frame has none");
-  const int block = blockOf(stages.downsample);
+  const int block = pipeline_detail::downsampleFactor(stages.downsample);
   if (height < block || width < block)
     invalid("the downsample needs at least " + std::to_string(block) + " rows and columns; the frame is " +
             std::to_string(height) + " x " + std::to_string(width));

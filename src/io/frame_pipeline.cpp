@@ -252,11 +252,6 @@ bool transformKeepsNormals(const PipelineStages& stages) {
   }
 }
 
-int downsampleFactor(const std::optional<Downsampling>& d) {
-  if (!d) return 1;
-  return *d == Downsampling::by2x2 ? 2 : *d == Downsampling::by3x3 ? 3 : 4;
-}
-
 void requireNormalCount(std::size_t points, std::size_t normalValues) {
   if (normalValues != 3 * points)
     throw Error(ErrorCode::InvalidState, "process: the unorganized cloud has " + std::to_string(points) +
@@ -331,7 +326,7 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
       points = UnorganizedPointCloud::fromHost(input, device);
     if (!carriesInputNormals) return;
     if (organized) {
-      const int k = downsampleFactor(stages.downsample);
+      const int k = pipeline_detail::downsampleFactor(stages.downsample);
       const std::vector<NormalXYZ> n = inputGridNormals(input, k);
       if (!n.empty()) normals = DeviceArray<NormalXYZ>::fromHost(n.data(), input.height / k, input.width / k, device);
     } else {

@@ -2,6 +2,7 @@
 // (frame_pipeline_stages.cpp) and the run (frame_pipeline.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "devicearray/point_cloud.hpp"
@@ -11,6 +12,9 @@ namespace devicearray::pipeline_detail {
 /// A number as a person reads it: %g with up to 9 significant digits, so 1e-9 stays
 /// 1e-09 instead of 0.000000, and a float written so reads back bit-exactly.
 std::string numberText(double value);
+
+/// The block side k of a k x k downsample; 1 without one.
+int downsampleFactor(const std::optional<Downsampling>& downsample);
 
 /// The matrix that carries normals along the affine map `m` (x -> A x + t): A^-T, with
 /// no translation; normals mapped by it are renormalized afterwards. Throws

@@ -25,6 +25,11 @@ using pipeline_detail::numberText;
 
 namespace pipeline_detail {
 
+int downsampleFactor(const std::optional<Downsampling>& downsample) {
+  if (!downsample) return 1;
+  return *downsample == Downsampling::by2x2 ? 2 : *downsample == Downsampling::by3x3 ? 3 : 4;
+}
+
 std::string numberText(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.9g", value);
@@ -278,10 +283,8 @@ Downsampling parseDownsample(const std::string& spec) {
   invalid("--downsample '" + printable(spec, 40) + "' is not one of 2x2, 3x3, 4x4");
 }
 
-int factorOf(Downsampling d) { return d == Downsampling::by2x2 ? 2 : d == Downsampling::by3x3 ? 3 : 4; }
-
 std::string downsampleText(Downsampling d) {
-  const std::string k = std::to_string(factorOf(d));
+  const std::string k = std::to_string(pipeline_detail::downsampleFactor(d));
   return k + "x" + k;
 }
 
@@ -448,9 +451,10 @@ void PipelineStages::checkInput(const HostPointCloud& input, const std::string& 
             " is unorganized (its header declares no grid: obj_info height/width or num_rows/num_cols, or a "
             "camera element); the camera filters, --downsample, --normals and --roi need an organized cloud");
   if (snrThreshold && !input.hasSNR()) invalid("--snr-threshold needs SNR values; " + inputName + " has none");
-  if (downsample && (input.height < factorOf(*downsample) || input.width < factorOf(*downsample)))
-    invalid("--downsample " + downsampleText(*downsample) + " needs at least " +
-            std::to_string(factorOf(*downsample)) + " rows and columns; " + inputName + " is " +
+  const int block = pipeline_detail::downsampleFactor(downsample);
+  if (downsample && (input.height < block || input.width < block))
+    invalid("--downsample " + downsampleText(*downsample) + " needs at least " + std::to_string(block) +
+            " rows and columns; " + inputName + " is " +
             pipelineCloudText(input));
 }
 
