@@ -10,21 +10,15 @@ import pytest
 import devicearray as da
 from devicearray import Format as F
 
-from conftest import reference
+from test_point_clouds import make_cloud
 
 POSE = np.array([[0.8660254, -0.5, 0, 10], [0.5, 0.8660254, 0, -20], [0, 0, 1, 30], [0, 0, 0, 1]], np.float32)
 POSE_TEXT = ",".join(f"{v:.9g}" for v in POSE.reshape(-1))
 
 
-def frame(seed, h=36, w=48):
-    """Organized host data: XYZ in mm (NaN holes), sRGB codes, SNR."""
-    rng = np.random.default_rng(seed)
-    xyz = reference((h, w, 3), np.float32, seed) * np.float32(0.5)
-    xyz[..., 2] = np.abs(xyz[..., 2]) * np.float32(2.4) + np.float32(300)
-    xyz[rng.random((h, w)) < 0.2] = np.nan
-    rgba = reference((h, w, 4), np.uint8, seed + 1)
-    snr = rng.uniform(0.5, 10.0, (h, w)).astype(np.float32)
-    return xyz, rgba, snr
+def frame(seed):
+    """An organized frame: XYZ in mm (NaN holes), colours (taken as sRGB codes), SNR."""
+    return make_cloud(36, 48, seed, holes=0.2)
 
 
 def blocking_cloud(device, xyz, rgba, snr):
