@@ -337,6 +337,7 @@ void GpuMatND::upload(const HostMat& src, Stream& stream) {
   const auto dev = checkedDevice(stream.device(), fn);
   detail::requireNotForked(fn);
   auto& q = detail::queueFor(fn, stream, dev);
+  detail::validateType(fn, src.type());
   const std::size_t es = detail::elemSizeOf(src.type());
   const std::size_t total = detail::validateShape(fn, src.size, es);
   GpuMatND fresh = ArrayAccess::makeGpuMatND(detail::allocateFor(fn, *dev, total * es, q), 0, src.size, src.type(),
