@@ -325,6 +325,12 @@ TEST_F(ProcessCommand, FramesRunTheLoopAgainAndReportThroughput) {
   EXPECT_EQ(lone.status, 2) << "--in-flight needs --frames";
   const Result lonePinned = run("process " + q(scenePath()) + " --pinned-frames -o " + q(tempDir() / "lone.ply"));
   EXPECT_EQ(lonePinned.status, 2) << "--pinned-frames needs --frames";
+  // The loop takes camera frames: an unorganized input is refused before anything runs.
+  const fs::path notWritten = tempDir() / "flat_frames.ply";
+  const Result flat = run("process " + q(tempDir() / "flat.ply") + " --voxel 5 --frames 3 -o " + q(notWritten));
+  EXPECT_EQ(flat.status, 2) << flat.err;
+  EXPECT_NE(flat.err.find("--frames runs the stages on camera frames"), std::string::npos) << flat.err;
+  EXPECT_FALSE(fs::exists(notWritten));
 }
 
 TEST_F(ProcessCommand, VoxelNormalsAreTheMeanNormalsOfTheirVoxels) {

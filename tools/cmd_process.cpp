@@ -157,6 +157,9 @@ void runProcess(const ProcessArgs& a) {
   const StageTime read = timeOnHost([&] { in = readPipelineInput(a.input); });
   stageDone();
   asUsageError([&] { stages.checkInput(in, a.input); });
+  if (a.frames > 1 && !in.isOrganized())
+    throw CommandError("--frames runs the stages on camera frames (organized clouds); " + a.input +
+                       " is unorganized");
   rows.push_back(hostRow(readStageName(a.input), pipelineCloudText(in), read));
 
   PipelineRunOptions options;
@@ -251,8 +254,8 @@ void addProcessCommand(CLI::App& app) {
                                ->needs(voxel);
   CLI::Option* frames =
       cmd->add_option("--frames", a->frames,
-                      "After writing the output, run the stages this many more times on the input, several frames in "
-                      "flight, and report frames/s")
+                      "After writing the output, run the stages this many more times on the input (an organized "
+                      "cloud), several frames in flight, and report frames/s")
           ->check(CLI::Range(1, 1000000));
   cmd->add_option("--in-flight", a->inFlight, "Frames in flight during --frames (one stream each)")
       ->capture_default_str()

@@ -50,10 +50,15 @@ struct LoopFrame {
 /// also waits for the frame's stages up to the unorganize.) The stages are those of runPipeline()
 /// in the same order, on the same device code, so the points (and colours, SNR values)
 /// are the ones runPipeline() gives for the same frame. What differs, because the
-/// results stay on the device: input normals are not uploaded (the normals are the
-/// ones --normals computes; a voxel's normal is the normalized mean of its points'),
-/// and points a transform makes non-finite stay in an organized result as they are (an
-/// unorganized one leaves them out, as runPipeline() does).
+/// results stay on the device and are not tidied on the host:
+/// - input normals are not uploaded: the normals are the ones --normals computes;
+/// - the normals follow a transform as A^-T n without renormalization, so they stay
+///   unit length only for a rigid transform; a voxel's normal is the normalized mean of
+///   its points' normals;
+/// - the organized normals array is the grid's as computed: where the ROI later made a
+///   point missing, the normal stays (runPipeline() writes NaN there);
+/// - points a transform makes non-finite stay in an organized result as they are (an
+///   unorganized one leaves them out, as runPipeline() does).
 ///
 /// Host memory: a frame's arrays are read in stream order, after submit() returns. They
 /// must stay alive and unchanged until the frame's upload has run: until its stream
@@ -82,7 +87,8 @@ class FrameLoop {
   /// not uploaded). Throws InvalidArgument when the cloud fails validate(), is
   /// unorganized, lacks SNR values for --snr-threshold, or is smaller than the
   /// downsample block (all checked before anything is enqueued); and the device
-  /// operations' errors. The loop stays usable after a throw.
+  /// operations' errors. After a throw the frame's enqueued work has completed (so its
+  /// host arrays may be freed), submitted() is unchanged, and the loop stays usable.
   LoopFrame submit(const HostPointCloud& frame);
   /// Enqueues a frame given as host arrays of one height × width: `xyz` of type
   /// makeType(Depth::F32, 3) (millimetres, NaN = missing), `colors` empty or
@@ -105,6 +111,9 @@ class FrameLoop {
 
  private:
   struct State;
+  /// The upload and the stages of frame `index` on `stream` (its slot's).
+  static LoopFrame enqueueFrame(State& s, Stream& stream, std::size_t index, const HostMat& xyz, const HostMat& colors,
+                                const HostMat& snrs);
   std::unique_ptr<State> state_;
 };
 

@@ -3,6 +3,7 @@
 // flight at once.
 #include "devicearray/frame_loop.hpp"
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,7 +50,7 @@ struct FrameLoop::State {
   PipelineStages stages;
   ComputeDevice device;
   std::vector<Stream> streams;  ///< one per slot; frame i uses slot i % size()
-  std::size_t submitted = 0;
+  std::atomic<std::size_t> submitted{0};  ///< read by submitted() from any thread
   Matrix4x4 normalTransform = identityMatrix4x4();  ///< carries normals along stages.transform
 };
 
@@ -117,11 +118,27 @@ LoopFrame FrameLoop::submit(const HostMat& xyz, const HostMat& colors, const Hos
 
   // The slot's previous frame must be done before its stream takes another: this wait
   // is what bounds the frames in flight.
-  const std::size_t index = s.submitted;
+  const std::size_t index = s.submitted.load();
   Stream& stream = s.streams[index % s.streams.size()];
   if (index >= s.streams.size()) stream.waitForCompletion();
-  ++s.submitted;
+  try {
+    LoopFrame out = enqueueFrame(s, stream, index, xyz, colors, snrs);
+    s.submitted.store(index + 1);
+    return out;
+  } catch (...) {
+    // What was enqueued may still read the host arrays, which the caller frees once
+    // this throws: let it finish (or fail) first. The slot is free again.
+    try {
+      stream.waitForCompletion();
+    } catch (...) {  // the enqueueing error is the one to report
+    }
+    throw;
+  }
+}
 
+LoopFrame FrameLoop::enqueueFrame(State& s, Stream& stream, std::size_t index, const HostMat& xyz,
+                                  const HostMat& colors, const HostMat& snrs) {
+  const PipelineStages& stages = s.stages;
   LoopFrame out;
   out.index = index;
   out.stream = stream;
@@ -182,6 +199,6 @@ ComputeDevice FrameLoop::device() const { return state_ ? state_->device : Compu
 
 int FrameLoop::framesInFlight() const { return state_ ? static_cast<int>(state_->streams.size()) : 0; }
 
-std::size_t FrameLoop::submitted() const { return state_ ? state_->submitted : 0; }
+std::size_t FrameLoop::submitted() const { return state_ ? state_->submitted.load() : 0; }
 
 }  // namespace devicearray

@@ -3,6 +3,7 @@ the same stages give (an independent chain: one call at a time, each waiting); e
 frames survive later ones; the arrays of a frame are held until its upload ran; bad
 frames and loops are refused with a clear ValueError, and the loop goes on."""
 import gc
+import sys
 
 import numpy as np
 import pytest
@@ -62,20 +63,24 @@ def test_organized_frames_carry_their_normals(device):
     np.testing.assert_array_equal(u.device_normals_xyz().to_numpy(), r.normals.to_numpy()[valid])
 
 
-def test_a_frames_arrays_are_held_until_its_upload_ran(device):
+def test_a_frames_arrays_are_held_until_its_stream_completes(device):
     stages = da.PipelineStages(downsample="2x2")
-    loop = da.FrameLoop(stages, device=device, frames_in_flight=4)
+    loop = da.FrameLoop(stages, device=device, frames_in_flight=2)
     xyz, rgba, snr = frame(21)
-    # Temporaries: the only references are the loop's.
+    arrays = [xyz.copy(), rgba.copy(), snr.copy()]
+    before = [sys.getrefcount(a) for a in arrays]
+    r = loop.submit(*arrays)
+    # The loop holds one more reference to each array until the frame's stream is done ...
+    assert [sys.getrefcount(a) for a in arrays] == [n + 1 for n in before]
+    r.stream.wait_for_completion()
+    assert [sys.getrefcount(a) for a in arrays] == before
+    # ... so temporaries can go at once: their only references are the loop's.
     results = [loop.submit(xyz.copy(), rgba.copy(), snr.copy()) for _ in range(4)]
     gc.collect()
-    for _ in range(3):
-        garbage = [np.full_like(xyz, 7.0) for _ in range(8)]  # reuse freed memory, if any was freed
-        del garbage
     loop.synchronize()
     want = blocking_cloud(device, xyz, rgba, snr).downsampled(da.Downsampling.by2x2).device_points_xyz().to_numpy()
-    for r in results:
-        np.testing.assert_array_equal(r.cloud.device_points_xyz().to_numpy(), want)
+    for f in [r, *results]:
+        np.testing.assert_array_equal(f.cloud.device_points_xyz().to_numpy(), want)
 
 
 def test_bad_loops_and_frames_are_refused_and_the_loop_goes_on(device):
