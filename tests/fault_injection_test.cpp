@@ -776,6 +776,28 @@ TEST_P(PointCloudFaults, UnorganizedCloudOperationsKeepTheCloudWhenACopyOrLaunch
   EXPECT_GE(sweepDevice("UnorganizedPointCloud::center", [&] { cloud.center(); }, kept, reset).launches, 1);
 }
 
+TEST_P(PointCloudFaults, FrameLoopSubmitFailsCleanlyAndTheLoopGoesOn) {
+  const HostPointCloud frame = makeCloud().toHost();
+  const PipelineStages stages =
+      PipelineStages::parse({"--downsample", "2x2", "--transform", "1,0,0,5,0,1,0,0,0,0,1,0,0,0,0,1", "--unorganize"});
+  FrameLoop loop(stages, device_, 2);
+  std::size_t submitted = 0;  // the frames whose submit() returned
+  auto op = [&] {
+    const LoopFrame f = loop.submit(frame);
+    EXPECT_EQ(f.index, submitted);
+    ++submitted;
+  };
+  // A failed submit() leaves the count as it was (the next frame takes the same index).
+  auto kept = [&] { EXPECT_EQ(loop.submitted(), submitted) << "a failed submit() counted a frame"; };
+  const DeviceSweep faults = sweepDevice("FrameLoop::submit", op, kept);
+  EXPECT_GE(faults.allocations, 3);  // the three uploaded arrays at least
+  EXPECT_GE(faults.copies, 1);
+  EXPECT_GE(faults.launches, 3);
+  LoopFrame f = loop.submit(frame);
+  f.stream.waitForCompletion();
+  EXPECT_EQ(f.points.toHost().xyz, runPipeline(frame, stages, device_).cloud.xyz);
+}
+
 TEST(FaultInjectionHook, DisarmedPointsCostNothingAndArmedPointsFireOnce) {
   Disarm guard;
   EXPECT_NO_THROW(detail::faultPoint(FaultKind::hostAllocation, "test"));
