@@ -110,11 +110,7 @@ LoopFrame FrameLoop::submit(const HostMat& xyz, const HostMat& colors, const Hos
   const int height = xyz.size[0], width = xyz.size[1];
   if (!colors.empty()) checkArray(colors, "colors", makeType(Depth::U8, 4), height, width);
   if (!snrs.empty()) checkArray(snrs, "snrs", makeType(Depth::F32, 1), height, width);
-  if (stages.snrThreshold && snrs.empty()) invalid("--snr-threshold needs SNR values; the frame has none");
-  const int block = pipeline_detail::downsampleFactor(stages.downsample);
-  if (height < block || width < block)
-    invalid("the downsample needs at least " + std::to_string(block) + " rows and columns; the frame is " +
-            std::to_string(height) + " x " + std::to_string(width));
+  pipeline_detail::checkFrameFits(stages, height, width, !snrs.empty(), "the frame");
 
   // The slot's previous frame must be done before its stream takes another: this wait
   // is what bounds the frames in flight.

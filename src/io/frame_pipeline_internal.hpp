@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "devicearray/frame_pipeline.hpp"
 #include "devicearray/point_cloud.hpp"
 
 namespace devicearray::pipeline_detail {
@@ -15,6 +16,10 @@ std::string numberText(double value);
 
 /// The block side k of a k x k downsample; 1 without one.
 int downsampleFactor(const std::optional<Downsampling>& downsample);
+
+/// Throws InvalidArgument, naming the frame `name`, when `stages` need SNR values a frame
+/// of height x width lacks (`hasSNR`), or a downsample block larger than the frame.
+void checkFrameFits(const PipelineStages& stages, int height, int width, bool hasSNR, const std::string& name);
 
 /// The matrix that carries normals along the affine map `m` (x -> A x + t): A^-T, with
 /// no translation; normals mapped by it are renormalized afterwards. Throws

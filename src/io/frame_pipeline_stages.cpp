@@ -444,18 +444,26 @@ std::vector<std::string> PipelineStages::toArguments() const {
   return args;
 }
 
+namespace pipeline_detail {
+
+void checkFrameFits(const PipelineStages& stages, int height, int width, bool hasSNR, const std::string& name) {
+  if (stages.snrThreshold && !hasSNR) invalid("--snr-threshold needs SNR values; " + name + " has none");
+  const int block = downsampleFactor(stages.downsample);
+  if (stages.downsample && (height < block || width < block))
+    invalid("--downsample " + downsampleText(*stages.downsample) + " needs at least " + std::to_string(block) +
+            " rows and columns; " + name + " is " + std::to_string(height) + " x " + std::to_string(width));
+}
+
+}  // namespace pipeline_detail
+
 void PipelineStages::checkInput(const HostPointCloud& input, const std::string& inputName) const {
   if (input.validCount() == 0) invalid(inputName + " has no valid point (every x, y, z is NaN or it is empty)");
   if (needsOrganizedInput() && !input.isOrganized())
     invalid(inputName +
             " is unorganized (its header declares no grid: obj_info height/width or num_rows/num_cols, or a "
             "camera element); the camera filters, --downsample, --normals and --roi need an organized cloud");
-  if (snrThreshold && !input.hasSNR()) invalid("--snr-threshold needs SNR values; " + inputName + " has none");
-  const int block = pipeline_detail::downsampleFactor(downsample);
-  if (downsample && (input.height < block || input.width < block))
-    invalid("--downsample " + downsampleText(*downsample) + " needs at least " + std::to_string(block) +
-            " rows and columns; " + inputName + " is " +
-            pipelineCloudText(input));
+  // A downsample needs an organized input (checked above), so the sizes are its grid's.
+  pipeline_detail::checkFrameFits(*this, input.height, input.width, input.hasSNR(), inputName);
 }
 
 int PipelineStages::stageCount() const noexcept {
