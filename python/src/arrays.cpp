@@ -87,6 +87,18 @@ HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
   }
 }
 
+/// A HostMat view of `in`; with channels > 1 its last axis is folded into the
+/// type's channels.
+HostMat hostView(const HostInput& in, int channels) {
+  std::vector<int> size = in.shape;
+  std::vector<std::size_t> steps = in.steps;
+  if (channels > 1) {
+    size.pop_back();
+    steps.pop_back();
+  }
+  return HostMat(size, makeType(in.depth, channels), const_cast<void*>(in.data), steps);
+}
+
 namespace {
 
 /// The memory of a host array that a copy writes into, exported for as long as
@@ -119,21 +131,6 @@ HostDestination hostDestination(nb::handle dst, const char* fn) {
   return out;
 }
 
-}  // namespace
-
-/// A HostMat view of `in`; with channels > 1 its last axis is folded into the
-/// type's channels.
-HostMat hostView(const HostInput& in, int channels) {
-  std::vector<int> size = in.shape;
-  std::vector<std::size_t> steps = in.steps;
-  if (channels > 1) {
-    size.pop_back();
-    steps.pop_back();
-  }
-  return HostMat(size, makeType(in.depth, channels), const_cast<void*>(in.data), steps);
-}
-
-namespace {
 
 /// How a numpy array maps onto `target`: the last axis becomes the channels when
 /// `target` has more than one channel and the array is target's size + [channels]

@@ -26,11 +26,20 @@ detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(detai
 
 detail::Region regionOf(const HostMat& m) { return detail::Region::host(m.data(), m.step); }
 
+/// New continuous memory of `size` x `type` on the device of `q`, its first use
+/// recorded on `q` (so work enqueued on `q` needs no other queue to use it).
+GpuMatND continuousOn(const GpuMatND::SizeArray& size, int type, detail::QueueImpl& q, const char* fn) {
+  detail::validateType(fn, type);
+  const std::size_t es = detail::elemSizeOf(type);
+  const std::size_t total = detail::validateShape(fn, size, es);
+  return detail::makeGpuMatND(detail::allocateFor(fn, *q.device(), total * es, q), 0, size, type,
+                              detail::continuousSteps(size, es));
+}
+
 /// A continuous copy of `src` in new memory on the device of `q`, enqueued on `q`
 /// (clone, and copyTo into an array of another shape or on another device).
 GpuMatND continuousCopyOn(const GpuMatND& src, detail::QueueImpl& q, const char* fn) {
-  GpuMatND out = detail::makeGpuMatND(detail::allocateFor(fn, *q.device(), src.total() * src.elemSize(), q), 0,
-                                      src.size, src.type(), detail::continuousSteps(src.size, src.elemSize()));
+  GpuMatND out = continuousOn(src.size, src.type(), q, fn);
   detail::enqueueCopy(fn, q, src.size, src.elemSize(), regionOf(out), regionOf(src));
   return out;
 }
@@ -46,15 +55,7 @@ GpuMatND::GpuMatND(SizeArray sz, int type, const ComputeDevice& device) {
   constexpr const char* fn = "GpuMatND::GpuMatND";
   auto dev = checkedDevice(device, fn);
   detail::requireNotForked(fn);
-  detail::validateType(fn, type);
-  const std::size_t es = detail::elemSizeOf(type);
-  const std::size_t total = detail::validateShape(fn, sz, es);
-  data_ = detail::allocateFor(fn, *dev, total * es, *dev->libraryQueue());
-  step = detail::continuousSteps(sz, es);
-  size = std::move(sz);
-  dims = static_cast<int>(size.size());
-  flags = MAGIC_VAL | type;
-  updateFlags();
+  *this = continuousOn(sz, type, *dev->libraryQueue(), fn);
 }
 
 GpuMatND::GpuMatND(SizeArray sz, int type, void* data, StepArray st) {
@@ -337,11 +338,7 @@ void GpuMatND::upload(const HostMat& src, Stream& stream) {
   const auto dev = checkedDevice(stream.device(), fn);
   detail::requireNotForked(fn);
   auto& q = detail::queueFor(fn, stream, dev);
-  detail::validateType(fn, src.type());
-  const std::size_t es = detail::elemSizeOf(src.type());
-  const std::size_t total = detail::validateShape(fn, src.size, es);
-  GpuMatND fresh = ArrayAccess::makeGpuMatND(detail::allocateFor(fn, *dev, total * es, q), 0, src.size, src.type(),
-                                             detail::continuousSteps(src.size, es));
+  GpuMatND fresh = continuousOn(src.size, src.type(), q, fn);
   detail::enqueueCopy(fn, q, fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src));
   swap(fresh);
 }
