@@ -245,6 +245,77 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
   da_cvt_tile_store(out, dst + first * dstChannels, count * dstChannels, dstAlign);
 }
 
+/* 8-bit colour -> 8-bit colour as da_convert_color_u8_u8, not tiled, for buffers
+ * whose start is 4-byte aligned (the host picks the tiled kernel otherwise). Each
+ * work item converts DA_CVT_U8_WORDS_ITEMS (4) consecutive elements: whole words on
+ * both sides (one 16-byte word of 4-byte elements, three 4-byte words of 3-byte
+ * ones), loaded into registers and stored straight back, with no local memory and no
+ * barrier. A frame has too few tiles to keep the tiled kernel's loads in flight on
+ * every multiprocessor; this kernel has a work item per four elements. The work
+ * item's table lookups read the 256-byte table through the cache. */
+DA_KERNEL(da_convert_color_u8_u8_words)(DA_PARAMS(DA_CONVERT_COLOR_U8_U8_WORDS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_COLOR_U8_U8_WORDS_PARAMS);
+  const da_i64 first = DA_ID(0) * DA_CVT_U8_WORDS_ITEMS;
+  if (first >= n) return;
+  const int count = n - first < DA_CVT_U8_WORDS_ITEMS ? (int)(n - first) : DA_CVT_U8_WORDS_ITEMS;
+  const int whole = DA_CVT_LITTLE_ENDIAN && count == DA_CVT_U8_WORDS_ITEMS;
+  /* Element k's bytes in memory order, byte j at bits 8j of px[k]. */
+  da_u32 px[DA_CVT_U8_WORDS_ITEMS];
+  DA_GLOBAL const da_u8* s = src + first * srcChannels;
+  if (whole && srcChannels == 4 && srcAlign >= 16) {
+    const da_u32x4 v = *(DA_GLOBAL const da_u32x4*)s;
+    px[0] = v.x;
+    px[1] = v.y;
+    px[2] = v.z;
+    px[3] = v.w;
+  } else if (whole && srcChannels == 4 && srcAlign >= 4) {
+DA_UNROLL
+    for (int k = 0; k < 4; ++k) px[k] = ((DA_GLOBAL const da_u32*)s)[k];
+  } else if (whole && srcChannels == 3 && srcAlign >= 4) {
+    DA_GLOBAL const da_u32* w = (DA_GLOBAL const da_u32*)s;
+    const da_u32 w0 = w[0], w1 = w[1], w2 = w[2];
+    px[0] = w0;
+    px[1] = w0 >> 24 | w1 << 8;
+    px[2] = w1 >> 16 | w2 << 16;
+    px[3] = w2 >> 8;
+  } else {
+DA_UNROLL
+    for (int k = 0; k < DA_CVT_U8_WORDS_ITEMS; ++k) {
+      px[k] = 0;
+      if (k < count)
+        for (int j = 0; j < srcChannels; ++j) px[k] |= (da_u32)s[k * srcChannels + j] << (8 * j);
+    }
+  }
+  /* Element k's converted bytes in destination order, in the low bytes of word[k]. */
+  da_u32 word[DA_CVT_U8_WORDS_ITEMS];
+DA_UNROLL
+  for (int k = 0; k < DA_CVT_U8_WORDS_ITEMS; ++k) {
+    da_u32 r = px[k] >> (8 * srcR) & 0xFFu, g = px[k] >> (8 * srcG) & 0xFFu, b = px[k] >> (8 * srcB) & 0xFFu;
+    if (useTable) {
+      r = table[r];
+      g = table[g];
+      b = table[b];
+    }
+    word[k] = da_cvt_pack_rgb(r, g, b, dstR, dstG, dstB);
+    if (dstA >= 0) word[k] |= (srcA >= 0 ? px[k] >> (8 * srcA) & 0xFFu : 0xFFu) << (8 * dstA);
+  }
+  DA_GLOBAL da_u8* d = dst + first * dstChannels;
+  if (whole && dstChannels == 4 && dstAlign >= 16) {
+    *(DA_GLOBAL da_u32x4*)d = da_make_u32x4(word[0], word[1], word[2], word[3]);
+  } else if (whole && dstChannels == 4 && dstAlign >= 4) {
+DA_UNROLL
+    for (int k = 0; k < 4; ++k) ((DA_GLOBAL da_u32*)d)[k] = word[k];
+  } else if (whole && dstChannels == 3 && dstAlign >= 4) {
+    DA_GLOBAL da_u32* d32 = (DA_GLOBAL da_u32*)d;
+    d32[0] = word[0] | word[1] << 24;
+    d32[1] = word[1] >> 8 | word[2] << 16;
+    d32[2] = word[2] >> 16 | word[3] << 8;
+  } else {
+    for (int k = 0; k < count; ++k)
+      for (int j = 0; j < dstChannels; ++j) d[k * dstChannels + j] = (da_u8)(word[k] >> (8 * j));
+  }
+}
+
 /* 8-bit colour -> float colour (4 channels): colour channels through colorTable
  * (c / 255 or the sRGB decoding), alpha through alphaTable (c / 255), 1.0 when the
  * source has no alpha. */
