@@ -318,10 +318,11 @@ class JoinOnExit {
 /// the DMA of the previous one. In stream order on `stream`; never blocks the host.
 void stagedTransfer(CudaDevice& device, StagingStreams& streams, char* dst, const char* src, std::size_t bytes,
                     cudaMemcpyKind kind, cudaStream_t stream) {
-  // Chunks: about a quarter of the transfer, 512 KiB to 8 MiB, so that even a
-  // 2 MiB transfer overlaps host copies with DMA and a large one keeps the
-  // per-chunk overhead (two events, a callback) below 1% of the chunk's time.
-  constexpr std::size_t kMinChunk = std::size_t{512} << 10, kMaxChunk = std::size_t{8} << 20;
+  // Chunks: about a quarter of the transfer, 1 MiB to 8 MiB. A large transfer keeps
+  // the per-chunk overhead (two events, a callback) below 1% of the chunk's time; a
+  // megabyte or less is one chunk, because a chunk's callback latency is longer than
+  // the DMA that splitting it would overlap, and its host copy is split over threads.
+  constexpr std::size_t kMinChunk = std::size_t{1} << 20, kMaxChunk = std::size_t{8} << 20;
   constexpr std::size_t kSlots = 3;  // one being filled, one in DMA, one spare
   const std::size_t chunk = std::clamp<std::size_t>(bytes / 4, kMinChunk, kMaxChunk);
   const std::size_t chunks = (bytes + chunk - 1) / chunk;

@@ -17,8 +17,9 @@
 namespace devicearray::detail::cuda {
 namespace {
 
-/// Below this a part is not worth handing to another thread (wake-up latency ~ µs).
-constexpr std::size_t kMinPartBytes = std::size_t{512} << 10;
+/// Below this a part is not worth handing to another thread: one thread copies it in
+/// about the wake-up latency of another (~10 µs).
+constexpr std::size_t kMinPartBytes = std::size_t{128} << 10;
 
 class CopyThreads {
  public:
