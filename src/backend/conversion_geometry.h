@@ -26,12 +26,6 @@
 #if DA_CVT_F32_U8_ITEMS != 4
 #error "da_convert_color_f32_u8 packs four 3-byte elements into three words"
 #endif
-/* da_convert_color_u8_u8_words (not tiled): consecutive elements per work item (4:
- * four 3-byte elements are three whole words). */
-#define DA_CVT_U8_WORDS_ITEMS 4
-#if DA_CVT_U8_WORDS_ITEMS != 4
-#error "da_convert_color_u8_u8_words moves four 3-byte elements as three words"
-#endif
 /* Elements per tile for the given source and destination element sizes: a multiple
  * of 16, so that both parts of the tile, and every tile's start in global memory,
  * stay 16-byte aligned. */

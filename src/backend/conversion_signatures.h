@@ -23,12 +23,6 @@
   S(int, srcA) S(int, srcAlign) B(da_u8, dst) S(int, dstChannels) S(int, dstR) S(int, dstG) S(int, dstB)            \
   S(int, dstA) S(int, dstAlign) S(int, useTable) B(const da_u8, table)
 
-/* The same, not tiled: for buffers whose start is at least 4-byte aligned. */
-#define DA_CONVERT_COLOR_U8_U8_WORDS_PARAMS(S0, B0, S, B)                                                           \
-  S0(da_i64, n) B(const da_u8, src) S(int, srcChannels) S(int, srcR) S(int, srcG) S(int, srcB) S(int, srcA)          \
-  S(int, srcAlign) B(da_u8, dst) S(int, dstChannels) S(int, dstR) S(int, dstG) S(int, dstB) S(int, dstA)            \
-  S(int, dstAlign) S(int, useTable) B(const da_u8, table)
-
 /* 8-bit colour -> ColorRGBAf, through 256-entry tables. */
 #define DA_CONVERT_COLOR_U8_F32_PARAMS(S0, B0, S, B)                                                                \
   S0(da_i64, n) S(int, tile) B(const da_u8, src) S(int, srcChannels) S(int, srcR) S(int, srcG) S(int, srcB)         \
@@ -48,7 +42,6 @@ namespace devicearray::detail::kernels {
 DA_KERNEL_SIGNATURE(da_convert_points, DA_CONVERT_POINTS_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_points_z, DA_CONVERT_POINTS_Z_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_u8_u8, DA_CONVERT_COLOR_U8_U8_PARAMS);
-DA_KERNEL_SIGNATURE(da_convert_color_u8_u8_words, DA_CONVERT_COLOR_U8_U8_WORDS_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_u8_f32, DA_CONVERT_COLOR_U8_F32_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_f32_u8, DA_CONVERT_COLOR_F32_U8_PARAMS);
 }  // namespace devicearray::detail::kernels

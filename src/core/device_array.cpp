@@ -173,20 +173,10 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   // A table of the device's ColorTables (color_tables.hpp), by member.
   auto table = [&](std::size_t offset) { return BufferRef{tables.get(), offset}; };
   if (from.depth == Depth::U8 && to.depth == Depth::U8) {
-    const int useTable = from.isSRGB != to.isSRGB ? 1 : 0;
-    const BufferRef lut =
-        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb));
-    if (srcAlign >= 4 && dstAlign >= 4) {  // whole words on both sides: no tile (convert_formats.h)
-      const std::size_t workItems = (n + DA_CVT_U8_WORDS_ITEMS - 1) / DA_CVT_U8_WORDS_ITEMS;
-      detail::launch<kernels::da_convert_color_u8_u8_words>(
-          q, LaunchGeometry::items(workItems), count, src.buffer, from.channels, from.red, from.green, from.blue,
-          from.alpha, srcAlign, dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, useTable, lut);
-    } else {
-      detail::launch<kernels::da_convert_color_u8_u8>(q, tiles, count, tile, src.buffer, from.channels, from.red,
-                                                      from.green, from.blue, from.alpha, srcAlign, dst.buffer,
-                                                      to.channels, to.red, to.green, to.blue, to.alpha, dstAlign,
-                                                      useTable, lut);
-    }
+    detail::launch<kernels::da_convert_color_u8_u8>(
+        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
+        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     detail::launch<kernels::da_convert_color_u8_f32>(
         q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
