@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "devicearray/devicearray.hpp"
@@ -352,6 +353,62 @@ TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(NAN, 1); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1.0f, 0); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)u.voxelDownsampled(1e-6f, 1); });  // too many voxels
+}
+
+/// The bytes of `a` on the host, to compare two results bit for bit (NaNs included).
+template <class F>
+std::vector<unsigned char> bytesOf(const DeviceArray<F>& a) {
+  const std::vector<F> host = a.toHost();
+  std::vector<unsigned char> bytes(host.size() * sizeof(F));
+  if (!host.empty()) std::memcpy(bytes.data(), host.data(), bytes.size());
+  return bytes;
+}
+
+TEST_P(PointCloudTest, VoxelGridOfTheCameraGridSkipsTheCompaction) {
+  // PointCloud::voxelDownsampled must give the voxels of the compacted cloud bit for bit
+  // (missing points skipped where they are) and agree with the host reference; 0.4 mm
+  // voxels take the wide-key path (35 bits).
+  const Matrix4x4 pose = {0, -1, 0, 10, 1, 0, 0, 20, 0, 0, 1, 30, 0, 0, 0, 1};
+  for (auto [h, w, voxelSize, minPts] :
+       {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2}, {37, 53, 0.4f, 1}}) {
+    const pcref::Cloud c = randomCloud(h, w, 70 + std::uint32_t(w), 0.2);
+    const PointCloud grid = upload(c, dev()).transformed(pose);
+    pcref::Cloud moved = c;
+    moved.xyz = pcref::transform(c.xyz, pose);
+    const pcref::Cloud want = pcref::voxel(pcref::compact(moved), voxelSize, minPts);
+    const DeviceArray<NormalXYZ> normals = grid.deviceNormalsXYZ(sq());
+    const UnorganizedPointCloud viaCompaction = grid.toUnorganizedPointCloud(normals).voxelDownsampled(voxelSize, minPts);
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v = onStream ? grid.voxelDownsampled(normals, voxelSize, minPts, sq())
+                                               : grid.voxelDownsampled(normals, voxelSize, minPts);
+      ASSERT_EQ(v.size(), want.xyz.size());
+      EXPECT_EQ(v.transformationMatrix(), grid.transformationMatrix());
+      if (want.xyz.empty()) continue;
+      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(v.storedColors().toHost(), want.rgba);
+      EXPECT_EQ(bytesOf(v.storedXYZ()), bytesOf(viaCompaction.storedXYZ()));
+      EXPECT_EQ(bytesOf(v.storedColors()), bytesOf(viaCompaction.storedColors()));
+      EXPECT_EQ(bytesOf(v.storedSNRs()), bytesOf(viaCompaction.storedSNRs()));
+      EXPECT_EQ(bytesOf(v.storedNormals()), bytesOf(viaCompaction.storedNormals()));
+      // Without normals: the same points, and no normals.
+      const UnorganizedPointCloud plain =
+          onStream ? grid.voxelDownsampled(voxelSize, minPts, sq()) : grid.voxelDownsampled(voxelSize, minPts);
+      EXPECT_FALSE(plain.hasNormals());
+      EXPECT_EQ(bytesOf(plain.storedXYZ()), bytesOf(viaCompaction.storedXYZ()));
+    }
+  }
+  const PointCloud grid = upload(randomCloud(12, 16, 5), dev());
+  const PointCloud other = upload(randomCloud(16, 12, 5), dev());
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)PointCloud().voxelDownsampled(1.0f, 1); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(0.0f, 1, sq()); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(1.0f, 0); });
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(1e-6f, 1); }, "too small");
+  datest::expectError(ErrorCode::InvalidArgument,
+                      [&] { (void)grid.voxelDownsampled(other.deviceNormalsXYZ(sq()), 1.0f, 1, sq()); });
+  // The stream form reports a grid too fine from the call that reads its count.
+  const UnorganizedPointCloud tooFine = grid.voxelDownsampled(1e-6f, 1, sq());
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)tooFine.size(); }, "too small");
 }
 
 TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {

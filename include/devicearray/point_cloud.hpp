@@ -308,6 +308,23 @@ class PointCloud {
   UnorganizedPointCloud toUnorganizedPointCloud(const DeviceArray<NormalXYZ>& normals, StreamOrQueue sq) const;
   ///@}
 
+  /// The voxel grid of the valid points: what toUnorganizedPointCloud().voxelDownsampled(
+  /// voxelSize, minPointsPerVoxel) returns (the same voxels, bit for bit, in the same
+  /// order, with this cloud's transformationMatrix()), without the compaction between
+  /// the two: the grid's missing points are skipped where they are. The overloads with
+  /// `normals` (this cloud's, as for toUnorganizedPointCloud) average them into the
+  /// voxels as UnorganizedPointCloud::voxelDownsampled does a cloud's normals. Blocking
+  /// and stream forms, errors and output order as UnorganizedPointCloud::voxelDownsampled;
+  /// InvalidState for an empty cloud.
+  ///@{
+  UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel) const;
+  UnorganizedPointCloud voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const;
+  UnorganizedPointCloud voxelDownsampled(const DeviceArray<NormalXYZ>& normals, float voxelSize,
+                                         int minPointsPerVoxel) const;
+  UnorganizedPointCloud voxelDownsampled(const DeviceArray<NormalXYZ>& normals, float voxelSize, int minPointsPerVoxel,
+                                         StreamOrQueue sq) const;
+  ///@}
+
   /// Internal: the stored arrays (shared, not copied). The colour codes are in
   /// colorSpace() whatever the array's type says.
   ///@{

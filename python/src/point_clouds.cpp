@@ -376,7 +376,23 @@ void bindPointClouds(nb::module_& m) {
            nb::arg("stream") = nb::none(), nb::arg("normals") = nb::none(),
            "Order-preserving compaction of the valid points. With a stream it only enqueues: the "
            "result's size is read when first needed. `normals` (this cloud's, e.g. from "
-           "device_normals_xyz(): a NormalXYZ array of its height and width) go with their points.");
+           "device_normals_xyz(): a NormalXYZ array of its height and width) go with their points.")
+      .def("voxel_downsampled",
+           [](PointCloud pc, float voxelSize, int minPoints, const Stream* s, std::optional<AnyDeviceArray> normals) {
+             if (normals) {
+               auto n = asFormat<NormalXYZ>(*normals, "voxel_downsampled", "normals");
+               nb::gil_scoped_release release;
+               return s != nullptr ? pc.voxelDownsampled(n, voxelSize, minPoints, s->handle())
+                                   : pc.voxelDownsampled(n, voxelSize, minPoints);
+             }
+             nb::gil_scoped_release release;
+             return s != nullptr ? pc.voxelDownsampled(voxelSize, minPoints, s->handle())
+                                 : pc.voxelDownsampled(voxelSize, minPoints);
+           },
+           nb::arg("voxel_size"), nb::arg("min_points_per_voxel"), nb::arg("stream") = nb::none(),
+           nb::arg("normals") = nb::none(),
+           "The voxel grid of the valid points: to_unorganized_point_cloud(normals=normals)."
+           "voxel_downsampled(voxel_size, min_points_per_voxel), bit for bit, without the compaction.");
 
   // ----------------------------------------------- UnorganizedPointCloud --
   nb::class_<UnorganizedPointCloud>(m, "UnorganizedPointCloud",

@@ -171,6 +171,14 @@ LoopFrame FrameLoop::enqueueFrame(State& s, Stream& stream, std::size_t index, c
     return out;
   }
 
+  const bool removesOutliers = stages.statisticalOutliers || stages.radiusOutliers;
+  if (stages.voxelSize && !removesOutliers) {
+    // The voxel grid skips the grid's missing points itself: no compaction before it.
+    out.points = normals.isEmpty()
+                     ? cloud.voxelDownsampled(*stages.voxelSize, stages.minPointsPerVoxel, stream)
+                     : cloud.voxelDownsampled(normals, *stages.voxelSize, stages.minPointsPerVoxel, stream);
+    return out;
+  }
   UnorganizedPointCloud points =
       normals.isEmpty() ? cloud.toUnorganizedPointCloud(stream) : cloud.toUnorganizedPointCloud(normals, stream);
   if (const auto& f = stages.statisticalOutliers)

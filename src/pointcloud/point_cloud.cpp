@@ -5,6 +5,7 @@
 #include "pointcloud/pending_point_count.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
+#include "pointcloud/voxel_grid.hpp"
 
 namespace devicearray {
 
@@ -486,6 +487,55 @@ UnorganizedPointCloud PointCloud::toUnorganizedPointCloud(const DeviceArray<Norm
   constexpr const char* fn = "PointCloud::toUnorganizedPointCloud";
   checkGridNormals(*this, normals, fn);
   return unorganizedBlocking(*this, normals, transform_, colorSpace_, fn);
+}
+
+// ------------------------------------------------------------------ voxels ----
+
+namespace {
+
+constexpr const char* kVoxelDownsampled = "PointCloud::voxelDownsampled";
+
+/// The cloud's arrays (and `normals`, empty or the cloud's) as a voxel grid reads them.
+pc::VoxelSource voxelSourceOf(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals) {
+  return {cloud.storedXYZ(), cloud.storedColors(), cloud.colorSpace(), cloud.storedSNRs(), normals};
+}
+
+UnorganizedPointCloud voxelsOnStream(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, float voxelSize,
+                                     int minPointsPerVoxel, StreamOrQueue sq) {
+  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, kVoxelDownsampled);
+  const ComputeDevice device = cloud.device();
+  const auto q = pc::queueOf(device, sq, kVoxelDownsampled);
+  return pc::voxelGridOnStream(device, *q, voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
+                               minPointsPerVoxel, kVoxelDownsampled);
+}
+
+UnorganizedPointCloud voxelsBlocking(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, float voxelSize,
+                                     int minPointsPerVoxel) {
+  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, kVoxelDownsampled);
+  return pc::voxelGridBlocking(cloud.device(), voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
+                               minPointsPerVoxel, kVoxelDownsampled);
+}
+
+}  // namespace
+
+UnorganizedPointCloud PointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
+  return voxelsBlocking(*this, {}, voxelSize, minPointsPerVoxel);
+}
+
+UnorganizedPointCloud PointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel, StreamOrQueue sq) const {
+  return voxelsOnStream(*this, {}, voxelSize, minPointsPerVoxel, sq);
+}
+
+UnorganizedPointCloud PointCloud::voxelDownsampled(const DeviceArray<NormalXYZ>& normals, float voxelSize,
+                                                   int minPointsPerVoxel) const {
+  checkGridNormals(*this, normals, kVoxelDownsampled);
+  return voxelsBlocking(*this, normals, voxelSize, minPointsPerVoxel);
+}
+
+UnorganizedPointCloud PointCloud::voxelDownsampled(const DeviceArray<NormalXYZ>& normals, float voxelSize,
+                                                   int minPointsPerVoxel, StreamOrQueue sq) const {
+  checkGridNormals(*this, normals, kVoxelDownsampled);
+  return voxelsOnStream(*this, normals, voxelSize, minPointsPerVoxel, sq);
 }
 
 }  // namespace devicearray

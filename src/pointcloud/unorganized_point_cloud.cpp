@@ -8,6 +8,7 @@
 #include "pointcloud/pending_transformation.hpp"
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
+#include "pointcloud/voxel_grid.hpp"
 
 namespace devicearray {
 
@@ -212,179 +213,27 @@ DeviceArray<NormalXYZ> UnorganizedPointCloud::deviceNormalsXYZ(StreamOrQueue sq)
 
 // ----------------------------------------------------------------- voxels ----
 
-namespace {
-
-/// voxelSize as %g (std::to_string prints 1e-9 as 0.000000).
-std::string voxelSizeText(float voxelSize) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", static_cast<double>(voxelSize));
-  return text;
-}
-
-void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn) {
-  if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "voxelSize is " + voxelSizeText(voxelSize) + "; it must be finite and > 0");
-  if (minPointsPerVoxel < 1)
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
-}
-
-std::string voxelTooSmallText(float voxelSize, const char* fn) {
-  return std::string(fn) + ": voxelSize " + voxelSizeText(voxelSize) +
-         " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
-}
-
-/// The voxel grid of the n points of `in` (missing ones ignored) as enqueued work, in
-/// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
-/// and averages each voxel. The output block's three count words get [overflow flag,
-/// voxel count, key width]; the output arrays hold the voxels, then missing points up
-/// to n.
-class VoxelGrid {
- public:
-  VoxelGrid(detail::QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
-            ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
-      : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
-        n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(pc::srgbTables(q)) {
-    boundsAt_ = layout_.add(6, sizeof(float), fn);  // min and max corner
-    keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
-    sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
-    indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
-    orderAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
-    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // keep flags
-    segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
-    tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
-    scratch_ = layout_.allocate(q);
-    out_ = pc::allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
-  }
-
-  /// Enqueues the bounds and the voxel keys; the count words get the overflow flag and
-  /// the key width.
-  void enqueueKeys(float voxelSize) {
-    detail::QueueImpl& q = q_;
-    detail::Allocation* const t = scratch_.get();
-    detail::Allocation* const status = out_.block.get();
-    OrderedUse use(q, {pc::storageOf(xyz_), t, status});
-    pc::fillU32(q, status, out_.countAt, 3, 0u);
-    q.device()->primitives().boundsValidXYZ(q, pc::bufferOf(xyz_), n_, {t, boundsAt_});
-    detail::launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), pc::i64(n_), voxelSize,
-                                        pc::arg(scratch_, boundsAt_), pc::arg(xyz_), pc::arg(scratch_, keysAt_),
-                                        pc::arg(scratch_, indicesAt_), detail::BufferRef{status, out_.countAt});
-    use.commit();
-  }
-
-  /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
-  /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
-  /// from the count words and skips the bits above it on the device.
-  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice) {
-    detail::QueueImpl& q = q_;
-    const std::size_t n = n_;
-    const auto& scratch = scratch_;
-    detail::Allocation* const t = scratch.get();
-    const pc::CompactResult& cap = out_;
-    const detail::BufferRef status{cap.block.get(), cap.countAt};
-    const detail::BufferRef width{cap.block.get(), cap.countAt + 2 * sizeof(std::uint32_t)};
-    const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
-    auto& primitives = q.device()->primitives();
-    OrderedUse use(q, {pc::storageOf(xyz_), pc::storageOf(colors_), pc::storageOf(snrs_), pc::storageOf(normals_), t,
-                       cap.block.get(), tables_.owner.get()});
-    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
-                               widthOnDevice ? width : detail::BufferRef{});
-    primitives.keyRunOffsets(q, {t, sortedKeysAt_}, n, {t, segmentOfAt_});
-    // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
-    // reducing. Otherwise the kept voxels' output slots come first, from their counts.
-    const bool keepAll = minPointsPerVoxel == 1;
-    if (!keepAll) {
-      detail::launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), pc::i64(n),
-                                            pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_));
-      detail::launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), pc::i64(n), minPointsPerVoxel,
-                                          pc::arg(scratch, segmentOfAt_), pc::arg(scratch, startsAt_),
-                                          pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, flagsAt_));
-      primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
-    }
-    detail::launch<kernels::da_vx_reduce_tiles>(
-        q, LaunchGeometry::groups(tiles_, DA_VX_TILE), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0,
-        normal ? 1 : 0, keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
-        pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, orderAt_), pc::arg(xyz_), pc::argOr(colors_, xyz_),
-        pc::argOr(snrs_, xyz_), pc::argOr(normals_, xyz_), tables_.decode, pc::arg(scratch, tileFloatsAt_),
-        pc::arg(scratch, tileWordsAt_), pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-        pc::argOr(cap.normals, cap.xyz), tables_.encode, status);
-    detail::launch<kernels::da_vx_reduce_spanning>(
-        q, LaunchGeometry::items(tiles_), pc::i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
-        keepAll ? 1 : 0, pc::arg(scratch, sortedKeysAt_), pc::arg(scratch, segmentOfAt_),
-        pc::arg(scratch, keepOffsetsAt_), pc::arg(scratch, tileFloatsAt_), pc::arg(scratch, tileWordsAt_),
-        pc::arg(cap.xyz), pc::argOr(cap.colors, cap.xyz), pc::argOr(cap.snrs, cap.xyz),
-        pc::argOr(cap.normals, cap.xyz), tables_.encode);
-    use.commit();
-  }
-
-  const pc::CompactResult& output() const noexcept { return out_; }
-
- private:
-  detail::QueueImpl& q_;
-  const DeviceArray<PointXYZ>& xyz_;
-  const DeviceArray<ColorRGBA>& colors_;
-  bool srgb_;
-  const DeviceArray<SNR>& snrs_;
-  const DeviceArray<NormalXYZ>& normals_;
-  std::size_t n_;
-  std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
-  pc::SrgbTables tables_;
-  pc::ScratchLayout layout_;
-  std::size_t boundsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
-              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
-  std::shared_ptr<detail::Allocation> scratch_;
-  pc::CompactResult out_;
-};
-
-/// Bits of a voxel key: a rank in a grid of at most (2^21 - 1)^3 cells stays below
-/// 2^63 - 1, and a missing point's key is 63 ones.
-constexpr int kVoxelKeyBits = 63;
-
-}  // namespace
-
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel,
                                                               StreamOrQueue sq) const {
   constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
-  checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
+  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
   const auto q = pc::queueOf(device(), sq, fn);
   // xyz_ is the capacity while the count is still on the device: its missing points
   // are ignored, so no host read of this cloud's count is needed.
   if (xyz_.isEmpty()) return fromParts(device_, {}, {}, {}, transform_, {}, colorSpace_).withTransformationOf(*this);
-  VoxelGrid grid(*q, xyz_, colors_, colorSpace_, snrs_, normals_, fn);
-  grid.enqueueKeys(voxelSize);
-  // The key width stays on the device: the sort skips the bits above it there.
-  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true);
-  const pc::CompactResult& r = grid.output();
-  return fromCapacity(device_, r.xyz, r.colors, r.snrs, transform_, r.normals,
-                      std::make_shared<detail::PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
-                                                               voxelTooSmallText(voxelSize, fn)),
-                      colorSpace_)
+  return pc::voxelGridOnStream(device_, *q, {xyz_, colors_, colorSpace_, snrs_, normals_}, transform_, voxelSize,
+                               minPointsPerVoxel, fn)
       .withTransformationOf(*this);
 }
 
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
   constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
-  checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
-  const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);
+  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
-  VoxelGrid grid(*q, storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals(), fn);
-  grid.enqueueKeys(voxelSize);
-  // The host waits anyway: it reads the key width, so the sort has exactly the passes
-  // the grid needs (and a grid too fine fails before sorting anything).
-  std::uint32_t words[3] = {0, 0, 0};
-  pc::readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
-  if (words[0] != 0) detail::fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
-  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
-  pc::readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
-  const pc::CompactResult r = pc::trimmed(*q, grid.output(), size(), words[1], fn);
-  UnorganizedPointCloud out =
-      fromParts(device_, r.xyz, r.colors, r.snrs, transform_, r.normals, colorSpace_).withTransformationOf(*this);
-  pc::finishDeviceQueue(device());
-  return out;
+  return pc::voxelGridBlocking(device_,
+                               {storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals()},
+                               transform_, voxelSize, minPointsPerVoxel, fn)
+      .withTransformationOf(*this);
 }
 
 // -------------------------------------------------------------- transform ----

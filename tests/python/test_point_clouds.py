@@ -747,6 +747,32 @@ def test_voxel_downsampled_matches_numpy_grid(device, on, min_points, attrs):
     assert u.size() == 240  # source unchanged
 
 
+def test_voxel_grid_of_an_organized_cloud(device, on):
+    # PointCloud.voxel_downsampled: the numpy reference of the valid points, and the
+    # compacted cloud's voxels exactly (normals included), without the compaction.
+    size = 25.0
+    xyz, rgba, snr = voxel_cloud(240, size, 72)
+    grid = upload(device, xyz.reshape(12, 20, 3), rgba.reshape(12, 20, 4), snr.reshape(12, 20))
+    want_xyz, want_rgba, want_snr = voxel_ref(xyz, rgba, snr, size, 2)
+    v = grid.voxel_downsampled(size, 2, **on.kw)
+    on.sync()
+    assert v.size() == len(want_xyz) and not v.has_normals()
+    assert_points_close(v.device_points_xyz().to_numpy(), want_xyz)
+    np.testing.assert_array_equal(v.device_colors(F.ColorRGBA).to_numpy(), want_rgba)
+    assert_snr_close(v.device_snrs().to_numpy(), want_snr)
+    normals = grid.device_normals_xyz()
+    with_normals = grid.voxel_downsampled(size, 2, normals=normals, **on.kw)
+    compacted = grid.to_unorganized_point_cloud(normals=normals).voxel_downsampled(size, 2)
+    on.sync()
+    assert with_normals.has_normals()
+    np.testing.assert_array_equal(with_normals.device_points_xyz().to_numpy(), compacted.device_points_xyz().to_numpy())
+    np.testing.assert_array_equal(with_normals.device_normals_xyz().to_numpy(), compacted.device_normals_xyz().to_numpy())
+    with pytest.raises(ValueError):
+        grid.voxel_downsampled(0.0, 1)
+    with pytest.raises(ValueError):
+        grid.voxel_downsampled(size, 1, normals=upload(device, xyz.reshape(20, 12, 3)).device_normals_xyz())
+
+
 def test_voxel_downsampled_edge_cases(device):
     xyz, rgba, snr = voxel_cloud(60, 25.0, 71)
     u = upload_unorganized(device, xyz, rgba, snr)

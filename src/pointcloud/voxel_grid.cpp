@@ -1,0 +1,184 @@
+// The device voxel grid (voxel_grid.hpp).
+#include "pointcloud/voxel_grid.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "pointcloud/pending_point_count.hpp"
+#include "pointcloud/scratch_layout.hpp"
+
+namespace devicearray::detail::pc {
+
+namespace {
+
+
+/// voxelSize as %g (std::to_string prints 1e-9 as 0.000000).
+std::string voxelSizeText(float voxelSize) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(voxelSize));
+  return text;
+}
+
+std::string voxelTooSmallText(float voxelSize, const char* fn) {
+  return std::string(fn) + ": voxelSize " + voxelSizeText(voxelSize) +
+         " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
+}
+
+/// The voxel grid of the n points of `in` (missing ones ignored) as enqueued work, in
+/// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
+/// and averages each voxel. The output block's three count words get [overflow flag,
+/// voxel count, key width]; the output arrays hold the voxels, then missing points up
+/// to n.
+class VoxelGrid {
+ public:
+  VoxelGrid(QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
+            ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
+      : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
+        n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
+    boundsAt_ = layout_.add(6, sizeof(float), fn);  // min and max corner
+    keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
+    sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
+    indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
+    orderAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
+    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // keep flags
+    segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
+    tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
+    scratch_ = layout_.allocate(q);
+    out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
+  }
+
+  /// Enqueues the bounds and the voxel keys; the count words get the overflow flag and
+  /// the key width.
+  void enqueueKeys(float voxelSize) {
+    QueueImpl& q = q_;
+    Allocation* const t = scratch_.get();
+    Allocation* const status = out_.block.get();
+    OrderedUse use(q, {storageOf(xyz_), t, status});
+    fillU32(q, status, out_.countAt, 3, 0u);
+    q.device()->primitives().boundsValidXYZ(q, bufferOf(xyz_), n_, {t, boundsAt_});
+    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize,
+                                        arg(scratch_, boundsAt_), arg(xyz_), arg(scratch_, keysAt_),
+                                        arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
+    use.commit();
+  }
+
+  /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
+  /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
+  /// from the count words and skips the bits above it on the device.
+  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice) {
+    QueueImpl& q = q_;
+    const std::size_t n = n_;
+    const auto& scratch = scratch_;
+    Allocation* const t = scratch.get();
+    const CompactResult& cap = out_;
+    const BufferRef status{cap.block.get(), cap.countAt};
+    const BufferRef width{cap.block.get(), cap.countAt + 2 * sizeof(std::uint32_t)};
+    const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
+    auto& primitives = q.device()->primitives();
+    OrderedUse use(q, {storageOf(xyz_), storageOf(colors_), storageOf(snrs_), storageOf(normals_), t,
+                       cap.block.get(), tables_.owner.get()});
+    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
+                               widthOnDevice ? width : BufferRef{});
+    primitives.keyRunOffsets(q, {t, sortedKeysAt_}, n, {t, segmentOfAt_});
+    // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
+    // reducing. Otherwise the kept voxels' output slots come first, from their counts.
+    const bool keepAll = minPointsPerVoxel == 1;
+    if (!keepAll) {
+      launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), i64(n),
+                                            arg(scratch, segmentOfAt_), arg(scratch, startsAt_));
+      launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), i64(n), minPointsPerVoxel,
+                                          arg(scratch, segmentOfAt_), arg(scratch, startsAt_),
+                                          arg(scratch, sortedKeysAt_), arg(scratch, flagsAt_));
+      primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
+    }
+    launch<kernels::da_vx_reduce_tiles>(
+        q, LaunchGeometry::groups(tiles_, DA_VX_TILE), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0,
+        normal ? 1 : 0, keepAll ? 1 : 0, arg(scratch, sortedKeysAt_), arg(scratch, segmentOfAt_),
+        arg(scratch, keepOffsetsAt_), arg(scratch, orderAt_), arg(xyz_), argOr(colors_, xyz_),
+        argOr(snrs_, xyz_), argOr(normals_, xyz_), tables_.decode, arg(scratch, tileFloatsAt_),
+        arg(scratch, tileWordsAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
+        argOr(cap.normals, cap.xyz), tables_.encode, status);
+    launch<kernels::da_vx_reduce_spanning>(
+        q, LaunchGeometry::items(tiles_), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        keepAll ? 1 : 0, arg(scratch, sortedKeysAt_), arg(scratch, segmentOfAt_),
+        arg(scratch, keepOffsetsAt_), arg(scratch, tileFloatsAt_), arg(scratch, tileWordsAt_),
+        arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
+        argOr(cap.normals, cap.xyz), tables_.encode);
+    use.commit();
+  }
+
+  const CompactResult& output() const noexcept { return out_; }
+
+ private:
+  QueueImpl& q_;
+  const DeviceArray<PointXYZ>& xyz_;
+  const DeviceArray<ColorRGBA>& colors_;
+  bool srgb_;
+  const DeviceArray<SNR>& snrs_;
+  const DeviceArray<NormalXYZ>& normals_;
+  std::size_t n_;
+  std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
+  SrgbTables tables_;
+  ScratchLayout layout_;
+  std::size_t boundsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
+              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
+  std::shared_ptr<Allocation> scratch_;
+  CompactResult out_;
+};
+
+/// Bits of a voxel key: a rank in a grid of at most (2^21 - 1)^3 cells stays below
+/// 2^63 - 1, and a missing point's key is 63 ones.
+constexpr int kVoxelKeyBits = 63;
+
+}  // namespace
+
+void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn) {
+  if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
+    raise(ErrorCode::InvalidArgument, fn,
+              "voxelSize is " + voxelSizeText(voxelSize) + "; it must be finite and > 0");
+  if (minPointsPerVoxel < 1)
+    raise(ErrorCode::InvalidArgument, fn,
+              "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
+}
+
+UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
+                                        const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
+                                        const char* fn) {
+  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
+  grid.enqueueKeys(voxelSize);
+  // The key width stays on the device: the sort skips the bits above it there.
+  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true);
+  const CompactResult& r = grid.output();
+  return UnorganizedPointCloud::fromCapacity(
+      device, r.xyz, r.colors, r.snrs, transform, r.normals,
+      std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t), voxelTooSmallText(voxelSize, fn)),
+      source.colorSpace);
+}
+
+UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, const VoxelSource& source,
+                                        const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
+                                        const char* fn) {
+  const auto q = queueOf(device, device.sdkStreamOrQueue(), fn);
+  VoxelGrid grid(*q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
+  grid.enqueueKeys(voxelSize);
+  // The host waits anyway: it reads the key width, so the sort has exactly the passes
+  // the grid needs (and a grid too fine fails before sorting anything).
+  std::uint32_t words[3] = {0, 0, 0};
+  readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
+  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
+  readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  const CompactResult r = trimmed(*q, grid.output(), source.xyz.size(), words[1], fn);
+  UnorganizedPointCloud out =
+      UnorganizedPointCloud::fromParts(device, r.xyz, r.colors, r.snrs, transform, r.normals, source.colorSpace);
+  finishDeviceQueue(device);
+  return out;
+}
+
+}  // namespace devicearray::detail::pc
