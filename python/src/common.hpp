@@ -146,8 +146,10 @@ void updateReleased(T& self, Fn&& fn) {
 /// `stream` now and the reference is dropped once it has completed. Call with the
 /// GIL held, right after enqueueing.
 void holdUntilComplete(const Stream& stream, nb::object host);
-/// Drops the references whose work has completed. Non-blocking; GIL held.
-void releaseCompletedHostObjects();
+/// Drops the references whose work has completed, and every reference held for the
+/// native stream / queue `finishedQueue` (one the host has just waited for). Non-blocking;
+/// GIL held.
+void releaseCompletedHostObjects(void* finishedQueue = nullptr);
 /// Blocks until all held work has completed and drops every reference (at
 /// interpreter exit, before the objects' memory goes away).
 void waitForHeldHostObjects();

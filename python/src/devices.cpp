@@ -110,7 +110,7 @@ void bindDevices(nb::module_& m) {
                nb::gil_scoped_release release;
                s.waitForCompletion();
              }
-             releaseCompletedHostObjects();
+             releaseCompletedHostObjects(s.handle().native());
            },
            "Blocks until all enqueued work has completed.")
       .def("wait_event", &Stream::waitEvent, nb::arg("event"),
@@ -138,7 +138,7 @@ void bindDevices(nb::module_& m) {
           nb::gil_scoped_release release;
           synchronizeStream(s.handle());
         }
-        releaseCompletedHostObjects();
+        releaseCompletedHostObjects(s.handle().native());
       },
       nb::arg("stream"), "Blocks until all work on `stream` has completed.");
   m.def(

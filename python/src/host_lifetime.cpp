@@ -19,6 +19,7 @@ namespace {
 
 struct HeldHostObject {
   Event done;
+  void* queue;  ///< the native stream / queue `done` was recorded on
   nb::object host;
 };
 
@@ -31,9 +32,13 @@ std::vector<HeldHostObject>& heldObjects() {
 
 }  // namespace
 
-void releaseCompletedHostObjects() {
+void releaseCompletedHostObjects(void* finishedQueue) {
   std::vector<HeldHostObject>& held = heldObjects();
-  std::erase_if(held, [](const HeldHostObject& h) {
+  std::erase_if(held, [finishedQueue](const HeldHostObject& h) {
+    // The host has just waited for everything on finishedQueue: its events are done,
+    // even where a driver reports an event's completion only a moment later (NVIDIA's
+    // OpenCL updates event status from a polling thread).
+    if (finishedQueue != nullptr && h.queue == finishedQueue) return true;
     try {
       return h.done.queryIfComplete();
     } catch (const Error&) {
@@ -46,7 +51,7 @@ void holdUntilComplete(const Stream& stream, nb::object host) {
   releaseCompletedHostObjects();
   Event done(stream.device());
   done.record(stream);
-  heldObjects().push_back(HeldHostObject{std::move(done), std::move(host)});
+  heldObjects().push_back(HeldHostObject{std::move(done), stream.handle().native(), std::move(host)});
 }
 
 void waitForHeldHostObjects() {
