@@ -1,8 +1,8 @@
 // The point-cloud pipeline of a 3-D camera frame on every device: each stage alone
 // and the whole chain
 //   downsample 2x2 -> normals -> transform -> ROI box -> unorganize -> voxel grid
-// (the whole chain takes the voxel grid straight from the ROI's grid, as FrameLoop does,
-// so its unorganize is the voxel grid's own skipping of missing points) on synthetic scenes (synthesizeScene) of a 1920x1200 and a 2448x2048 (5 MP) camera.
+// (the whole chain takes the voxel grid straight from the ROI's grid, as FrameLoop
+// does: the voxel grid skips missing points itself) on synthetic scenes (synthesizeScene) of a 1920x1200 and a 2448x2048 (5 MP) camera.
 // Each run is named <stage>/<device>/<points of the camera frame>.
 //
 // Each stage runs on the output of the stages before it, prepared once outside the

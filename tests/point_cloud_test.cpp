@@ -369,8 +369,8 @@ TEST_P(PointCloudTest, VoxelGridOfTheCameraGridSkipsTheCompaction) {
   // (missing points skipped where they are) and agree with the host reference; 0.4 mm
   // voxels take the wide-key path (35 bits).
   const Matrix4x4 pose = {0, -1, 0, 10, 1, 0, 0, 20, 0, 0, 1, 30, 0, 0, 0, 1};
-  for (auto [h, w, voxelSize, minPts] :
-       {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2}, {37, 53, 0.4f, 1}}) {
+  for (auto [h, w, voxelSize, minPts] : {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2},
+                                         {37, 53, 0.4f, 1}, {37, 53, 0.4f, 2}}) {
     const pcref::Cloud c = randomCloud(h, w, 70 + std::uint32_t(w), 0.2);
     const PointCloud grid = upload(c, dev()).transformed(pose);
     pcref::Cloud moved = c;
@@ -398,9 +398,17 @@ TEST_P(PointCloudTest, VoxelGridOfTheCameraGridSkipsTheCompaction) {
       EXPECT_EQ(bytesOf(plain.storedXYZ()), bytesOf(viaCompaction.storedXYZ()));
     }
   }
+  // A grid without a valid point: no voxel, on both forms.
+  const pcref::Cloud holes = randomCloud(9, 11, 4, 1.0);
+  const PointCloud empty = upload(holes, dev());
+  EXPECT_EQ(empty.voxelDownsampled(10.0f, 1).size(), 0u);
+  EXPECT_EQ(empty.voxelDownsampled(10.0f, 1, sq()).size(), 0u);
   const PointCloud grid = upload(randomCloud(12, 16, 5), dev());
   const PointCloud other = upload(randomCloud(16, 12, 5), dev());
-  datest::expectError(ErrorCode::InvalidState, [&] { (void)PointCloud().voxelDownsampled(1.0f, 1); });
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)PointCloud().voxelDownsampled(1.0f, 1); },
+                      "PointCloud::voxelDownsampled");
+  datest::expectError(ErrorCode::InvalidState, [&] { (void)PointCloud().voxelDownsampled(0.0f, 1, sq()); },
+                      "the cloud is empty");
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(0.0f, 1, sq()); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(1.0f, 0); });
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)grid.voxelDownsampled(1e-6f, 1); }, "too small");

@@ -146,10 +146,13 @@ void updateReleased(T& self, Fn&& fn) {
 /// `stream` now and the reference is dropped once it has completed. Call with the
 /// GIL held, right after enqueueing.
 void holdUntilComplete(const Stream& stream, nb::object host);
-/// Drops the references whose work has completed, and every reference held for the
-/// native stream / queue `finishedQueue` (one the host has just waited for). Non-blocking;
-/// GIL held.
-void releaseCompletedHostObjects(void* finishedQueue = nullptr);
+/// The mark of the next held object (GIL held): taken before a wait that releases
+/// the GIL, it tells the objects held before the wait from those held during it.
+std::uint64_t heldHostObjectMark();
+/// Drops the references whose work has completed, and those held before the mark
+/// `heldBefore` for the native stream / queue `finishedQueue`, which the host has just
+/// waited for (nullptr: none). Non-blocking; GIL held.
+void releaseCompletedHostObjects(void* finishedQueue = nullptr, std::uint64_t heldBefore = 0);
 /// Blocks until all held work has completed and drops every reference (at
 /// interpreter exit, before the objects' memory goes away).
 void waitForHeldHostObjects();

@@ -106,11 +106,12 @@ void bindDevices(nb::module_& m) {
       .def("query_if_complete", &Stream::queryIfComplete, "True when all enqueued work has completed. Non-blocking.")
       .def("wait_for_completion",
            [](Stream& s) {
+             const std::uint64_t mark = heldHostObjectMark();
              {
                nb::gil_scoped_release release;
                s.waitForCompletion();
              }
-             releaseCompletedHostObjects(s.handle().native());
+             releaseCompletedHostObjects(s.handle().native(), mark);
            },
            "Blocks until all enqueued work has completed.")
       .def("wait_event", &Stream::waitEvent, nb::arg("event"),
@@ -134,11 +135,12 @@ void bindDevices(nb::module_& m) {
   m.def(
       "synchronize_stream",
       [](const Stream& s) {
+        const std::uint64_t mark = heldHostObjectMark();
         {
           nb::gil_scoped_release release;
           synchronizeStream(s.handle());
         }
-        releaseCompletedHostObjects(s.handle().native());
+        releaseCompletedHostObjects(s.handle().native(), mark);
       },
       nb::arg("stream"), "Blocks until all work on `stream` has completed.");
   m.def(

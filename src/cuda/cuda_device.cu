@@ -230,16 +230,14 @@ PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
     if (best != free_.end()) {
       found = *best;
       free_.erase(best);
-      countLease(found.bytes);
     }
     // Buffers come back from host callbacks, which may not call cudaFreeHost; the
     // retention limit is therefore enforced here.
-    const std::size_t limit = std::clamp(peakLeasedBytes_, kMinRetainedBytes, kMaxRetainedBytes);
     std::size_t retained = 0;
     std::sort(free_.begin(), free_.end(), [](const Buffer& a, const Buffer& b) { return a.bytes < b.bytes; });
     std::vector<Buffer> keep;
     for (const Buffer& b : free_) {
-      if (keep.size() < kMaxRetainedBuffers && retained + b.bytes <= limit) {
+      if (keep.size() < kMaxRetainedBuffers && retained + b.bytes <= kMaxRetainedBytes) {
         keep.push_back(b);
         retained += b.bytes;
       } else {
@@ -269,16 +267,7 @@ PinnedStagingPool::Buffer PinnedStagingPool::acquire(std::size_t bytes) {
                                      " bytes of page-locked staging memory for a strided host transfer");
   }
   check(err, "cudaHostAlloc");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    countLease(rounded);
-  }
   return Buffer{p, rounded};
-}
-
-void PinnedStagingPool::countLease(std::size_t bytes) noexcept {
-  leasedBytes_ += bytes;
-  peakLeasedBytes_ = std::max(peakLeasedBytes_, leasedBytes_);
 }
 
 void PinnedStagingPool::freeRetained() noexcept {
@@ -296,7 +285,6 @@ void PinnedStagingPool::freeRetained() noexcept {
 void PinnedStagingPool::release(Buffer buffer) noexcept {
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    leasedBytes_ -= std::min(leasedBytes_, buffer.bytes);
     free_.push_back(buffer);
   } catch (...) {
     // push_back failed (no memory): the buffer leaks rather than being freed from a

@@ -155,11 +155,11 @@ class CudaAllocation final : public Allocation {
 /// back from stream callbacks (where no CUDA call is allowed), so returning is a
 /// lock + push; freeing surplus buffers happens in acquire().
 ///
-/// Retention follows demand: the pool keeps as many bytes as were ever leased at
-/// once (the staging of several frames in flight, say), within [kMinRetainedBytes,
-/// kMaxRetainedBytes]. A fixed small limit made a steady frame loop allocate and free
-/// page-locked memory every frame, and each cudaHostAlloc / cudaFreeHost of megabytes
-/// takes milliseconds.
+/// The pool keeps up to kMaxRetainedBuffers buffers and kMaxRetainedBytes. A frame loop
+/// with pageable frames leases three buffers per array of each frame in flight (27 at
+/// 1920x1200 with three frames, 144 MiB); with fewer buffers kept, every frame freed and
+/// allocated page-locked memory again, and each cudaHostAlloc / cudaFreeHost of
+/// megabytes takes milliseconds.
 class PinnedStagingPool {
  public:
   struct Buffer {
@@ -176,16 +176,10 @@ class PinnedStagingPool {
   void freeRetained() noexcept;
 
  private:
-  static constexpr std::size_t kMinRetainedBytes = std::size_t{256} << 20;
-  static constexpr std::size_t kMaxRetainedBytes = std::size_t{1} << 30;
-  static constexpr std::size_t kMaxRetainedBuffers = 64;  ///< bounds acquire()'s search
-  /// Under mutex_.
-  void countLease(std::size_t bytes) noexcept;
-
+  static constexpr std::size_t kMaxRetainedBytes = std::size_t{256} << 20;
+  static constexpr std::size_t kMaxRetainedBuffers = 64;
   std::mutex mutex_;
   std::vector<Buffer> free_;
-  std::size_t leasedBytes_ = 0;      ///< of buffers acquired and not yet released
-  std::size_t peakLeasedBytes_ = 0;  ///< the most leasedBytes_ has been
 };
 
 /// One CUDA device (its primary context). Instances are process-wide singletons made

@@ -500,9 +500,14 @@ pc::VoxelSource voxelSourceOf(const PointCloud& cloud, const DeviceArray<NormalX
   return {cloud.storedXYZ(), cloud.storedColors(), cloud.colorSpace(), cloud.storedSNRs(), normals};
 }
 
+void checkVoxelCall(const PointCloud& cloud, float voxelSize, int minPointsPerVoxel) {
+  if (cloud.isEmpty()) pc::raise(ErrorCode::InvalidState, kVoxelDownsampled, "the cloud is empty");
+  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, kVoxelDownsampled);
+}
+
 UnorganizedPointCloud voxelsOnStream(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, float voxelSize,
                                      int minPointsPerVoxel, StreamOrQueue sq) {
-  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, kVoxelDownsampled);
+  checkVoxelCall(cloud, voxelSize, minPointsPerVoxel);
   const ComputeDevice device = cloud.device();
   const auto q = pc::queueOf(device, sq, kVoxelDownsampled);
   return pc::voxelGridOnStream(device, *q, voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
@@ -511,7 +516,7 @@ UnorganizedPointCloud voxelsOnStream(const PointCloud& cloud, const DeviceArray<
 
 UnorganizedPointCloud voxelsBlocking(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, float voxelSize,
                                      int minPointsPerVoxel) {
-  pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, kVoxelDownsampled);
+  checkVoxelCall(cloud, voxelSize, minPointsPerVoxel);
   return pc::voxelGridBlocking(cloud.device(), voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
                                minPointsPerVoxel, kVoxelDownsampled);
 }

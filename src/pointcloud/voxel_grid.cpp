@@ -27,7 +27,7 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
          " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
 }
 
-/// The voxel grid of the n points of `in` (missing ones ignored) as enqueued work, in
+/// The voxel grid of the n points of `xyz` (missing ones ignored) as enqueued work, in
 /// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
 /// and averages each voxel. The output block's three count words get [overflow flag,
 /// voxel count, key width]; the output arrays hold the voxels, then missing points up
