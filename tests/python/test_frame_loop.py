@@ -71,7 +71,13 @@ def test_a_frames_arrays_are_held_until_its_stream_completes(device):
     before = [sys.getrefcount(a) for a in arrays]
     r = loop.submit(*arrays)
     # The loop holds one more reference to each array until the frame's stream is done ...
-    assert [sys.getrefcount(a) for a in arrays] == [n + 1 for n in before]
+    held = [sys.getrefcount(a) for a in arrays]
+    if held == before:
+        # ... which a small frame may be before submit() returns (NVIDIA's OpenCL ran it
+        # while the later arrays were being held): only then may they be dropped.
+        assert r.stream.query_if_complete()
+    else:
+        assert held == [n + 1 for n in before]
     r.stream.wait_for_completion()
     assert [sys.getrefcount(a) for a in arrays] == before
     # ... so temporaries can go at once: their only references are the loop's.
