@@ -1,6 +1,4 @@
 // UnorganizedPointCloud: compact lists of valid points on one device.
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <string>
 
