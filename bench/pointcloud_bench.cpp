@@ -2,7 +2,8 @@
 // and the whole chain
 //   downsample 2x2 -> normals -> transform -> ROI box -> unorganize -> voxel grid
 // (the whole chain takes the voxel grid straight from the ROI's grid, as FrameLoop
-// does: the voxel grid skips missing points itself) on synthetic scenes (synthesizeScene) of a 1920x1200 and a 2448x2048 (5 MP) camera.
+// does: the voxel grid skips missing points itself) on synthetic scenes
+// (synthesizeScene) of a 1920x1200 and a 2448x2048 (5 MP) camera.
 // Each run is named <stage>/<device>/<points of the camera frame>.
 //
 // Each stage runs on the output of the stages before it, prepared once outside the

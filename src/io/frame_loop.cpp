@@ -171,8 +171,7 @@ LoopFrame FrameLoop::enqueueFrame(State& s, Stream& stream, std::size_t index, c
     return out;
   }
 
-  const bool removesOutliers = stages.statisticalOutliers || stages.radiusOutliers;
-  if (stages.voxelSize && !removesOutliers) {
+  if (stages.voxelSize && !pipeline_detail::removesOutliers(stages)) {
     // The voxel grid skips the grid's missing points itself: no compaction before it.
     out.points = normals.isEmpty()
                      ? cloud.voxelDownsampled(*stages.voxelSize, stages.minPointsPerVoxel, stream)

@@ -398,7 +398,7 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
                                                   std::string(stages.roi ? "--roi" : "the earlier stages") +
                                                   "; nothing to write to " + options.outputName);
   }
-  const bool removesOutliers = stages.statisticalOutliers || stages.radiusOutliers;
+  const bool removesOutliers = pipeline_detail::removesOutliers(stages);
   if (removesOutliers && hasNormals) beforeOutliers = points;
   // An outlier stage of the unorganized cloud: its row, then a clear error when it kept nothing.
   const auto removeOutliers = [&](const std::string& label, const char* option, auto&& filter) {

@@ -17,6 +17,12 @@ std::string numberText(double value);
 /// The block side k of a k x k downsample; 1 without one.
 int downsampleFactor(const std::optional<Downsampling>& downsample);
 
+/// Whether `stages` remove outliers of the unorganized cloud (statistical or radius):
+/// stages that need the compacted cloud and its point count.
+inline bool removesOutliers(const PipelineStages& stages) {
+  return stages.statisticalOutliers || stages.radiusOutliers;
+}
+
 /// Throws InvalidArgument, naming the frame `name`, when `stages` need SNR values a frame
 /// of height x width lacks (`hasSNR`), or a downsample block larger than the frame.
 void checkFrameFits(const PipelineStages& stages, int height, int width, bool hasSNR, const std::string& name);
