@@ -517,7 +517,9 @@ UnorganizedPointCloud voxelsOnStream(const PointCloud& cloud, const DeviceArray<
 UnorganizedPointCloud voxelsBlocking(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals, float voxelSize,
                                      int minPointsPerVoxel) {
   checkVoxelCall(cloud, voxelSize, minPointsPerVoxel);
-  return pc::voxelGridBlocking(cloud.device(), voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
+  const ComputeDevice device = cloud.device();
+  const auto q = pc::queueOf(device, device.sdkStreamOrQueue(), kVoxelDownsampled);
+  return pc::voxelGridBlocking(device, *q, voxelSourceOf(cloud, normals), cloud.transformationMatrix(), voxelSize,
                                minPointsPerVoxel, kVoxelDownsampled);
 }
 

@@ -227,10 +227,9 @@ UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, i
 UnorganizedPointCloud UnorganizedPointCloud::voxelDownsampled(float voxelSize, int minPointsPerVoxel) const {
   constexpr const char* fn = "UnorganizedPointCloud::voxelDownsampled";
   pc::checkVoxelArguments(voxelSize, minPointsPerVoxel, fn);
-  (void)pc::queueOf(device(), device().sdkStreamOrQueue(), fn);  // a cloud on no device throws here
+  const auto q = pc::queueOf(device(), device().sdkStreamOrQueue(), fn);  // a cloud on no device throws here
   if (isEmpty()) return fromParts(device_, {}, {}, {}, transform_).withTransformationOf(*this);
-  return pc::voxelGridBlocking(device_,
-                               {storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals()},
+  return pc::voxelGridBlocking(device_, *q, {storedXYZ(), storedColors(), colorSpace_, storedSNRs(), storedNormals()},
                                transform_, voxelSize, minPointsPerVoxel, fn)
       .withTransformationOf(*this);
 }

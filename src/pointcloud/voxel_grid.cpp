@@ -14,7 +14,6 @@ namespace devicearray::detail::pc {
 
 namespace {
 
-
 /// voxelSize as %g (std::to_string prints 1e-9 as 0.000000).
 std::string voxelSizeText(float voxelSize) {
   char text[32];
@@ -140,11 +139,10 @@ constexpr int kVoxelKeyBits = 63;
 
 void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn) {
   if (!(std::isfinite(voxelSize) && voxelSize > 0.0f))
-    raise(ErrorCode::InvalidArgument, fn,
-              "voxelSize is " + voxelSizeText(voxelSize) + "; it must be finite and > 0");
+    raise(ErrorCode::InvalidArgument, fn, "voxelSize is " + voxelSizeText(voxelSize) + "; it must be finite and > 0");
   if (minPointsPerVoxel < 1)
     raise(ErrorCode::InvalidArgument, fn,
-              "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
+          "minPointsPerVoxel is " + std::to_string(minPointsPerVoxel) + "; it must be >= 1");
 }
 
 UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
@@ -161,20 +159,19 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
       source.colorSpace);
 }
 
-UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, const VoxelSource& source,
+UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
-  const auto q = queueOf(device, device.sdkStreamOrQueue(), fn);
-  VoxelGrid grid(*q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
+  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
   grid.enqueueKeys(voxelSize);
   // The host waits anyway: it reads the key width, so the sort has exactly the passes
   // the grid needs (and a grid too fine fails before sorting anything).
   std::uint32_t words[3] = {0, 0, 0};
-  readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
   grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
-  readBack(*q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
-  const CompactResult r = trimmed(*q, grid.output(), source.xyz.size(), words[1], fn);
+  readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
+  const CompactResult r = trimmed(q, grid.output(), source.xyz.size(), words[1], fn);
   UnorganizedPointCloud out =
       UnorganizedPointCloud::fromParts(device, r.xyz, r.colors, r.snrs, transform, r.normals, source.colorSpace);
   finishDeviceQueue(device);

@@ -31,10 +31,10 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn);
 
-/// The same on the device's SDK queue, blocking: it reads the grid's key width first,
-/// so the sort has exactly the passes the grid needs and a grid too fine throws before
-/// anything is sorted; the result's size is known.
-UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, const VoxelSource& source,
+/// The same, blocking (`q`: the device's SDK queue): it reads the grid's key width
+/// first, so the sort has exactly the passes the grid needs and a grid too fine throws
+/// before anything is sorted; the result's size is known.
+UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn);
 
