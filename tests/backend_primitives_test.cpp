@@ -52,7 +52,7 @@ class Primitives : public Backend {
   /// holding `width`, when given) and checks the result against std::stable_sort of the
   /// whole keys: the callers' keys differ only in those bits.
   void expectStableSort(devicearray::detail::ParallelPrimitives& p, const std::vector<std::uint64_t>& keys,
-                        int endBit, std::optional<std::uint32_t> width = std::nullopt) {
+                        int endBit, std::optional<std::uint32_t> width = std::nullopt, int likelyWidth = 0) {
     const std::size_t n = keys.size();
     std::vector<std::uint32_t> values(n);
     std::iota(values.begin(), values.end(), 0u);
@@ -60,7 +60,7 @@ class Primitives : public Backend {
     auto word = upload(std::vector<std::uint32_t>{width.value_or(0)});
     auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
     p.sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0}, {valuesOut.get(), 0}, n, endBit,
-                      width ? BufferRef{word.get(), 0} : BufferRef{});
+                      width ? BufferRef{word.get(), 0} : BufferRef{}, likelyWidth);
     std::vector<std::uint32_t> order(values);
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
     std::vector<std::uint64_t> sortedKeys(n);
@@ -108,7 +108,9 @@ TEST_P(Primitives, SortPairsIsStableByTheLowKeyBits) {
 // above 32 are sorted on the device only for widths above 32, on OpenCL the passes past
 // the width only keep the order, and the first of them moves the pairs to the outputs
 // when the ping-pong left them elsewhere (widths 1 and 5 end their sorting passes on
-// either side; endBit 60 has an odd number of passes). Both OpenCL shapes run too.
+// either side; endBit 60 has an odd number of passes). Both OpenCL shapes run too. The
+// host's guess of the width (none, below, at and above it) must not change the result:
+// on CUDA, CUB sorts the guessed bits and the device the bits above them.
 TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
   std::vector<std::shared_ptr<devicearray::detail::ParallelPrimitives>> shapes;
   std::vector<devicearray::detail::ParallelPrimitives*> all{&dev().primitives()};
@@ -134,7 +136,13 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
           // A quarter missing; the rest drawn from few values spread over the width (equal
           // keys keep their order), the largest allowed one among them.
           keys[i] = i % 4 == 1 ? allOnes : (i % 7 == 0 ? below - 1 : (rng() % 61) * (below / 61 + 1) % below);
-        expectStableSort(*primitives, keys, endBit, static_cast<std::uint32_t>(width));
+        // Every guess on the middle size; on the largest (many tiles of the device's
+        // pass) none and a low one, which keeps the test short on CPU devices.
+        const std::vector<int> guesses = n == 100003 ? std::vector<int>{0, 8} : std::vector<int>{0, 1, 8, 17, 32, 40, endBit};
+        for (const int guess : guesses) {
+          SCOPED_TRACE("width guessed as " + std::to_string(guess));
+          expectStableSort(*primitives, keys, endBit, static_cast<std::uint32_t>(width), guess);
+        }
       }
     }
   }
@@ -203,6 +211,16 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                                       {b.get(), 4094});
                   },
                   "key width past the end of its buffer");
+  for (const int guess : {-1, 64})
+    expectErrorCode(ErrorCode::InvalidArgument,
+                    [&] {
+                      p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                        {b.get(), 2000}, guess);
+                    },
+                    "a key width guessed as " + std::to_string(guess));
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63, {}, 20); },
+                  "a key width guessed without a key width word");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.sumValidXYZ(q(), {a.get(), 0}, 10, {a.get(), 64}); },
                   "sums written over the points");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.boundsValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4080}); },

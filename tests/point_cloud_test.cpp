@@ -446,6 +446,36 @@ TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
   }
 }
 
+TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheLastGridsKeyWidth) {
+  // The stream form sorts as many key bits as the last grid whose width the host read
+  // needed (on CUDA: CUB sorts those, the device the rest). The cloud spans about
+  // 1000 x 1000 x 1200 mm: 150 mm voxels need 9 key bits, 40 mm 15, 10 mm 21, 2 mm 28,
+  // 0.4 mm 35. Each pair sets the width with a grid of the first size, then runs a
+  // stream grid of the second, which must be the blocking grid's bit for bit and the
+  // host reference's.
+  const pcref::Cloud c = randomCloud(64, 80, 91, 0.2);
+  const PointCloud grid = upload(c, dev());
+  const pcref::Cloud compacted = pcref::compact(c);
+  for (const auto [before, voxelSize] : {std::pair{150.0f, 2.0f}, {150.0f, 0.4f}, {0.4f, 150.0f}, {40.0f, 10.0f},
+                                         {10.0f, 40.0f}, {2.0f, 2.0f}}) {
+    SCOPED_TRACE(testing::Message() << voxelSize << " mm after " << before << " mm");
+    (void)grid.voxelDownsampled(before, 1);  // blocking: its width is read
+    const UnorganizedPointCloud onStream = grid.voxelDownsampled(voxelSize, 1, sq());
+    const std::size_t count = onStream.size();  // read here; the next grid's width is this one's
+    const UnorganizedPointCloud blocking = grid.voxelDownsampled(voxelSize, 1);
+    const pcref::Cloud want = pcref::voxel(compacted, voxelSize, 1);
+    ASSERT_EQ(count, want.xyz.size());
+    ASSERT_EQ(blocking.size(), want.xyz.size());
+    expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
+    expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
+    EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
+    EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+    // The grid after a stream grid whose count was read: that grid's width is the guess.
+    const UnorganizedPointCloud next = grid.voxelDownsampled(before, 1, sq());
+    EXPECT_EQ(bytesOf(next.storedXYZ()), bytesOf(grid.voxelDownsampled(before, 1).storedXYZ()));
+  }
+}
+
 TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {
   // Voxels of 1 to 600 points (unit voxels from x = 2v), their points interleaved in
   // the cloud's order, with missing points among them: the reduction sums tiles of 256

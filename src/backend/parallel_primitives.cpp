@@ -101,7 +101,8 @@ void ParallelPrimitives::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef 
 }
 
 void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                         BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) {
+                                         BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
+                                         int likelyKeyBits) {
   constexpr const char* fn = "sortPairsU64U32";
   const PrimitiveCall call(device_, q, fn, count);
   if (endBit < 1 || endBit > 64)
@@ -122,9 +123,13 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
     call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, sizeof(std::uint32_t));
     call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, sizeof(std::uint32_t));
   }
+  if (likelyKeyBits != 0 && (keyBits.allocation == nullptr || likelyKeyBits < 1 || likelyKeyBits > endBit))
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyBits " + std::to_string(likelyKeyBits) +
+                                         (keyBits.allocation == nullptr ? " without a key width word"
+                                                                        : " is outside [1, endBit]"));
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
-  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits);
+  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits);
 }
 
 void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {

@@ -43,8 +43,14 @@ class ParallelPrimitives {
   /// already sort last by bits [0, keyBits), so the bits above need no pass: a backend
   /// skips them on the device. Only the caller can know such a bound, and only on the
   /// device (a voxel grid's extent, say), hence a word instead of a smaller endBit.
+  ///
+  /// `likelyKeyBits` (with `keyBits` only; 0 = no guess, else 1..endBit) is the host's
+  /// guess of *keyBits, e.g. the width of the last such grid: a backend whose fastest
+  /// sort takes its bit range from the host sorts about that many bits that way and
+  /// leaves the rest, if the keys are wider, to its device-side pass. The result does not
+  /// depend on it; only the time does.
   void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                       std::size_t count, int endBit, BufferRef keyBits = {});
+                       std::size_t count, int endBit, BufferRef keyBits = {}, int likelyKeyBits = 0);
   /// offsets[i] (uint32) = how many of the points xyz[0..i) (3 floats each) have all
   /// coordinates finite, for i in [0, count]: where a compaction puts point i, and the
   /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
@@ -68,9 +74,10 @@ class ParallelPrimitives {
  private:
   // Arguments already checked; count > 0 for the scan and the sort.
   virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
-  /// keyBits.allocation is null when the caller gave no key width.
+  /// keyBits.allocation is null when the caller gave no key width (likelyKeyBits is 0 then).
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                 BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) = 0;
+                                 BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
+                                 int likelyKeyBits) = 0;
   /// The validity flags of the points written into `offsets`, then scanned there in
   /// place; a backend may override it with one fused scan (CUDA does: a launch saved).
   virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);

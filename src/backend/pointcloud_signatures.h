@@ -55,12 +55,21 @@
   B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
   B(float, snrOut) B(float, normalOut) B(da_u32, countOut)
 
+/* The voxel grid's bounds: bounds[0..2] = the largest ~da_vx_ordered(min corner xyz)
+ * and bounds[3..5] = the largest da_vx_ordered(max corner xyz) of the valid points,
+ * folded into words the caller zeroed (0 = no valid point) by one atomic max per
+ * work-group of DA_VX_BOUNDS_GROUP work items, each of which takes DA_VX_BOUNDS_ITEMS
+ * points. */
+#define DA_VX_BOUNDS_GROUP 256
+#define DA_VX_BOUNDS_ITEMS 8
+#define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds)
+
 /* Voxel keys (and point indices): each point's voxel ranked in the grid anchored at
- * the min corner of `bounds` (min xyz, max xyz). status[0] = 1 on overflow, status[2]
- * = the key width (the bits of the grid's cell count). */
+ * the min corner of `bounds` (da_vx_bounds' words). status[0] = 1 on overflow,
+ * status[2] = the key width (the bits of the grid's cell count). */
 #define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(float, voxelSize) B(const float, bounds) B(const float, xyz) B(da_u64, keys) B(da_u32, indices)   \
-  B(da_u32, status)
+  S0(da_i64, n) S(float, voxelSize) B(const da_u32, bounds) B(const float, xyz) B(da_u64, keys)                    \
+  B(da_u32, indices) B(da_u32, status)
 
 /* heads[i] = a run of equal sorted keys starts at i. */
 #define DA_VX_HEADS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const da_u64, keys) B(da_u32, heads)
@@ -117,6 +126,7 @@ DA_KERNEL_SIGNATURE(da_pc_roi, DA_PC_ROI_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_normals, DA_PC_NORMALS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_valid_flags, DA_PC_VALID_FLAGS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_compact, DA_PC_COMPACT_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_bounds, DA_VX_BOUNDS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_heads, DA_VX_HEADS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_starts, DA_VX_STARTS_PARAMS);

@@ -76,10 +76,19 @@ struct UnionOfBounds6 {
   }
 };
 
-/// The key bits a sort with a device-side key width gives CUB's device-wide sort. CUB
-/// takes its bit range from the host and the bits above cost it a pass per 8 even when
-/// no key uses them, so they go to sortHighBits, which reads the width on the device.
+/// The key bits a sort with a device-side key width gives CUB's device-wide sort when
+/// the caller has no guess of the width. CUB takes its bit range from the host and the
+/// bits above cost it a pass per 8 even when no key uses them, so they go to
+/// sortHighBits, which reads the width on the device.
 constexpr int kDeviceSortedLowBits = 32;
+
+/// The bits CUB sorts for a guessed key width: whole passes of CUB's 8-bit digits, at
+/// most kDeviceSortedLowBits. A guess below the real width costs sortHighBits a pass on
+/// one block for every 8 bits above it, so the guess is never cut below 8.
+int cubSortedLowBits(int likelyKeyBits) {
+  if (likelyKeyBits <= 0) return kDeviceSortedLowBits;
+  return std::min(kDeviceSortedLowBits, (likelyKeyBits + 7) / 8 * 8);
+}
 
 constexpr int kHighSortThreads = 1024, kHighSortKeysPerThread = 4, kHighSortDigitBits = 8;
 constexpr int kHighSortTile = kHighSortThreads * kHighSortKeysPerThread;
@@ -232,7 +241,7 @@ class CudaPrimitives final : public ParallelPrimitives {
  private:
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit, BufferRef keyBits) override;
+                         std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits) override;
   void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) override;
   void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
@@ -252,15 +261,17 @@ void CudaPrimitives::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef ou
 }
 
 void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
-                                       BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits) {
+                                       BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
+                                       int likelyKeyBits) {
   Call c(device_, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
   const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
   const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
   std::uint32_t* vout = c.pointer<std::uint32_t>(valuesOut);
   const int n = static_cast<int>(count);
-  const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > kDeviceSortedLowBits;
-  const int lowEnd = highBitsOnDevice ? kDeviceSortedLowBits : endBit;
+  const int lowBits = cubSortedLowBits(likelyKeyBits);
+  const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
+  const int lowEnd = highBitsOnDevice ? lowBits : endBit;
   c.run([&](void* temp, std::size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, lowEnd, c.stream);
   });
@@ -278,7 +289,7 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   cudaError_t err = cudaMemsetAsync(block, 0, sizeof(unsigned), c.stream);
   if (err == cudaSuccess) {
     sortHighBits<<<blocks, kHighSortThreads, 0, c.stream>>>(
-        bits, kDeviceSortedLowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
+        bits, lowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
         reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block + endsAt),
         reinterpret_cast<unsigned*>(block));
     err = cudaGetLastError();

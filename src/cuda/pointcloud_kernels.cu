@@ -18,6 +18,7 @@ DA_CUDA_REGISTER(da_pc_roi);
 DA_CUDA_REGISTER(da_pc_normals);
 DA_CUDA_REGISTER(da_pc_valid_flags);
 DA_CUDA_REGISTER(da_pc_compact);
+DA_CUDA_REGISTER(da_vx_bounds);
 DA_CUDA_REGISTER(da_vx_keys);
 DA_CUDA_REGISTER(da_vx_heads);
 DA_CUDA_REGISTER(da_vx_starts);

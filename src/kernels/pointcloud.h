@@ -291,8 +291,66 @@ DA_FN da_u64 da_vx_axis_voxels(float lo, float hi, float voxelSize) {
   return top < (float)DA_VOXEL_AXIS_LIMIT ? (da_u64)top + 1UL : (da_u64)DA_VOXEL_AXIS_LIMIT;
 }
 
+#if defined(__OPENCL_VERSION__)
+#define da_vx_atomic_max(p, v) atomic_max((volatile DA_GLOBAL da_u32*)(p), (v))
+#else
+#define da_vx_atomic_max(p, v) atomicMax((p), (v))
+#endif
+#define da_vx_max_u32(a, b) ((a) > (b) ? (a) : (b))
+
+/* A float as a u32 whose unsigned order is the floats' order, so an atomic max of
+ * words finds a min or max of floats. Finite values never map to 0 or to all ones
+ * (only NaNs do), which leaves 0 free to mean "no value yet". */
+DA_FN da_u32 da_vx_ordered(float x) {
+  const da_u32 b = da_float_bits(x);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+DA_FN float da_vx_from_ordered(da_u32 w) { return da_float_from_bits((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w); }
+
+/* The min corner's coordinate c (0..2) and the max corner's (3..5) from the words of
+ * da_vx_bounds: +infinity and -infinity when no point is valid, as the bounds
+ * reductions give them. */
+DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
+  const da_u32 w = bounds[c];
+  if (c < 3) return w == 0u ? (float)INFINITY : da_vx_from_ordered(~w);
+  return w == 0u ? -(float)INFINITY : da_vx_from_ordered(w);
+}
+
+/* One pass instead of a device-wide reduction: each work-group folds its points'
+ * corners in local memory and adds them to the zeroed words with one atomic max per
+ * coordinate. A reduction would need a second launch (or a second level) to combine
+ * the groups; the atomics make the grid's bounds one launch of the voxel grid. */
+DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_BOUNDS_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, lanes, 6 * DA_VX_BOUNDS_GROUP);
+  const int lane = DA_LOCAL_ID();
+  da_u32 m[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+  const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
+    const long i = first + (long)k * DA_VX_BOUNDS_GROUP; /* neighbouring work items, neighbouring points */
+    if (i >= n) break;
+    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    if (!da_pc_valid(x, y, z)) continue;
+    const da_u32 o[3] = {da_vx_ordered(x), da_vx_ordered(y), da_vx_ordered(z)};
+    for (int c = 0; c < 3; ++c) {
+      m[c] = da_vx_max_u32(m[c], ~o[c]);
+      m[3 + c] = da_vx_max_u32(m[3 + c], o[c]);
+    }
+  }
+  for (int c = 0; c < 6; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
+  for (int step = DA_VX_BOUNDS_GROUP / 2; step > 0; step /= 2) {
+    DA_BARRIER();
+    if (lane < step)
+      for (int c = 0; c < 6; ++c)
+        lanes[c * DA_VX_BOUNDS_GROUP + lane] =
+            da_vx_max_u32(lanes[c * DA_VX_BOUNDS_GROUP + lane], lanes[c * DA_VX_BOUNDS_GROUP + lane + step]);
+  }
+  DA_BARRIER();
+  if (lane < 6 && lanes[lane * DA_VX_BOUNDS_GROUP] != 0u) da_vx_atomic_max(bounds + lane, lanes[lane * DA_VX_BOUNDS_GROUP]);
+}
+
 /* Voxel keys: the rank of the point's voxel in the grid anchored at the cloud's min
- * corner (bounds[0..2], from a device reduction; bounds[3..5] the max corner), x-major,
+ * corner (bounds[0..2], from da_vx_bounds; bounds[3..5] the max corner), x-major,
  * then y, then z: ((ix * ny) + iy) * nz + iz, with the point index as the sort value.
  * Missing points get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and dropped).
  * status[2] = the key width: the bits of the grid's cell count, so every key of a valid
@@ -303,11 +361,12 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  const da_u64 ny = da_vx_axis_voxels(bounds[1], bounds[4], voxelSize);
-  const da_u64 nz = da_vx_axis_voxels(bounds[2], bounds[5], voxelSize);
+  const float lo[3] = {da_vx_bound(bounds, 0), da_vx_bound(bounds, 1), da_vx_bound(bounds, 2)};
+  const da_u64 ny = da_vx_axis_voxels(lo[1], da_vx_bound(bounds, 4), voxelSize);
+  const da_u64 nz = da_vx_axis_voxels(lo[2], da_vx_bound(bounds, 5), voxelSize);
   if (i == 0) {
     /* At most (2^21 - 1)^3 cells: below 2^63, so the width stays within the sort's 63 bits. */
-    const da_u64 cells = da_vx_axis_voxels(bounds[0], bounds[3], voxelSize) * ny * nz;
+    const da_u64 cells = da_vx_axis_voxels(lo[0], da_vx_bound(bounds, 3), voxelSize) * ny * nz;
     da_u32 width = 1u;
     while (width < 63u && (cells >> width) != 0UL) ++width;
     status[2] = width;
@@ -318,9 +377,9 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
     keys[i] = DA_VOXEL_INVALID_KEY;
     return;
   }
-  const float fx = da_floorf((x - bounds[0]) / voxelSize);
-  const float fy = da_floorf((y - bounds[1]) / voxelSize);
-  const float fz = da_floorf((z - bounds[2]) / voxelSize);
+  const float fx = da_floorf((x - lo[0]) / voxelSize);
+  const float fy = da_floorf((y - lo[1]) / voxelSize);
+  const float fz = da_floorf((z - lo[2]) / voxelSize);
   const float limit = (float)DA_VOXEL_AXIS_LIMIT;
   if (!(fx < limit && fy < limit && fz < limit)) {
     status[0] = 1u;

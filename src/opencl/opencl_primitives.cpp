@@ -278,7 +278,8 @@ class OpenCLPrimitives final : public ParallelPrimitives {
       scanLevel(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit, BufferRef keyBits) override {
+                         std::size_t count, int endBit, BufferRef keyBits, int /*likelyKeyBits*/) override {
+    // Every pass is gated on the device's key width already: a guess saves nothing here.
     radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {

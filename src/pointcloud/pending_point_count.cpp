@@ -9,8 +9,9 @@
 
 namespace devicearray::detail {
 
-PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage)
-    : storage_(std::move(storage)), offset_(offset), errorMessage_(std::move(errorMessage)) {}
+PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage,
+                               std::function<void(std::uint32_t)> onRead)
+    : storage_(std::move(storage)), offset_(offset), errorMessage_(std::move(errorMessage)), onRead_(std::move(onRead)) {}
 
 std::size_t PointCountWord::read() {
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -18,12 +19,15 @@ std::size_t PointCountWord::read() {
   // The error flag sits right before the count, so one read brings both. The library
   // queue's read is ordered after the producing stream's work through the allocation's
   // last event, whatever stream that was.
-  const bool withError = !errorMessage_.empty();
-  std::uint32_t words[2] = {0, 0};
+  // [error flag,] count[, the word after it]
+  const bool withError = !errorMessage_.empty(), withNext = static_cast<bool>(onRead_);
+  std::uint32_t words[3] = {0, 0, 0};
   const std::size_t at = withError ? offset_ - sizeof(std::uint32_t) : offset_;
-  pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, withError ? words : words + 1,
-               withError ? sizeof(words) : sizeof(std::uint32_t));
+  std::uint32_t* const first = withError ? words : words + 1;
+  pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, first,
+               static_cast<std::size_t>(words + (withNext ? 3 : 2) - first) * sizeof(std::uint32_t));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
+  if (withNext) onRead_(words[2]);
   count_ = words[1];
   return *count_;
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,7 +22,10 @@ class PointCountWord {
   /// The count is the u32 at `offset` of `storage`. With `errorMessage` non-empty, the
   /// u32 before it is an error flag: non-zero means the producing operation failed on
   /// the device, and reading the count throws InvalidArgument with that message.
-  PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage = {});
+  /// `onRead`, when given, gets the u32 after the count, read with it (the voxel grid
+  /// keeps its key width there).
+  PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage = {},
+                 std::function<void(std::uint32_t)> onRead = {});
 
   /// The count, read once (blocking until the producing work is done; later calls
   /// return the value read). Thread-safe. Throws the device-side error.
@@ -29,7 +34,7 @@ class PointCountWord {
   bool isRead() const noexcept;
   /// The same word, not read yet (UnorganizedPointCloud::reread).
   std::shared_ptr<PointCountWord> unread() const {
-    return std::make_shared<PointCountWord>(storage_, offset_, errorMessage_);
+    return std::make_shared<PointCountWord>(storage_, offset_, errorMessage_, onRead_);
   }
 
  private:
@@ -37,6 +42,7 @@ class PointCountWord {
   const std::shared_ptr<Allocation> storage_;  // kept after the read: unread() reads it again
   const std::size_t offset_;
   const std::string errorMessage_;
+  const std::function<void(std::uint32_t)> onRead_;
   std::optional<std::size_t> count_;
 };
 

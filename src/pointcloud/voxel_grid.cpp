@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "pointcloud/pending_point_count.hpp"
 #include "pointcloud/scratch_layout.hpp"
@@ -13,6 +15,10 @@
 namespace devicearray::detail::pc {
 
 namespace {
+
+/// Bits of a voxel key: a rank in a grid of at most (2^21 - 1)^3 cells stays below
+/// 2^63 - 1, and a missing point's key is 63 ones.
+constexpr int kVoxelKeyBits = 63;
 
 /// voxelSize as %g (std::to_string prints 1e-9 as 0.000000).
 std::string voxelSizeText(float voxelSize) {
@@ -26,18 +32,48 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
          " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
 }
 
+/// The output block's count words: [overflow flag, voxel count, key width, the six
+/// bounds words of da_vx_bounds]. One fill zeroes them all.
+constexpr std::size_t kCountWords = 9;
+constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 3;
+
+/// The key width of the last voxel grid of each device whose width the host read: the
+/// stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32), so a frame
+/// loop on one scene sorts the bits its grids need. Only a guess: the sort is right
+/// whatever it is, and a device's pointer reused by a later device only costs time.
+class KeyWidthGuesses {
+ public:
+  int guess(const DeviceImpl* device) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = widths_.find(device);
+    return it == widths_.end() ? 0 : it->second;
+  }
+  void remember(const DeviceImpl* device, std::uint32_t width) {
+    if (width < 1 || width > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
+    const std::lock_guard<std::mutex> lock(mutex_);
+    widths_[device] = static_cast<int>(width);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<const DeviceImpl*, int> widths_;
+};
+
+KeyWidthGuesses& keyWidthGuesses() {
+  static KeyWidthGuesses* const guesses = new KeyWidthGuesses;  // leaked: grids may run during exit
+  return *guesses;
+}
+
 /// The voxel grid of the n points of `xyz` (missing ones ignored) as enqueued work, in
 /// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
-/// and averages each voxel. The output block's three count words get [overflow flag,
-/// voxel count, key width]; the output arrays hold the voxels, then missing points up
-/// to n.
+/// and averages each voxel. The output block's count words are kCountWords; the output
+/// arrays hold the voxels, then missing points up to n.
 class VoxelGrid {
  public:
   VoxelGrid(QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
         n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
-    boundsAt_ = layout_.add(6, sizeof(float), fn);  // min and max corner
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -49,7 +85,7 @@ class VoxelGrid {
     tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
     tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
     scratch_ = layout_.allocate(q);
-    out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, 3);
+    out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, kCountWords);
   }
 
   /// Enqueues the bounds and the voxel keys; the count words get the overflow flag and
@@ -58,32 +94,34 @@ class VoxelGrid {
     QueueImpl& q = q_;
     Allocation* const t = scratch_.get();
     Allocation* const status = out_.block.get();
+    const BufferRef bounds{status, out_.countAt + kBoundsWord * sizeof(std::uint32_t)};
     OrderedUse use(q, {storageOf(xyz_), t, status});
-    fillU32(q, status, out_.countAt, 3, 0u);
-    q.device()->primitives().boundsValidXYZ(q, bufferOf(xyz_), n_, {t, boundsAt_});
-    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize,
-                                        arg(scratch_, boundsAt_), arg(xyz_), arg(scratch_, keysAt_),
-                                        arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
+    fillU32(q, status, out_.countAt, kCountWords, 0u);
+    const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
+    launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups((n_ + pointsPerGroup - 1) / pointsPerGroup, DA_VX_BOUNDS_GROUP),
+                                  i64(n_), arg(xyz_), bounds);
+    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, bounds, arg(xyz_),
+                                arg(scratch_, keysAt_), arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
     use.commit();
   }
 
   /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
   /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
   /// from the count words and skips the bits above it on the device.
-  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice) {
+  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice, int likelyWidth = 0) {
     QueueImpl& q = q_;
     const std::size_t n = n_;
     const auto& scratch = scratch_;
     Allocation* const t = scratch.get();
     const CompactResult& cap = out_;
     const BufferRef status{cap.block.get(), cap.countAt};
-    const BufferRef width{cap.block.get(), cap.countAt + 2 * sizeof(std::uint32_t)};
+    const BufferRef width{cap.block.get(), cap.countAt + kKeyWidthWord * sizeof(std::uint32_t)};
     const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
     auto& primitives = q.device()->primitives();
     OrderedUse use(q, {storageOf(xyz_), storageOf(colors_), storageOf(snrs_), storageOf(normals_), t,
                        cap.block.get(), tables_.owner.get()});
     primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
-                               widthOnDevice ? width : BufferRef{});
+                               widthOnDevice ? width : BufferRef{}, widthOnDevice ? likelyWidth : 0);
     primitives.keyRunOffsets(q, {t, sortedKeysAt_}, n, {t, segmentOfAt_});
     // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
     // reducing. Otherwise the kept voxels' output slots come first, from their counts.
@@ -125,15 +163,11 @@ class VoxelGrid {
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
   ScratchLayout layout_;
-  std::size_t boundsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
+  std::size_t keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
               segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<Allocation> scratch_;
   CompactResult out_;
 };
-
-/// Bits of a voxel key: a rank in a grid of at most (2^21 - 1)^3 cells stays below
-/// 2^63 - 1, and a missing point's key is 63 ones.
-constexpr int kVoxelKeyBits = 63;
 
 }  // namespace
 
@@ -150,13 +184,17 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
                                         const char* fn) {
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
   grid.enqueueKeys(voxelSize);
-  // The key width stays on the device: the sort skips the bits above it there.
-  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true);
+  // The key width stays on the device: the sort skips the bits above it there, and
+  // sorts those below it as the last grid whose width the host read needed.
+  const DeviceImpl* const key = q.device().get();
+  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true, keyWidthGuesses().guess(key));
   const CompactResult& r = grid.output();
-  return UnorganizedPointCloud::fromCapacity(
-      device, r.xyz, r.colors, r.snrs, transform, r.normals,
-      std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t), voxelTooSmallText(voxelSize, fn)),
-      source.colorSpace);
+  // Reading the count reads the key width beside it: the next grid's guess.
+  auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
+                                                voxelTooSmallText(voxelSize, fn),
+                                                [key](std::uint32_t width) { keyWidthGuesses().remember(key, width); });
+  return UnorganizedPointCloud::fromCapacity(device, r.xyz, r.colors, r.snrs, transform, r.normals, std::move(count),
+                                             source.colorSpace);
 }
 
 UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
@@ -169,6 +207,7 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
   std::uint32_t words[3] = {0, 0, 0};
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
+  keyWidthGuesses().remember(q.device().get(), words[kKeyWidthWord]);
   grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   const CompactResult r = trimmed(q, grid.output(), source.xyz.size(), words[1], fn);
