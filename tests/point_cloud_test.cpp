@@ -447,32 +447,38 @@ TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
 }
 
 TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheLastGridsKeyWidth) {
-  // The stream form sorts as many key bits as the last grid whose width the host read
-  // needed (on CUDA: CUB sorts those, the device the rest). The cloud spans about
-  // 1000 x 1000 x 1200 mm: 150 mm voxels need 9 key bits, 40 mm 15, 10 mm 21, 2 mm 28,
-  // 0.4 mm 35. Each pair sets the width with a grid of the first size, then runs a
-  // stream grid of the second, which must be the blocking grid's bit for bit and the
-  // host reference's.
+  // The stream form sorts as many key bits as the last grid of its voxel size whose
+  // width the host read needed (on CUDA: CUB sorts those, the device the rest). 2 mm
+  // voxels over the cloud scaled by 0.05 (about 50 x 50 x 60 mm) need 15 key bits, over
+  // the cloud as it is (1000 x 1000 x 1200 mm) 28, scaled by 5 35. Each pair sets the
+  // width with a grid of the first scene, then runs a stream grid of the second, which
+  // must be the blocking grid's bit for bit and the host reference's.
+  constexpr float kVoxel = 2.0f;
   const pcref::Cloud c = randomCloud(64, 80, 91, 0.2);
-  const PointCloud grid = upload(c, dev());
-  const pcref::Cloud compacted = pcref::compact(c);
-  for (const auto [before, voxelSize] : {std::pair{150.0f, 2.0f}, {150.0f, 0.4f}, {0.4f, 150.0f}, {40.0f, 10.0f},
-                                         {10.0f, 40.0f}, {2.0f, 2.0f}}) {
-    SCOPED_TRACE(testing::Message() << voxelSize << " mm after " << before << " mm");
-    (void)grid.voxelDownsampled(before, 1);  // blocking: its width is read
-    const UnorganizedPointCloud onStream = grid.voxelDownsampled(voxelSize, 1, sq());
-    const std::size_t count = onStream.size();  // read here; the next grid's width is this one's
-    const UnorganizedPointCloud blocking = grid.voxelDownsampled(voxelSize, 1);
-    const pcref::Cloud want = pcref::voxel(compacted, voxelSize, 1);
+  const auto scaled = [&](float s) {
+    pcref::Cloud out = c;
+    for (PointXYZ& p : out.xyz) p = {p.x * s, p.y * s, p.z * s};
+    return out;
+  };
+  for (const auto [before, scale] : {std::pair{0.05f, 1.0f}, {0.05f, 5.0f}, {5.0f, 0.05f}, {1.0f, 1.0f}}) {
+    SCOPED_TRACE(testing::Message() << "scene scaled by " << scale << " after " << before);
+    const PointCloud previous = upload(scaled(before), dev());
+    const pcref::Cloud scene = scaled(scale);
+    const PointCloud grid = upload(scene, dev());
+    (void)previous.voxelDownsampled(kVoxel, 1);  // blocking: its width is read
+    const UnorganizedPointCloud onStream = grid.voxelDownsampled(kVoxel, 1, sq());
+    const std::size_t count = onStream.size();  // read here: the next grid's guess is this one's width
+    const UnorganizedPointCloud blocking = grid.voxelDownsampled(kVoxel, 1);
+    const pcref::Cloud want = pcref::voxel(pcref::compact(scene), kVoxel, 1);
     ASSERT_EQ(count, want.xyz.size());
     ASSERT_EQ(blocking.size(), want.xyz.size());
     expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
     expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
     EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
     EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
-    // The grid after a stream grid whose count was read: that grid's width is the guess.
-    const UnorganizedPointCloud next = grid.voxelDownsampled(before, 1, sq());
-    EXPECT_EQ(bytesOf(next.storedXYZ()), bytesOf(grid.voxelDownsampled(before, 1).storedXYZ()));
+    // The previous scene again, after a stream grid whose count was read.
+    const UnorganizedPointCloud back = previous.voxelDownsampled(kVoxel, 1, sq());
+    EXPECT_EQ(bytesOf(back.storedXYZ()), bytesOf(previous.voxelDownsampled(kVoxel, 1).storedXYZ()));
   }
 }
 

@@ -7,7 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include "pointcloud/pending_point_count.hpp"
 #include "pointcloud/scratch_layout.hpp"
@@ -37,26 +38,32 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
 constexpr std::size_t kCountWords = 9;
 constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 3;
 
-/// The key width of the last voxel grid of each device whose width the host read: the
-/// stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32), so a frame
-/// loop on one scene sorts the bits its grids need. Only a guess: the sort is right
-/// whatever it is, and a device's pointer reused by a later device only costs time.
+/// The key width of the last voxel grid of each device and voxel size whose width the
+/// host read: the stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32),
+/// so a frame loop on one scene sorts the bits its grids need. Keyed by the voxel size
+/// too, because a guess too low costs far more than the pass it saves (the bits above
+/// it are sorted on one multiprocessor), and programs that make grids of two sizes
+/// would otherwise guess each from the other. Only a guess: the sort is right whatever
+/// it is, and a device's pointer reused by a later device only costs time.
 class KeyWidthGuesses {
  public:
-  int guess(const DeviceImpl* device) {
+  int guess(const DeviceImpl* device, float voxelSize) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = widths_.find(device);
+    const auto it = widths_.find({device, voxelSize});
     return it == widths_.end() ? 0 : it->second;
   }
-  void remember(const DeviceImpl* device, std::uint32_t width) {
+  void remember(const DeviceImpl* device, float voxelSize, std::uint32_t width) {
     if (width < 1 || width > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
     const std::lock_guard<std::mutex> lock(mutex_);
-    widths_[device] = static_cast<int>(width);
+    if (widths_.size() >= kMaxGuesses && widths_.find({device, voxelSize}) == widths_.end()) widths_.clear();
+    widths_[{device, voxelSize}] = static_cast<int>(width);
   }
 
  private:
+  /// Programs use a few voxel sizes; one that sweeps thousands starts over now and then.
+  static constexpr std::size_t kMaxGuesses = 256;
   std::mutex mutex_;
-  std::unordered_map<const DeviceImpl*, int> widths_;
+  std::map<std::pair<const DeviceImpl*, float>, int> widths_;
 };
 
 KeyWidthGuesses& keyWidthGuesses() {
@@ -187,12 +194,12 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
   // The key width stays on the device: the sort skips the bits above it there, and
   // sorts those below it as the last grid whose width the host read needed.
   const DeviceImpl* const key = q.device().get();
-  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true, keyWidthGuesses().guess(key));
+  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true, keyWidthGuesses().guess(key, voxelSize));
   const CompactResult& r = grid.output();
   // Reading the count reads the key width beside it: the next grid's guess.
   auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
                                                 voxelTooSmallText(voxelSize, fn),
-                                                [key](std::uint32_t width) { keyWidthGuesses().remember(key, width); });
+                                                [key, voxelSize](std::uint32_t width) { keyWidthGuesses().remember(key, voxelSize, width); });
   return UnorganizedPointCloud::fromCapacity(device, r.xyz, r.colors, r.snrs, transform, r.normals, std::move(count),
                                              source.colorSpace);
 }
@@ -207,7 +214,7 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
   std::uint32_t words[3] = {0, 0, 0};
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
-  keyWidthGuesses().remember(q.device().get(), words[kKeyWidthWord]);
+  keyWidthGuesses().remember(q.device().get(), voxelSize, words[kKeyWidthWord]);
   grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   const CompactResult r = trimmed(q, grid.output(), source.xyz.size(), words[1], fn);
