@@ -48,6 +48,13 @@ DA_FN da_u8 da_color_mean(da_u64 sum, da_u64 count, int srgb, DA_GLOBAL const da
   return srgb ? da_srgb_code((da_u32)mean, encode) : (da_u8)mean;
 }
 
+/* The same for at most 16 terms (a block mean), whose sums stay below 2^29: a 32-bit
+ * division, which GPUs do in a fraction of the instructions of a 64-bit one. */
+DA_FN da_u8 da_color_mean_few(da_u32 sum, da_u32 count, int srgb, DA_GLOBAL const da_u32* encode) {
+  const da_u32 mean = (sum + count / 2u) / count;
+  return srgb ? da_srgb_code(mean, encode) : (da_u8)mean;
+}
+
 #endif
 
 #endif /* DEVICEARRAY_KERNELS_LINEAR_LIGHT_H */

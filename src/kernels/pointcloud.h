@@ -59,15 +59,12 @@ DA_FN void da_pc_mean_store(const da_pc_mean* m, float count, DA_GLOBAL float* x
     da_pc_store(xyz, o, m->ux / count, m->uy / count, m->uz / count);
 }
 
-/* Downsampling by k x k blocks; one work item per output pixel (global size outW x outH).
- * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
- * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
- * half up (sRGB codes: their mean in linear light, encoded back). SNR: sqrt of the sum of the valid points' SNR^2 (0 when none). */
-DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
-  DA_BUFFERS_INIT(DA_PC_DOWNSAMPLE_PARAMS);
-  const long ox = DA_ID(0);
-  const long oy = DA_ID(1);
-  if (ox >= outW || oy >= outH) return;
+/* Output pixel (ox, oy) of the downsampling by k x k blocks (da_pc_downsample). */
+DA_FN_INLINE void da_pc_downsample_pixel(long ox, long oy, int k, int inW, int outW, int hasColor, int srgb,
+                                         int hasSnr, DA_GLOBAL const float* xyzIn, DA_GLOBAL const da_u8* rgbaIn,
+                                         DA_GLOBAL const float* snrIn, DA_GLOBAL float* xyzOut,
+                                         DA_GLOBAL da_u8* rgbaOut, DA_GLOBAL float* snrOut,
+                                         DA_GLOBAL const float* srgbDecode, DA_GLOBAL const da_u32* srgbEncode) {
   da_pc_mean mean = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   int valid = 0;
   da_u32 cr = 0, cg = 0, cb = 0, ca = 0;
@@ -95,12 +92,31 @@ DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
   if (hasSnr) snrOut[o] = da_sqrtf(hasSnr && valid ? mean.wsum : 0.0f);
   if (hasColor) {
     /* k * k <= 16 terms of at most 2^24 each: the sums fit in 32 bits */
-    const da_u64 n = (da_u64)(k * k);
-    rgbaOut[4 * o] = da_color_mean(cr, n, srgb, srgbEncode);
-    rgbaOut[4 * o + 1] = da_color_mean(cg, n, srgb, srgbEncode);
-    rgbaOut[4 * o + 2] = da_color_mean(cb, n, srgb, srgbEncode);
-    rgbaOut[4 * o + 3] = da_color_mean(ca, n, 0, srgbEncode);
+    const da_u32 n = (da_u32)(k * k);
+    rgbaOut[4 * o] = da_color_mean_few(cr, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 1] = da_color_mean_few(cg, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 2] = da_color_mean_few(cb, n, srgb, srgbEncode);
+    rgbaOut[4 * o + 3] = da_color_mean_few(ca, n, 0, srgbEncode);
   }
+}
+
+/* Downsampling by k x k blocks; one work item per output pixel (global size outW x outH).
+ * XYZ: SNR^2-weighted mean of the valid points (plain mean when they all weigh 0 or the
+ * cloud has no SNR), NaN when the block has none. Colour: mean of all k*k pixels, rounded
+ * half up (sRGB codes: their mean in linear light, encoded back). SNR: sqrt of the sum of
+ * the valid points' SNR^2 (0 when none). 2 x 2, the common block, is its own inlined
+ * copy: a constant k unrolls the block's loads and turns the divisions into shifts. */
+DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_DOWNSAMPLE_PARAMS);
+  const long ox = DA_ID(0);
+  const long oy = DA_ID(1);
+  if (ox >= outW || oy >= outH) return;
+  if (k == 2)
+    da_pc_downsample_pixel(ox, oy, 2, inW, outW, hasColor, srgb, hasSnr, xyzIn, rgbaIn, snrIn, xyzOut, rgbaOut, snrOut,
+                           srgbDecode, srgbEncode);
+  else
+    da_pc_downsample_pixel(ox, oy, k, inW, outW, hasColor, srgb, hasSnr, xyzIn, rgbaIn, snrIn, xyzOut, rgbaOut, snrOut,
+                           srgbDecode, srgbEncode);
 }
 
 /* p' = R p + t for valid points (row-major affine matrix rows m0..m2); invalid points
