@@ -446,39 +446,52 @@ TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
   }
 }
 
-TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheLastGridsKeyWidth) {
-  // The stream form sorts as many key bits as the last grid of its voxel size whose
-  // width the host read needed (on CUDA: CUB sorts those, the device the rest). 2 mm
-  // voxels over the cloud scaled by 0.05 (about 50 x 50 x 60 mm) need 15 key bits, over
-  // the cloud as it is (1000 x 1000 x 1200 mm) 28, scaled by 5 35. Each pair sets the
-  // width with a grid of the first scene, then runs a stream grid of the second, which
-  // must be the blocking grid's bit for bit and the host reference's.
-  constexpr float kVoxel = 2.0f;
+TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
+  // The stream form sorts as many key bits as the widest grid of its device and voxel
+  // size whose width the host read needed (on CUDA: CUB sorts those, the device the
+  // rest). About 2 mm voxels over the cloud scaled by 0.05 (about 50 x 50 x 60 mm) need
+  // 15 key bits, over the cloud as it is (1000 x 1000 x 1200 mm) 28, scaled by 5 35.
+  // Each case has a voxel size of its own (no earlier guess): a grid of the first scene
+  // sets the guess (blocking, or a stream grid whose count is read), then a stream grid
+  // of the second, whose guess is too low, right or too high, must be the blocking
+  // grid's bit for bit and the host reference's.
   const pcref::Cloud c = randomCloud(64, 80, 91, 0.2);
   const auto scaled = [&](float s) {
     pcref::Cloud out = c;
     for (PointXYZ& p : out.xyz) p = {p.x * s, p.y * s, p.z * s};
     return out;
   };
-  for (const auto [before, scale] : {std::pair{0.05f, 1.0f}, {0.05f, 5.0f}, {5.0f, 0.05f}, {1.0f, 1.0f}}) {
-    SCOPED_TRACE(testing::Message() << "scene scaled by " << scale << " after " << before);
-    const PointCloud previous = upload(scaled(before), dev());
-    const pcref::Cloud scene = scaled(scale);
+  struct Case {
+    float before, scale;
+    bool beforeOnStream;
+  };
+  const Case cases[] = {{0.05f, 1.0f, false}, {0.05f, 5.0f, true}, {1.0f, 5.0f, false},
+                        {5.0f, 0.05f, true},  {1.0f, 1.0f, true}};
+  // Sizes no other test uses, one per case, so each case starts without a guess.
+  float voxelSize = 2.0f;
+  for (const Case& k : cases) {
+    voxelSize += 0.125f;
+    SCOPED_TRACE(testing::Message() << voxelSize << " mm voxels over the scene scaled by " << k.scale << " after "
+                                    << k.before << (k.beforeOnStream ? " (stream)" : " (blocking)"));
+    const PointCloud previous = upload(scaled(k.before), dev());
+    const pcref::Cloud scene = scaled(k.scale);
     const PointCloud grid = upload(scene, dev());
-    (void)previous.voxelDownsampled(kVoxel, 1);  // blocking: its width is read
-    const UnorganizedPointCloud onStream = grid.voxelDownsampled(kVoxel, 1, sq());
-    const std::size_t count = onStream.size();  // read here: the next grid's guess is this one's width
-    const UnorganizedPointCloud blocking = grid.voxelDownsampled(kVoxel, 1);
-    const pcref::Cloud want = pcref::voxel(pcref::compact(scene), kVoxel, 1);
+    const std::size_t previousCount = k.beforeOnStream ? previous.voxelDownsampled(voxelSize, 1, sq()).size()
+                                                       : previous.voxelDownsampled(voxelSize, 1).size();
+    EXPECT_GT(previousCount, 0u);
+    const UnorganizedPointCloud onStream = grid.voxelDownsampled(voxelSize, 1, sq());
+    const std::size_t count = onStream.size();  // read: the guess is now at least this grid's width
+    // The first scene again, its guess from the stream grid's count.
+    const UnorganizedPointCloud back = previous.voxelDownsampled(voxelSize, 1, sq());
+    EXPECT_EQ(bytesOf(back.storedXYZ()), bytesOf(previous.voxelDownsampled(voxelSize, 1).storedXYZ()));
+    const UnorganizedPointCloud blocking = grid.voxelDownsampled(voxelSize, 1);
+    const pcref::Cloud want = pcref::voxel(pcref::compact(scene), voxelSize, 1);
     ASSERT_EQ(count, want.xyz.size());
     ASSERT_EQ(blocking.size(), want.xyz.size());
     expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
     expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
     EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
     EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
-    // The previous scene again, after a stream grid whose count was read.
-    const UnorganizedPointCloud back = previous.voxelDownsampled(kVoxel, 1, sq());
-    EXPECT_EQ(bytesOf(back.storedXYZ()), bytesOf(previous.voxelDownsampled(kVoxel, 1).storedXYZ()));
   }
 }
 

@@ -126,7 +126,7 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
   if (likelyKeyBits != 0 && (keyBits.allocation == nullptr || likelyKeyBits < 1 || likelyKeyBits > endBit))
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyBits " + std::to_string(likelyKeyBits) +
                                          (keyBits.allocation == nullptr ? " without a key width word"
-                                                                        : " is outside [1, endBit]"));
+                                                                        : " is outside [1, " + std::to_string(endBit) + "]"));
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
   doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits);

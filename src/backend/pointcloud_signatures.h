@@ -55,11 +55,11 @@
   B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalIn) B(float, xyzOut) B(da_u8, rgbaOut)          \
   B(float, snrOut) B(float, normalOut) B(da_u32, countOut)
 
-/* The voxel grid's bounds: bounds[0..2] = the largest ~da_vx_ordered(min corner xyz)
- * and bounds[3..5] = the largest da_vx_ordered(max corner xyz) of the valid points,
- * folded into words the caller zeroed (0 = no valid point) by one atomic max per
- * work-group of DA_VX_BOUNDS_GROUP work items, each of which takes DA_VX_BOUNDS_ITEMS
- * points. */
+/* The voxel grid's bounds as words the caller zeroed (0 = no valid point):
+ * bounds[c] = the largest ~da_vx_ordered(p[c]) over the valid points p, which is
+ * ~da_vx_ordered of the min corner's coordinate c, and bounds[3 + c] the largest
+ * da_vx_ordered(p[c]), the max corner's. Work-groups of DA_VX_BOUNDS_GROUP work items,
+ * each taking DA_VX_BOUNDS_ITEMS points, add at most six atomic maxima each. */
 #define DA_VX_BOUNDS_GROUP 256
 #define DA_VX_BOUNDS_ITEMS 8
 #define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds)

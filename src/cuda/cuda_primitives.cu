@@ -82,12 +82,14 @@ struct UnionOfBounds6 {
 /// sortHighBits, which reads the width on the device.
 constexpr int kDeviceSortedLowBits = 32;
 
-/// The bits CUB sorts for a guessed key width: whole passes of CUB's 8-bit digits, at
-/// most kDeviceSortedLowBits. A guess below the real width costs sortHighBits a pass on
-/// one block for every 8 bits above it, so the guess is never cut below 8.
-int cubSortedLowBits(int likelyKeyBits) {
-  if (likelyKeyBits <= 0) return kDeviceSortedLowBits;
-  return std::min(kDeviceSortedLowBits, (likelyKeyBits + 7) / 8 * 8);
+/// The bits CUB sorts for a guessed key width (at most endBit, the sort's checks say):
+/// the guess rounded up to whole passes of CUB's 8-bit digits, never down, because a
+/// guess below the real width costs sortHighBits a pass on one block for every 8 bits
+/// above it. A guess above 32 bits is sorted by CUB too: a device-wide pass costs far
+/// less than sortHighBits' one-block pass over the same keys.
+int cubSortedLowBits(int likelyKeyBits, int endBit) {
+  if (likelyKeyBits <= 0) return std::min(kDeviceSortedLowBits, endBit);
+  return std::min(endBit, (likelyKeyBits + 7) / 8 * 8);
 }
 
 constexpr int kHighSortThreads = 1024, kHighSortKeysPerThread = 4, kHighSortDigitBits = 8;
@@ -107,7 +109,9 @@ struct MaxOf {
 /// segment, each costing the host more than this whole kernel costs the device.
 ///
 /// Wide keys: each block finds one past its last key whose bits [0, endBit) are not all
-/// ones (missing entries, which the low bits already put last); the last block to finish
+/// ones (missing entries: the low bits put them after every key whose low bits are not
+/// all ones, so the sort can stop there; with few low bits more keys tie with them and
+/// the end moves towards count, which costs time, not order); the last block to finish
 /// (counted in *ticket, zeroed before the launch) takes the largest as the end and sorts
 /// [0, end) alone, in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
 /// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
@@ -269,7 +273,7 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
   std::uint32_t* vout = c.pointer<std::uint32_t>(valuesOut);
   const int n = static_cast<int>(count);
-  const int lowBits = cubSortedLowBits(likelyKeyBits);
+  const int lowBits = cubSortedLowBits(likelyKeyBits, endBit);
   const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
   const int lowEnd = highBitsOnDevice ? lowBits : endBit;
   c.run([&](void* temp, std::size_t& bytes) {

@@ -312,7 +312,7 @@ DA_FN da_u64 da_vx_axis_voxels(float lo, float hi, float voxelSize) {
 #else
 #define da_vx_atomic_max(p, v) atomicMax((p), (v))
 #endif
-#define da_vx_max_u32(a, b) ((a) > (b) ? (a) : (b))
+DA_FN da_u32 da_vx_max_u32(da_u32 a, da_u32 b) { return a > b ? a : b; }
 
 /* A float as a u32 whose unsigned order is the floats' order, so an atomic max of
  * words finds a min or max of floats. Finite values never map to 0 or to all ones
@@ -324,8 +324,8 @@ DA_FN da_u32 da_vx_ordered(float x) {
 DA_FN float da_vx_from_ordered(da_u32 w) { return da_float_from_bits((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w); }
 
 /* The min corner's coordinate c (0..2) and the max corner's (3..5) from the words of
- * da_vx_bounds: +infinity and -infinity when no point is valid, as the bounds
- * reductions give them. */
+ * da_vx_bounds: +infinity and -infinity when no point is valid, which
+ * da_vx_axis_voxels reads as a grid of one voxel. */
 DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
   const da_u32 w = bounds[c];
   if (c < 3) return w == 0u ? (float)INFINITY : da_vx_from_ordered(~w);
@@ -362,7 +362,10 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
             da_vx_max_u32(lanes[c * DA_VX_BOUNDS_GROUP + lane], lanes[c * DA_VX_BOUNDS_GROUP + lane + step]);
   }
   DA_BARRIER();
-  if (lane < 6 && lanes[lane * DA_VX_BOUNDS_GROUP] != 0u) da_vx_atomic_max(bounds + lane, lanes[lane * DA_VX_BOUNDS_GROUP]);
+  if (lane < 6) {
+    const da_u32 folded = lanes[lane * DA_VX_BOUNDS_GROUP];
+    if (folded != 0u) da_vx_atomic_max(bounds + lane, folded);
+  }
 }
 
 /* Voxel keys: the rank of the point's voxel in the grid anchored at the cloud's min

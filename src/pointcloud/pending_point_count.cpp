@@ -11,7 +11,10 @@ namespace devicearray::detail {
 
 PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage,
                                std::function<void(std::uint32_t)> onRead)
-    : storage_(std::move(storage)), offset_(offset), errorMessage_(std::move(errorMessage)), onRead_(std::move(onRead)) {}
+    : storage_(std::move(storage)),
+      offset_(offset),
+      errorMessage_(std::move(errorMessage)),
+      onRead_(std::move(onRead)) {}
 
 std::size_t PointCountWord::read() {
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -27,8 +30,14 @@ std::size_t PointCountWord::read() {
   pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, first,
                static_cast<std::size_t>(words + (withNext ? 3 : 2) - first) * sizeof(std::uint32_t));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
-  if (withNext) onRead_(words[2]);
   count_ = words[1];
+  if (withNext) {
+    // What the next word feeds (a guess) must not fail a count that was read.
+    try {
+      onRead_(words[2]);
+    } catch (...) {
+    }
+  }
   return *count_;
 }
 

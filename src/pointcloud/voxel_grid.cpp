@@ -1,13 +1,14 @@
 // The device voxel grid (voxel_grid.hpp).
 #include "pointcloud/voxel_grid.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <map>
 #include <utility>
 
 #include "pointcloud/pending_point_count.hpp"
@@ -38,13 +39,14 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
 constexpr std::size_t kCountWords = 9;
 constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 3;
 
-/// The key width of the last voxel grid of each device and voxel size whose width the
+/// The widest key of the voxel grids of each device and voxel size whose width the
 /// host read: the stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32),
-/// so a frame loop on one scene sorts the bits its grids need. Keyed by the voxel size
-/// too, because a guess too low costs far more than the pass it saves (the bits above
-/// it are sorted on one multiprocessor), and programs that make grids of two sizes
-/// would otherwise guess each from the other. Only a guess: the sort is right whatever
-/// it is, and a device's pointer reused by a later device only costs time.
+/// so a frame loop on one scene sorts the bits its grids need. The widest, not the
+/// last, and keyed by the voxel size, because a guess too low costs far more than the
+/// pass a right one saves (the bits above it are sorted on one multiprocessor): a
+/// program that alternates scenes or voxel sizes must not guess one from the other.
+/// Only a guess: the sort is right whatever it is, and a device's address reused by a
+/// later device only costs time.
 class KeyWidthGuesses {
  public:
   int guess(const DeviceImpl* device, float voxelSize) {
@@ -56,7 +58,8 @@ class KeyWidthGuesses {
     if (width < 1 || width > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
     const std::lock_guard<std::mutex> lock(mutex_);
     if (widths_.size() >= kMaxGuesses && widths_.find({device, voxelSize}) == widths_.end()) widths_.clear();
-    widths_[{device, voxelSize}] = static_cast<int>(width);
+    int& widest = widths_[{device, voxelSize}];
+    widest = std::max(widest, static_cast<int>(width));
   }
 
  private:
@@ -105,8 +108,8 @@ class VoxelGrid {
     OrderedUse use(q, {storageOf(xyz_), t, status});
     fillU32(q, status, out_.countAt, kCountWords, 0u);
     const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
-    launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups((n_ + pointsPerGroup - 1) / pointsPerGroup, DA_VX_BOUNDS_GROUP),
-                                  i64(n_), arg(xyz_), bounds);
+    const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
+    launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
     launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, bounds, arg(xyz_),
                                 arg(scratch_, keysAt_), arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
     use.commit();
@@ -196,10 +199,10 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
   const DeviceImpl* const key = q.device().get();
   grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true, keyWidthGuesses().guess(key, voxelSize));
   const CompactResult& r = grid.output();
-  // Reading the count reads the key width beside it: the next grid's guess.
+  // Reading the count reads the key width beside it: the next grids' guess.
+  auto remember = [key, voxelSize](std::uint32_t width) { keyWidthGuesses().remember(key, voxelSize, width); };
   auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
-                                                voxelTooSmallText(voxelSize, fn),
-                                                [key, voxelSize](std::uint32_t width) { keyWidthGuesses().remember(key, voxelSize, width); });
+                                                voxelTooSmallText(voxelSize, fn), std::move(remember));
   return UnorganizedPointCloud::fromCapacity(device, r.xyz, r.colors, r.snrs, transform, r.normals, std::move(count),
                                              source.colorSpace);
 }
@@ -211,11 +214,11 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
   grid.enqueueKeys(voxelSize);
   // The host waits anyway: it reads the key width, so the sort has exactly the passes
   // the grid needs (and a grid too fine fails before sorting anything).
-  std::uint32_t words[3] = {0, 0, 0};
+  std::uint32_t words[kKeyWidthWord + 1] = {};
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
   keyWidthGuesses().remember(q.device().get(), voxelSize, words[kKeyWidthWord]);
-  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[2]), false);
+  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[kKeyWidthWord]), false);
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   const CompactResult r = trimmed(q, grid.output(), source.xyz.size(), words[1], fn);
   UnorganizedPointCloud out =
