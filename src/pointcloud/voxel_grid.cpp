@@ -117,7 +117,8 @@ class VoxelGrid {
 
   /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
   /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
-  /// from the count words and skips the bits above it on the device.
+  /// from the count words and skips the bits above it on the device; `likelyWidth` is
+  /// the host's guess of that width (0: none), which only changes the sort's time.
   void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice, int likelyWidth = 0) {
     QueueImpl& q = q_;
     const std::size_t n = n_;
