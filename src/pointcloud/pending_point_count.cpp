@@ -19,16 +19,16 @@ PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t 
 std::size_t PointCountWord::read() {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (count_) return *count_;
-  // The error flag sits right before the count, so one read brings both. The library
-  // queue's read is ordered after the producing stream's work through the allocation's
-  // last event, whatever stream that was.
-  // [error flag,] count[, the word after it]
+  // The error flag sits right before the count and the reader's word right after it,
+  // so one read brings all three: words = [error flag, count, next], the read from the
+  // first needed to the last. The library queue's read is ordered after the producing
+  // stream's work through the allocation's last event, whatever stream that was.
   const bool withError = !errorMessage_.empty(), withNext = static_cast<bool>(onRead_);
   std::uint32_t words[3] = {0, 0, 0};
-  const std::size_t at = withError ? offset_ - sizeof(std::uint32_t) : offset_;
-  std::uint32_t* const first = withError ? words : words + 1;
-  pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, first,
-               static_cast<std::size_t>(words + (withNext ? 3 : 2) - first) * sizeof(std::uint32_t));
+  const std::size_t first = withError ? 0 : 1, end = withNext ? 3 : 2;
+  const std::size_t at = offset_ + first * sizeof(std::uint32_t) - sizeof(std::uint32_t);  // where words[first] is
+  pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, words + first,
+               (end - first) * sizeof(std::uint32_t));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
   count_ = words[1];
   if (withNext) {
