@@ -57,7 +57,7 @@ class Primitives : public Backend {
     std::vector<std::uint32_t> values(n);
     std::iota(values.begin(), values.end(), 0u);
     auto keysIn = upload(keys), valuesIn = upload(values);
-    auto word = upload(std::vector<std::uint32_t>{width.value_or(0)});
+    auto word = upload(std::vector<std::uint32_t>{width.value_or(0), 0u});  // the width, then a zero word
     auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
     p.sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0}, {valuesOut.get(), 0}, n, endBit,
                       width ? BufferRef{word.get(), 0} : BufferRef{}, likelyWidth);
@@ -214,6 +214,12 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                                       {b.get(), 4094});
                   },
                   "key width past the end of its buffer");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                      {b.get(), 4092});
+                  },
+                  "the zero word after the key width past the end of its buffer");
   for (const int guess : {-1, 64})
     expectErrorCode(ErrorCode::InvalidArgument,
                     [&] {
@@ -233,10 +239,6 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                   "offsets (count + 1 of them) past the end of their buffer");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.validPointOffsets(q(), {a.get(), 0}, 100, {a.get(), 1000}); },
                   "offsets written over the points");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.keyRunOffsets(q(), {a.get(), 0}, 100, {b.get(), 3700}); },
-                  "run offsets (count + 1 of them) past the end of their buffer");
-  expectErrorCode(ErrorCode::InvalidArgument, [&] { p.keyRunOffsets(q(), {a.get(), 0}, 100, {a.get(), 600}); },
-                  "run offsets written over the keys");
 }
 
 TEST_P(Primitives, ValidPointOffsetsCountTheValidPointsBeforeEachPoint) {
@@ -257,34 +259,6 @@ TEST_P(Primitives, ValidPointOffsetsCountTheValidPointsBeforeEachPoint) {
     auto offsets = dev().allocate((n + 1) * sizeof(std::uint32_t), q());
     write(*offsets, 0, bytesOf(std::vector<std::uint32_t>(n + 1, 0xDEADBEEFu)));
     dev().primitives().validPointOffsets(q(), {points.get(), 0}, n, {offsets.get(), 0});
-    EXPECT_EQ(download<std::uint32_t>(*offsets, n + 1), expected);
-  }
-}
-
-TEST_P(Primitives, KeyRunOffsetsNumberTheRunsOfEqualKeys) {
-  std::mt19937_64 rng(5);
-  // Runs of 1 to 40 equal keys, ascending, some of them differing only in the high
-  // bits; 576,001 offsets as a voxel grid of a 960 x 600 capacity scans.
-  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{777}, std::size_t{576000}}) {
-    SCOPED_TRACE(std::to_string(n) + " keys");
-    std::vector<std::uint64_t> keys(std::max<std::size_t>(n, 1), 0);
-    std::vector<std::uint32_t> expected(n + 1, 0);
-    std::uint64_t key = rng() % 1000;
-    std::size_t left = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const bool head = left == 0;
-      if (head) {
-        key += (rng() % 2 == 0) ? 1 + rng() % 5 : std::uint64_t{1} << (32 + rng() % 31);
-        left = 1 + rng() % 40;
-      }
-      --left;
-      keys[i] = key;
-      expected[i + 1] = expected[i] + (head ? 1u : 0u);
-    }
-    auto sorted = upload(keys);
-    auto offsets = dev().allocate((n + 1) * sizeof(std::uint32_t), q());
-    write(*offsets, 0, bytesOf(std::vector<std::uint32_t>(n + 1, 0xDEADBEEFu)));
-    dev().primitives().keyRunOffsets(q(), {sorted.get(), 0}, n, {offsets.get(), 0});
     EXPECT_EQ(download<std::uint32_t>(*offsets, n + 1), expected);
   }
 }

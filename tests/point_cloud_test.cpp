@@ -495,6 +495,28 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
   }
 }
 
+TEST_P(PointCloudTest, VoxelGridsOfLargeCloudsNumberEveryVoxelOnce) {
+  // 400 k points (1,563 tiles of 256 sorted positions, more than the tile-numbering
+  // kernel has work-groups, so each numbers several) with 30 % missing: the voxels'
+  // slots are numbered per tile and then over the tiles up to the first tile of
+  // missing points. 40 mm voxels hold about 15 points (runs over tile edges), 12 mm
+  // ones about 1 (hundreds of voxels a tile); minPointsPerVoxel drops some.
+  const pcref::Cloud c = randomCloud(400, 1000, 91, 0.3);
+  const PointCloud grid = upload(c, dev());
+  for (auto [voxelSize, minPts] : {std::pair{40.0f, 1}, {40.0f, 12}, {12.0f, 1}, {12.0f, 2}}) {
+    const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v =
+          onStream ? grid.voxelDownsampled(voxelSize, minPts, sq()) : grid.voxelDownsampled(voxelSize, minPts);
+      ASSERT_EQ(v.size(), want.xyz.size());
+      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(v.storedColors().toHost(), want.rgba);
+      expectSnrNear(v.storedSNRs().toHost(), want.snr);
+    }
+  }
+}
+
 TEST_P(PointCloudTest, VoxelsOfManyPointsAddEachPointOnce) {
   // Voxels of 1 to 600 points (unit voxels from x = 2v), their points interleaved in
   // the cloud's order, with missing points among them: the reduction sums tiles of 256

@@ -119,9 +119,11 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
   call.disjoint("output values", valuesOut, valueBytes, "input values", valuesIn, valueBytes);
   call.disjoint("output keys", keysOut, keyBytes, "output values", valuesOut, valueBytes);
   if (keyBits.allocation != nullptr) {
-    call.buffer("key width", keyBits, sizeof(std::uint32_t));
-    call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, sizeof(std::uint32_t));
-    call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, sizeof(std::uint32_t));
+    // The width and the zero word after it.
+    constexpr std::size_t wordsBytes = 2 * sizeof(std::uint32_t);
+    call.buffer("key width", keyBits, wordsBytes);
+    call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, wordsBytes);
+    call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, wordsBytes);
   }
   if (likelyKeyBits != 0 && (keyBits.allocation == nullptr || likelyKeyBits < 1 || likelyKeyBits > endBit))
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyBits " + std::to_string(likelyKeyBits) +
@@ -147,17 +149,6 @@ void ParallelPrimitives::flagsThenScan(QueueImpl& q, BufferRef in, std::size_t c
 
 void ParallelPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
   flagsThenScan<kernels::da_pc_valid_flags>(q, xyz, count, offsets);
-}
-
-void ParallelPrimitives::keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
-  constexpr const char* fn = "keyRunOffsets";
-  PrimitiveCall(device_, q, fn, count + 1).offsets("keys", sortedKeys, count, sizeof(std::uint64_t), offsets);
-  faultPoint(FaultKind::kernelLaunch, fn);
-  doKeyRunOffsets(q, sortedKeys, count, offsets);
-}
-
-void ParallelPrimitives::doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
-  flagsThenScan<kernels::da_vx_heads>(q, sortedKeys, count, offsets);
 }
 
 void ParallelPrimitives::sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

@@ -42,7 +42,9 @@ class ParallelPrimitives {
   /// below 2^keyBits - 1, keyBits in 1..endBit. Keys of all ones (missing entries) then
   /// already sort last by bits [0, keyBits), so the bits above need no pass: a backend
   /// skips them on the device. Only the caller can know such a bound, and only on the
-  /// device (a voxel grid's extent, say), hence a word instead of a smaller endBit.
+  /// device (a voxel grid's extent, say), hence a word instead of a smaller endBit. The
+  /// uint32 after it must be zero: the device-side pass may use it (CUDA counts its
+  /// blocks there), so the caller's own fill of its words spares the sort one.
   ///
   /// `likelyKeyBits` (with `keyBits` only; 0 = no guess, else 1..endBit) is the host's
   /// guess of *keyBits, e.g. the width of the last such grid: a backend whose fastest
@@ -56,11 +58,6 @@ class ParallelPrimitives {
   /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
   /// does not overlap `xyz`.
   void validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
-  /// offsets[i] (uint32) = how many runs of equal keys start before position i of the
-  /// `count` sorted uint64 keys, for i in [0, count]: the run (segment) of each key, and
-  /// the number of runs at offsets[count]. `offsets` holds count + 1 values and does not
-  /// overlap `sortedKeys`.
-  void keyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets);
   /// out[0..3] (doubles) = the sums of x, y and z over the points of `xyz` (3 floats
   /// each) whose coordinates are all finite, and the number of such points.
   void sumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out);
@@ -81,9 +78,7 @@ class ParallelPrimitives {
   /// The validity flags of the points written into `offsets`, then scanned there in
   /// place; a backend may override it with one fused scan (CUDA does: a launch saved).
   virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);
-  /// The same for the heads of the key runs.
-  virtual void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets);
-  /// The default of both: FlagsKernel (n, in, flags) writes the count + 1 flags into
+  /// The default: FlagsKernel (n, in, flags) writes the count + 1 flags into
   /// `offsets`, which are then scanned in place.
   template <class FlagsKernel>
   void flagsThenScan(QueueImpl& q, BufferRef in, std::size_t count, BufferRef offsets);

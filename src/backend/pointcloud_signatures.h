@@ -71,21 +71,30 @@
   S0(da_i64, n) S(float, voxelSize) B(const da_u32, bounds) B(const float, xyz) B(da_u64, keys)                    \
   B(da_u32, indices) B(da_u32, status)
 
-/* heads[i] = a run of equal sorted keys starts at i. */
-#define DA_VX_HEADS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const da_u64, keys) B(da_u32, heads)
-
-/* starts[s] = first sorted index of segment s, starts[segments] = n. */
-#define DA_VX_STARTS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const da_u32, segmentOf) B(da_u32, starts)
-
-/* keep[s] = segment s holds valid points, at least minPoints of them. */
-#define DA_VX_KEEP_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(int, minPoints) B(const da_u32, segmentOf) B(const da_u32, starts) B(const da_u64, keys)          \
-  B(da_u32, keep)
-
 /* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles loads a tile's
  * points in one work-group, all gathers at once, and sums each run of equal keys from
- * local memory, rather than one work item walking a voxel's points in global memory. */
+ * local memory, rather than one work item walking a voxel's points in global memory.
+ * da_vx_tile_heads numbers the voxels within each tile and da_vx_tile_offsets numbers
+ * the tiles' voxels, so the voxels' output slots need no device-wide scan of every
+ * sorted position: the tiles past the valid points (missing keys sort last) are
+ * skipped, and a frame's voxel grid runs over a compaction's whole capacity. */
 #define DA_VX_TILE 256
+/* Work items of da_vx_tile_offsets' one work-group. */
+#define DA_VX_SCAN_GROUP 256
+
+/* One work-group per tile: rank[j] = the kept voxels that start in j's tile before
+ * position j, tileHeads[t] = those that start in tile t. A kept voxel starts where a
+ * run of valid keys does, and holds at least minPoints positions (the keys are sorted:
+ * position j + minPoints - 1 has the same key). A tile that starts with a missing key
+ * holds none, and its rank is not written. */
+#define DA_VX_TILE_HEADS_PARAMS(S0, B0, S, B)                                                                       \
+  S0(da_i64, n) S(int, minPoints) B(const da_u64, keys) B(da_u32, rank) B(da_u32, tileHeads)
+
+/* One work-group: tileOffsets[t] = the kept voxels of the tiles before t (the
+ * exclusive scan of tileHeads), status[1] = the kept voxel count. */
+#define DA_VX_TILE_OFFSETS_PARAMS(S0, B0, S, B)                                                                     \
+  S0(da_i64, n) B(const da_u64, keys) B(const da_u32, tileHeads) B(da_u32, tileOffsets) B(da_u32, status)
+
 /* The running sums of a voxel (da_vx_sums): floats (weighted and plain position sums,
  * the SNR^2 weight, normal sums) and 64-bit words (point count, colour terms). */
 #define DA_VX_SUM_FLOATS 10
@@ -94,24 +103,23 @@
 /* The voxels within one tile of sorted positions, written out; for the voxels that run
  * over a tile's edge, the tile's share of them: slot 0 of tile k the run that enters
  * it from tile k - 1, slot 1 the run that started in it and leaves it (tileFloats and
- * tileWords: 2 * DA_VX_SUM_FLOATS floats and 2 * DA_VX_SUM_WORDS words per tile).
- * keepAll: every segment of valid points is kept (minPointsPerVoxel 1) and keepOffsets
- * is not read. Output slots past the kept voxels get missing points. status[1] = the
- * kept count. */
+ * tileWords: 2 * DA_VX_SUM_FLOATS floats and 2 * DA_VX_SUM_WORDS words per tile), and
+ * tileVoxel[k] the output slot of the run that leaves tile k (~0 when it is not kept).
+ * A voxel's slot is tileOffsets[t] + rank[h], h its first position and t h's tile.
+ * Output slots from the kept count status[1] on get missing points. */
 #define DA_VX_REDUCE_TILES_PARAMS(S0, B0, S, B)                                                                     \
-  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, keepAll)                    \
-  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, keepOffsets) B(const da_u32, order)              \
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, minPoints)                 \
+  B(const da_u64, keys) B(const da_u32, rank) B(const da_u32, tileOffsets) B(const da_u32, order)                   \
   B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn)                      \
-  B(const float, srgbDecode) B(float, tileFloats) B(da_u64, tileWords) B(float, xyzOut) B(da_u8, rgbaOut)           \
-  B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode) B(da_u32, status)
+  B(const float, srgbDecode) B(float, tileFloats) B(da_u64, tileWords) B(da_u32, tileVoxel) B(float, xyzOut)        \
+  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode) B(const da_u32, status)
 
 /* The voxels that run over a tile's edge (one work item per tile), from the tiles'
  * shares that da_vx_reduce_tiles stored. */
 #define DA_VX_REDUCE_SPANNING_PARAMS(S0, B0, S, B)                                                                  \
-  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, keepAll)                    \
-  B(const da_u64, keys) B(const da_u32, segmentOf) B(const da_u32, keepOffsets) B(const float, tileFloats)          \
-  B(const da_u64, tileWords) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut)               \
-  B(const da_u32, srgbEncode)
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u64, keys)             \
+  B(const da_u32, tileVoxel) B(const float, tileFloats) B(const da_u64, tileWords) B(float, xyzOut)                 \
+  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"
@@ -128,9 +136,8 @@ DA_KERNEL_SIGNATURE(da_pc_valid_flags, DA_PC_VALID_FLAGS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_compact, DA_PC_COMPACT_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_bounds, DA_VX_BOUNDS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_heads, DA_VX_HEADS_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_starts, DA_VX_STARTS_PARAMS);
-DA_KERNEL_SIGNATURE(da_vx_keep, DA_VX_KEEP_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_tile_heads, DA_VX_TILE_HEADS_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_tile_offsets, DA_VX_TILE_OFFSETS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_reduce_tiles, DA_VX_REDUCE_TILES_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_reduce_spanning, DA_VX_REDUCE_SPANNING_PARAMS);
 }  // namespace devicearray::detail::kernels

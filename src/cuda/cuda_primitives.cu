@@ -52,15 +52,6 @@ struct ValidPointAsFlag {
   }
 };
 
-/// 1 where a run of equal keys starts (i < n), 0 at i = n.
-struct RunHeadAsFlag {
-  const std::uint64_t* keys;
-  long n;
-  __host__ __device__ std::uint32_t operator()(long i) const {
-    return i < n && (i == 0 || keys[i] != keys[i - 1]) ? 1u : 0u;
-  }
-};
-
 struct ValidPointAsBounds6 {
   const float* xyz;
   __host__ __device__ Bounds6 operator()(long i) const {
@@ -112,7 +103,7 @@ struct MaxOf {
 /// ones (missing entries: the low bits put them after every key whose low bits are not
 /// all ones, so the sort can stop there; with few low bits more keys tie with them and
 /// the end moves towards count, which costs time, not order); the last block to finish
-/// (counted in *ticket, zeroed before the launch) takes the largest as the end and sorts
+/// (counted in *ticket, the zero word after the width) takes the largest as the end and sorts
 /// [0, end) alone, in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
 /// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
 /// The result is back in keys / values; altKeys / altValues hold count entries.
@@ -247,7 +238,6 @@ class CudaPrimitives final : public ParallelPrimitives {
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                          std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits) override;
   void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) override;
-  void doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
 
@@ -281,23 +271,20 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   });
   if (!highBitsOnDevice) return;
 
-  // The high bits, in place in the output: pool memory for the ticket, the blocks' ends
-  // and the other half of the double buffer, [ticket | ends | keys | values].
-  const std::uint32_t* bits = c.pointer<const std::uint32_t>(keyBits);
+  // The high bits, in place in the output: pool memory for the blocks' ends and the
+  // other half of the double buffer, [ends | keys | values]; the blocks count
+  // themselves in the zero word after the width (no memset of our own).
+  auto* bits = c.pointer<std::uint32_t>(keyBits);
   const auto aligned = [](std::size_t b) { return (b + 255) & ~std::size_t{255}; };
-  const std::size_t endsAt = 256, keysAt = endsAt + aligned(kHighSortMaxBlocks * sizeof(int)),
+  const std::size_t keysAt = aligned(kHighSortMaxBlocks * sizeof(int)),
                     valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
                     bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
   auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
   const int blocks = std::min((n + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
-  cudaError_t err = cudaMemsetAsync(block, 0, sizeof(unsigned), c.stream);
-  if (err == cudaSuccess) {
-    sortHighBits<<<blocks, kHighSortThreads, 0, c.stream>>>(
-        bits, lowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
-        reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block + endsAt),
-        reinterpret_cast<unsigned*>(block));
-    err = cudaGetLastError();
-  }
+  sortHighBits<<<blocks, kHighSortThreads, 0, c.stream>>>(
+      bits, lowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
+      reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block), bits + 1);
+  const cudaError_t err = cudaGetLastError();
   device_.freeAsync(block, c.stream);
   check(err, c.function);
 }
@@ -318,11 +305,6 @@ void scanFlags(Call& c, Flag flag, std::size_t count, BufferRef offsets) {
 void CudaPrimitives::doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {
   Call c(device_, q, "validPointOffsets (cub::DeviceScan::ExclusiveSum)");
   scanFlags(c, ValidPointAsFlag{c.pointer<const float>(xyz), static_cast<long>(count)}, count, offsets);
-}
-
-void CudaPrimitives::doKeyRunOffsets(QueueImpl& q, BufferRef sortedKeys, std::size_t count, BufferRef offsets) {
-  Call c(device_, q, "keyRunOffsets (cub::DeviceScan::ExclusiveSum)");
-  scanFlags(c, RunHeadAsFlag{c.pointer<const std::uint64_t>(sortedKeys), static_cast<long>(count)}, count, offsets);
 }
 
 void CudaPrimitives::doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) {

@@ -410,37 +410,82 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   keys[i] = (ix * ny + iy) * nz + iz;
 }
 
-/* heads[i] = 1 where a run of equal sorted keys starts (i < n), heads[n] = 0; the
- * exclusive scan of heads gives each sorted point its segment (voxel) number and ends
- * with the segment count (global size n + 1). */
-DA_KERNEL(da_vx_heads)(DA_PARAMS(DA_VX_HEADS_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_HEADS_PARAMS);
-  const long i = DA_ID(0);
-  if (i > n) return;
-  heads[i] = (i < n && (i == 0 || keys[i] != keys[i - 1])) ? 1u : 0u;
-}
-
-/* starts[s] = first sorted index of segment s, starts[segments] = n (global size n + 1). */
-DA_KERNEL(da_vx_starts)(DA_PARAMS(DA_VX_STARTS_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_STARTS_PARAMS);
-  const long i = DA_ID(0);
-  if (i > n) return;
-  if (i == n || segmentOf[i + 1] != segmentOf[i]) starts[segmentOf[i]] = (da_u32)i;
-}
-
-/* keep[s] = 1 for segments of valid points with at least minPoints points; keep[s] = 0
- * for s >= segments (global size n + 1, the segment count is only known on the device). */
-DA_KERNEL(da_vx_keep)(DA_PARAMS(DA_VX_KEEP_PARAMS)) {
-  DA_BUFFERS_INIT(DA_VX_KEEP_PARAMS);
-  const long s = DA_ID(0);
-  if (s > n) return;
-  const da_u32 segments = segmentOf[n];
-  if (s >= (long)segments) {
-    keep[s] = 0u;
-    return;
+/* The inclusive scan of v[0..256) in place, v[lane] the work item's: Hillis-Steele,
+ * two barriers per step. */
+#if DA_VX_TILE != 256 || DA_VX_SCAN_GROUP != 256
+#error "da_vx_group_scan scans 256 work items"
+#endif
+#define DA_VX_SCAN_STEP(v, lane, step)                              \
+  {                                                                 \
+    DA_BARRIER();                                                   \
+    const da_u32 before_ = (lane) >= (step) ? v[(lane) - (step)] : 0u; \
+    DA_BARRIER();                                                   \
+    v[lane] += before_;                                             \
   }
-  const da_u32 begin = starts[s], end = starts[s + 1];
-  keep[s] = (keys[begin] != DA_VOXEL_INVALID_KEY && (long)(end - begin) >= (long)minPoints) ? 1u : 0u;
+#define da_vx_group_scan(v, lane)                                                                       \
+  {                                                                                                  \
+    DA_VX_SCAN_STEP(v, lane, 1) DA_VX_SCAN_STEP(v, lane, 2) DA_VX_SCAN_STEP(v, lane, 4)                  \
+    DA_VX_SCAN_STEP(v, lane, 8) DA_VX_SCAN_STEP(v, lane, 16) DA_VX_SCAN_STEP(v, lane, 32)               \
+    DA_VX_SCAN_STEP(v, lane, 64) DA_VX_SCAN_STEP(v, lane, 128) DA_BARRIER();                             \
+  }
+
+/* Sorted position j starts a kept voxel: a run of valid keys starts there, with at
+ * least minPoints positions. */
+DA_FN int da_vx_kept_head(long n, int minPoints, DA_GLOBAL const da_u64* keys, long j) {
+  const da_u64 key = keys[j];
+  if (key == DA_VOXEL_INVALID_KEY || (j > 0 && keys[j - 1] == key)) return 0;
+  const long last = j + (long)minPoints - 1;
+  return last < n && keys[last] == key;
+}
+
+/* Work-group g takes tiles g, g + groups, ... in that order, and stops after the first
+ * that starts with a missing key: missing keys sort last, so no later tile holds a
+ * voxel. A frame's grid at a compaction's capacity has a few hundred tiles of valid
+ * points among thousands; the groups past them meet one key each. (The group leaves
+ * after the tile's barriers, not before: a CPU device runs a group's work items in
+ * loops between barriers and fails a group that leaves before many of them.) */
+DA_KERNEL_GROUP(da_vx_tile_heads, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_TILE_HEADS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_TILE_HEADS_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, heads, DA_VX_TILE);
+  const int lane = DA_LOCAL_ID();
+  const long tiles = (n + DA_VX_TILE - 1) / DA_VX_TILE;
+  for (long tile = DA_GROUP_ID(); tile < tiles; tile += DA_GROUPS()) {
+    const long j = tile * DA_VX_TILE + lane;
+    const int live = keys[tile * DA_VX_TILE] != DA_VOXEL_INVALID_KEY; /* the same for every work item */
+    const da_u32 head = live && j < n ? (da_u32)da_vx_kept_head(n, minPoints, keys, j) : 0u;
+    heads[lane] = head;
+    da_vx_group_scan(heads, lane);
+    if (live && j < n) rank[j] = heads[lane] - head;
+    if (lane == DA_VX_TILE - 1) tileHeads[tile] = heads[lane];
+    if (!live) break;
+    DA_BARRIER(); /* every work item has read heads before the next tile writes it */
+  }
+}
+
+/* The tiles in chunks of DA_VX_SCAN_GROUP, each scanned in local memory on top of the
+ * chunks before, up to the chunk whose last tile starts with a missing key: no later
+ * tile holds a voxel (a frame's grid at a compaction's capacity has a few hundred tiles
+ * of valid points among thousands), and no later tile's offset is read. */
+DA_KERNEL_GROUP(da_vx_tile_offsets, DA_VX_SCAN_GROUP, 1)(DA_PARAMS(DA_VX_TILE_OFFSETS_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_TILE_OFFSETS_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, sums, DA_VX_SCAN_GROUP);
+  const int lane = DA_LOCAL_ID();
+  const long tiles = (n + DA_VX_TILE - 1) / DA_VX_TILE;
+  da_u32 carried = 0u;
+  for (long base = 0; base < tiles; base += DA_VX_SCAN_GROUP) {
+    const long t = base + lane;
+    /* A tile past the first that starts with a missing key may have no count. */
+    const da_u32 heads = t < tiles && keys[t * DA_VX_TILE] != DA_VOXEL_INVALID_KEY ? tileHeads[t] : 0u;
+    sums[lane] = heads;
+    da_vx_group_scan(sums, lane);
+    if (t < tiles) tileOffsets[t] = carried + sums[lane] - heads;
+    carried += sums[DA_VX_SCAN_GROUP - 1];
+    /* The same word for every work item: the whole group leaves the loop together. */
+    const long last = (base + DA_VX_SCAN_GROUP < tiles ? base + DA_VX_SCAN_GROUP : tiles) - 1;
+    if (keys[last * DA_VX_TILE] == DA_VOXEL_INVALID_KEY) break;
+    DA_BARRIER(); /* every work item has read sums before the next chunk writes it */
+  }
+  if (lane == 0) status[1] = carried;
 }
 
 /* Running sums of a voxel's points: f[] the weighted and plain position sums, the sum
@@ -522,18 +567,12 @@ DA_FN void da_vx_store_voxel(const da_vx_sums* t, long o, int hasColor, int srgb
   }
 }
 
-/* The kept voxel count: with keepAll, every segment but the missing points' run, which
- * sorts last. */
-DA_FN da_u32 da_vx_kept(long n, int keepAll, DA_GLOBAL const da_u64* keys, DA_GLOBAL const da_u32* segmentOf,
-                        DA_GLOBAL const da_u32* keepOffsets) {
-  return keepAll ? segmentOf[n] - (keys[n - 1] == DA_VOXEL_INVALID_KEY ? 1u : 0u) : keepOffsets[n];
-}
-
-/* Segment s's output slot, or -1 when it is not kept (only valid points' segments are
- * asked about). */
-DA_FN long da_vx_output_of(long s, int keepAll, DA_GLOBAL const da_u32* keepOffsets) {
-  if (keepAll) return s;
-  return keepOffsets[s + 1] != keepOffsets[s] ? (long)keepOffsets[s] : -1L;
+/* The output slot of the voxel that starts at sorted position h (in tile h /
+ * DA_VX_TILE), or -1 when it has fewer than minPoints points. */
+DA_FN long da_vx_slot_of(long n, int minPoints, DA_GLOBAL const da_u64* keys, DA_GLOBAL const da_u32* rank,
+                         DA_GLOBAL const da_u32* tileOffsets, long h) {
+  if (!da_vx_kept_head(n, minPoints, keys, h)) return -1L;
+  return (long)tileOffsets[h / DA_VX_TILE] + (long)rank[h];
 }
 
 /* One work-group per tile of DA_VX_TILE sorted positions. Each work item loads its
@@ -541,27 +580,20 @@ DA_FN long da_vx_output_of(long s, int keepAll, DA_GLOBAL const da_u32* keepOffs
  * item at the last position of each run of equal keys adds its run's terms there, in
  * sorted (stable, hence original) order, so results are deterministic. One work item
  * reducing a voxel's points from global memory would wait on two dependent loads per
- * point; from local memory the walk is short, and the group needs one barrier (a
- * scan would need two per step, which CPU devices pay for every work item). Runs that
- * lie within the tile are written out as voxels; a run that enters the tile from the
- * one before or leaves it for the next is stored as the tile's share of its voxel
+ * point; from local memory the walk is short, and the group needs one barrier. Runs
+ * that lie within the tile are written out as voxels; a run that enters the tile from
+ * the one before or leaves it for the next is stored as the tile's share of its voxel
  * (da_vx_reduce_spanning adds the shares). Work item j also writes output slot j as a
- * missing point when no voxel goes there (the capacity past the kept count, see
- * da_pc_compact): slot kept + (j - o) for each j that is not a kept segment. */
+ * missing point when it is past the kept voxels (the capacity past the count, see
+ * da_pc_compact). */
 DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_TILES_PARAMS);
   DA_LOCAL_ARRAY(float, laneF, DA_VX_SUM_FLOATS * DA_VX_TILE);
   DA_LOCAL_ARRAY(da_u64, laneW, DA_VX_SUM_WORDS * DA_VX_TILE);
   DA_LOCAL_ARRAY(int, laneStarts, DA_VX_TILE);
   const int lane = DA_LOCAL_ID();
-  const long first = DA_GROUP_ID() * DA_VX_TILE, j = first + lane;
-  const da_u32 kept = da_vx_kept(n, keepAll, keys, segmentOf, keepOffsets);
-  if (j == 0) status[1] = kept;
-  if (j < n) {
-    const long o = keepAll ? (j < (long)kept ? j : (long)kept) : (long)keepOffsets[j];
-    const int isKept = keepAll ? j < (long)kept : (j < (long)segmentOf[n] && keepOffsets[j + 1] != (da_u32)o);
-    if (!isKept) da_pc_store(xyzOut, (long)kept + (j - o), DA_NAN, DA_NAN, DA_NAN);
-  }
+  const long tile = DA_GROUP_ID(), first = tile * DA_VX_TILE, j = first + lane;
+  if (j < n && j >= (long)status[1]) da_pc_store(xyzOut, j, DA_NAN, DA_NAN, DA_NAN);
   /* Keys sort missing points last: a tile that starts with one holds nothing else, and
    * the whole work-group leaves before the barrier. */
   if (keys[first] == DA_VOXEL_INVALID_KEY) return;
@@ -589,12 +621,16 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
    * own (keys are sorted: every key between is too). */
   const int entered = first > 0 && keys[first - 1] == key;
   const int leaves = lane == DA_VX_TILE - 1 && j + 1 < n && keys[j + 1] == key;
-  if (entered || leaves) {
-    da_vx_sums_store_share(&t, DA_GROUP_ID(), entered ? 0 : 1, tileFloats, tileWords);
+  if (entered) {
+    da_vx_sums_store_share(&t, tile, 0, tileFloats, tileWords);
     return;
   }
-  /* segmentOf is the exclusive scan of the heads: position j is in segment segmentOf[j + 1] - 1. */
-  const long o = da_vx_output_of((long)segmentOf[j + 1] - 1, keepAll, keepOffsets);
+  const long o = da_vx_slot_of(n, minPoints, keys, rank, tileOffsets, first + begin);
+  if (leaves) {
+    da_vx_sums_store_share(&t, tile, 1, tileFloats, tileWords);
+    tileVoxel[tile] = o >= 0 ? (da_u32)o : ~0u;
+    return;
+  }
   if (o >= 0) da_vx_store_voxel(&t, o, hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut, srgbEncode);
 }
 
@@ -609,6 +645,7 @@ DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
   const da_u64 key = keys[next - 1];
   if (key == DA_VOXEL_INVALID_KEY || keys[next] != key) return; /* missing points, or the run ends with the tile */
   if (first > 0 && keys[first - 1] == key) return; /* entered from an earlier tile */
+  if (tileVoxel[k] == ~0u) return;                 /* fewer than minPoints points */
   da_vx_sums t;
   da_vx_sums_clear(&t);
   da_vx_sums_add_share(&t, k, 1, tileFloats, tileWords);
@@ -617,8 +654,8 @@ DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
     const long after = (m + 1) * DA_VX_TILE;
     if (after >= n || keys[after] != key) break;
   }
-  const long o = da_vx_output_of((long)segmentOf[next] - 1, keepAll, keepOffsets);
-  if (o >= 0) da_vx_store_voxel(&t, o, hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut, srgbEncode);
+  da_vx_store_voxel(&t, (long)tileVoxel[k], hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut,
+                    srgbEncode);
 }
 
 #endif /* DEVICEARRAY_KERNELS_POINTCLOUD_H */

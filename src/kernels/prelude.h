@@ -50,6 +50,7 @@
 #define DA_UNROLL /* OpenCL C 1.2 has no unroll pragma; constant trip counts unroll anyway */
 #define DA_LOCAL_ID() ((int)get_local_id(0))
 #define DA_GROUP_ID() ((long)get_group_id(0))
+#define DA_GROUPS() ((long)get_num_groups(0))
 #define da_make_float4(a, b, c, d) ((float4)((a), (b), (c), (d)))
 #define da_make_u32x4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
 typedef uint4 da_u32x4;
@@ -101,6 +102,7 @@ typedef ulong da_u64;
 #endif
 #define DA_LOCAL_ID() ((int)threadIdx.x)
 #define DA_GROUP_ID() ((long)blockIdx.x)
+#define DA_GROUPS() ((long)gridDim.x)
 #define da_make_float4(a, b, c, d) make_float4((a), (b), (c), (d))
 #define da_make_u32x4(a, b, c, d) make_uint4((a), (b), (c), (d))
 typedef uint4 da_u32x4;

@@ -34,10 +34,15 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
          " is too small for the cloud's extent: an axis would need 2^21 - 1 or more voxels";
 }
 
-/// The output block's count words: [overflow flag, voxel count, key width, the six
-/// bounds words of da_vx_bounds]. One fill zeroes them all.
-constexpr std::size_t kCountWords = 9;
-constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 3;
+/// The output block's count words: [overflow flag, voxel count, key width, the sort's
+/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the six bounds
+/// words of da_vx_bounds]. One fill zeroes them all.
+constexpr std::size_t kCountWords = 10;
+constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4;
+
+/// Work-groups of da_vx_tile_heads, each taking every so many tiles: enough to fill a
+/// large GPU, few enough that the groups past a frame's valid points cost little.
+constexpr std::size_t kTileHeadGroups = 512;
 
 /// The widest key of the voxel grids of each device and voxel size whose width the
 /// host read: the stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32),
@@ -88,10 +93,10 @@ class VoxelGrid {
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
     orderAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
-    flagsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // keep flags
-    segmentOfAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    startsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
-    keepOffsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    rankAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
+    tileHeadsAt_ = layout_.add(tiles_, sizeof(std::uint32_t), fn);
+    tileOffsetsAt_ = layout_.add(tiles_, sizeof(std::uint32_t), fn);
+    tileVoxelAt_ = layout_.add(tiles_, sizeof(std::uint32_t), fn);
     tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
     tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
     scratch_ = layout_.allocate(q);
@@ -133,30 +138,25 @@ class VoxelGrid {
                        cap.block.get(), tables_.owner.get()});
     primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
                                widthOnDevice ? width : BufferRef{}, widthOnDevice ? likelyWidth : 0);
-    primitives.keyRunOffsets(q, {t, sortedKeysAt_}, n, {t, segmentOfAt_});
-    // minPointsPerVoxel 1 keeps every voxel of valid points: no counts to test before
-    // reducing. Otherwise the kept voxels' output slots come first, from their counts.
-    const bool keepAll = minPointsPerVoxel == 1;
-    if (!keepAll) {
-      launch<kernels::da_vx_starts>(q, LaunchGeometry::items(n + 1), i64(n),
-                                            arg(scratch, segmentOfAt_), arg(scratch, startsAt_));
-      launch<kernels::da_vx_keep>(q, LaunchGeometry::items(n + 1), i64(n), minPointsPerVoxel,
-                                          arg(scratch, segmentOfAt_), arg(scratch, startsAt_),
-                                          arg(scratch, sortedKeysAt_), arg(scratch, flagsAt_));
-      primitives.exclusiveScanU32(q, {t, flagsAt_}, {t, keepOffsetsAt_}, n + 1);
-    }
+    // The voxels' output slots: numbered within each tile of sorted positions, then
+    // the tiles, past whose valid points neither kernel reads more than a key.
+    launch<kernels::da_vx_tile_heads>(q, LaunchGeometry::groups(std::min(tiles_, kTileHeadGroups), DA_VX_TILE),
+                                      i64(n), minPointsPerVoxel,
+                                      arg(scratch, sortedKeysAt_), arg(scratch, rankAt_), arg(scratch, tileHeadsAt_));
+    launch<kernels::da_vx_tile_offsets>(q, LaunchGeometry::groups(1, DA_VX_SCAN_GROUP), i64(n),
+                                        arg(scratch, sortedKeysAt_), arg(scratch, tileHeadsAt_),
+                                        arg(scratch, tileOffsetsAt_), status);
     launch<kernels::da_vx_reduce_tiles>(
         q, LaunchGeometry::groups(tiles_, DA_VX_TILE), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0,
-        normal ? 1 : 0, keepAll ? 1 : 0, arg(scratch, sortedKeysAt_), arg(scratch, segmentOfAt_),
-        arg(scratch, keepOffsetsAt_), arg(scratch, orderAt_), arg(xyz_), argOr(colors_, xyz_),
-        argOr(snrs_, xyz_), argOr(normals_, xyz_), tables_.decode, arg(scratch, tileFloatsAt_),
-        arg(scratch, tileWordsAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
+        normal ? 1 : 0, minPointsPerVoxel, arg(scratch, sortedKeysAt_), arg(scratch, rankAt_),
+        arg(scratch, tileOffsetsAt_), arg(scratch, orderAt_), arg(xyz_), argOr(colors_, xyz_), argOr(snrs_, xyz_),
+        argOr(normals_, xyz_), tables_.decode, arg(scratch, tileFloatsAt_), arg(scratch, tileWordsAt_),
+        arg(scratch, tileVoxelAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
         argOr(cap.normals, cap.xyz), tables_.encode, status);
     launch<kernels::da_vx_reduce_spanning>(
         q, LaunchGeometry::items(tiles_), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
-        keepAll ? 1 : 0, arg(scratch, sortedKeysAt_), arg(scratch, segmentOfAt_),
-        arg(scratch, keepOffsetsAt_), arg(scratch, tileFloatsAt_), arg(scratch, tileWordsAt_),
-        arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
+        arg(scratch, sortedKeysAt_), arg(scratch, tileVoxelAt_), arg(scratch, tileFloatsAt_),
+        arg(scratch, tileWordsAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
         argOr(cap.normals, cap.xyz), tables_.encode);
     use.commit();
   }
@@ -174,8 +174,8 @@ class VoxelGrid {
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
   ScratchLayout layout_;
-  std::size_t keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, flagsAt_ = 0,
-              segmentOfAt_ = 0, startsAt_ = 0, keepOffsetsAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
+  std::size_t keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0, tileHeadsAt_ = 0,
+              tileOffsetsAt_ = 0, tileVoxelAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<Allocation> scratch_;
   CompactResult out_;
 };
