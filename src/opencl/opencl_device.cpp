@@ -88,6 +88,9 @@ OpenCLDevice::OpenCLDevice(cl_platform_id platform, cl_context context, cl_devic
   // how the tests run that path on a CPU device that has it.
   hasFp64_ = !withoutFp64Requested() &&
              deviceInfo<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG, "CL_DEVICE_DOUBLE_FP_CONFIG") != 0;
+  correctlyRoundedDivide_ =
+      (deviceInfo<cl_device_fp_config>(device, CL_DEVICE_SINGLE_FP_CONFIG, "CL_DEVICE_SINGLE_FP_CONFIG") &
+       CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
   cacheLimitBytes_ = std::clamp<std::size_t>(globalMemBytes_ / 8, std::size_t{16} << 20, std::size_t{1} << 30);
 }
 

@@ -150,6 +150,9 @@ class OpenCLDevice final : public DeviceImpl {
   std::size_t globalMemBytes_ = 0;
   std::size_t maxAllocBytes_ = 0;
   bool hasFp64_ = false;
+  /// The device can divide and take square roots of floats correctly rounded, as CUDA
+  /// and the host do (OpenCL's default allows 2.5 ulp for a division).
+  bool correctlyRoundedDivide_ = false;
   std::shared_ptr<QueueImpl> libraryQueue_;
 
   std::mutex programMutex_;

@@ -140,6 +140,9 @@ cl_program OpenCLDevice::program() {
   // Argument information lets a typed launch check the kernel's parameters by name and type.
   std::string options = "-cl-std=CL1.2 -cl-kernel-arg-info";
   if (hasFp64_) options += " -DDA_HAS_FP64=1";
+  // Correctly rounded float division where the device offers it: a point on a voxel's
+  // edge, (x - min) / size, then lands in the same voxel as on CUDA and the host.
+  if (correctlyRoundedDivide_) options += " -cl-fp32-correctly-rounded-divide-sqrt";
   err = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::string log;
