@@ -79,6 +79,9 @@
  * sorted position: the tiles past the valid points (missing keys sort last) are
  * skipped, and a frame's voxel grid runs over a compaction's whole capacity. */
 #define DA_VX_TILE 256
+/* Positions of a tile's blocks: da_vx_reduce_tiles adds a run's terms within each block
+ * in parallel, then the blocks' sums. */
+#define DA_VX_SUB 16
 /* Work items of da_vx_tile_offsets' one work-group. */
 #define DA_VX_SCAN_GROUP 256
 

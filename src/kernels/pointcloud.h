@@ -576,13 +576,15 @@ DA_FN long da_vx_slot_of(long n, int minPoints, DA_GLOBAL const da_u64* keys, DA
 }
 
 /* One work-group per tile of DA_VX_TILE sorted positions. Each work item loads its
- * point's terms into local memory, all of the tile's gathers at once; then the work
- * item at the last position of each run of equal keys adds its run's terms there, in
- * sorted (stable, hence original) order, so results are deterministic. One work item
- * reducing a voxel's points from global memory would wait on two dependent loads per
- * point; from local memory the walk is short, and the group needs one barrier. Runs
- * that lie within the tile are written out as voxels; a run that enters the tile from
- * the one before or leaves it for the next is stored as the tile's share of its voxel
+ * point's terms into local memory, all of the tile's gathers at once; each work item
+ * then adds its run's terms within its block of DA_VX_SUB positions, and the work item
+ * at the last position of each run adds those blocks' sums, always in the same order,
+ * so results are deterministic. One work item reducing a voxel's points from global
+ * memory would wait on two dependent loads per point, and one walking a long run in
+ * local memory adds hundreds of terms in a row; this way none adds more than
+ * DA_VX_SUB + DA_VX_TILE / DA_VX_SUB, for three barriers. Runs that lie within the
+ * tile are written out as voxels; a run that enters the tile from the one before or
+ * leaves it for the next is stored as the tile's share of its voxel
  * (da_vx_reduce_spanning adds the shares). Work item j also writes output slot j as a
  * missing point when it is past the kept voxels (the capacity past the count, see
  * da_pc_compact). */
@@ -591,6 +593,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   DA_LOCAL_ARRAY(float, laneF, DA_VX_SUM_FLOATS * DA_VX_TILE);
   DA_LOCAL_ARRAY(da_u64, laneW, DA_VX_SUM_WORDS * DA_VX_TILE);
   DA_LOCAL_ARRAY(int, laneStarts, DA_VX_TILE);
+  DA_LOCAL_ARRAY(int, laneFrom, DA_VX_TILE);
   const int lane = DA_LOCAL_ID();
   const long tile = DA_GROUP_ID(), first = tile * DA_VX_TILE, j = first + lane;
   if (j < n && j >= (long)status[1]) da_pc_store(xyzOut, j, DA_NAN, DA_NAN, DA_NAN);
@@ -608,14 +611,34 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   /* A run starts at the tile's first position and wherever the key changes. */
   laneStarts[lane] = lane == 0 || j >= n || keys[j - 1] != key;
   DA_BARRIER();
-  if (key == DA_VOXEL_INVALID_KEY) return;
-  if (lane != DA_VX_TILE - 1 && j != n - 1 && keys[j + 1] == key) return; /* not the run's last position */
-  int begin = lane;
-  while (!laneStarts[begin]) --begin;
+  /* Each work item sums its run's terms in its block of DA_VX_SUB positions up to
+   * itself; then a run's last work item adds those partial sums of the blocks the run
+   * covers: at most DA_VX_SUB terms and DA_VX_TILE / DA_VX_SUB partial sums, where one
+   * work item walking a tile-long run would add DA_VX_TILE terms one after another. */
+  const int block = lane & ~(DA_VX_SUB - 1);
+  int from = lane;
+  while (from > block && !laneStarts[from]) --from;
   da_vx_sums_clear(&t);
-  for (int at = begin; at <= lane; ++at) {
+  for (int at = from; at <= lane; ++at) {
     for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t.f[c] += laneF[c * DA_VX_TILE + at];
     for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t.w[c] += laneW[c * DA_VX_TILE + at];
+  }
+  DA_BARRIER(); /* every work item has read the terms it sums */
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) laneF[c * DA_VX_TILE + lane] = t.f[c];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) laneW[c * DA_VX_TILE + lane] = t.w[c];
+  laneFrom[lane] = from;
+  DA_BARRIER();
+  if (key == DA_VOXEL_INVALID_KEY) return;
+  if (lane != DA_VX_TILE - 1 && j != n - 1 && keys[j + 1] == key) return; /* not the run's last position */
+  /* `begin`: the run's first position covered so far. At a block's first position that
+   * starts no run, the run goes on in the block before, whose last work item's partial
+   * sum starts at the run's start or at that block's first position. */
+  int begin = from;
+  while (begin > 0 && begin % DA_VX_SUB == 0 && !laneStarts[begin]) {
+    const int end = begin - 1;
+    for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t.f[c] += laneF[c * DA_VX_TILE + end];
+    for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t.w[c] += laneW[c * DA_VX_TILE + end];
+    begin = laneFrom[end];
   }
   /* The run entered from the tile before when the key before the tile's start is its
    * own (keys are sorted: every key between is too). */
