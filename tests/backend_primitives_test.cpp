@@ -68,6 +68,7 @@ class Primitives : public Backend {
     EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
     EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
     EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
+    if (width) EXPECT_EQ(download<std::uint32_t>(*word, 2)[1], 0u) << "the word after the width is left zero";
   }
 };
 
@@ -220,6 +221,12 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
                                       {b.get(), 4092});
                   },
                   "the zero word after the key width past the end of its buffer");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                      {a.get(), 796});
+                  },
+                  "key width words over the input keys and values");
   for (const int guess : {-1, 64})
     expectErrorCode(ErrorCode::InvalidArgument,
                     [&] {

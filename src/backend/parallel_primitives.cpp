@@ -122,6 +122,8 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
     // The width and the zero word after it.
     constexpr std::size_t wordsBytes = 2 * sizeof(std::uint32_t);
     call.buffer("key width", keyBits, wordsBytes);
+    call.disjoint("input keys", keysIn, keyBytes, "key width", keyBits, wordsBytes);
+    call.disjoint("input values", valuesIn, valueBytes, "key width", keyBits, wordsBytes);
     call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, wordsBytes);
     call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, wordsBytes);
   }

@@ -44,7 +44,8 @@ class ParallelPrimitives {
   /// skips them on the device. Only the caller can know such a bound, and only on the
   /// device (a voxel grid's extent, say), hence a word instead of a smaller endBit. The
   /// uint32 after it must be zero: the device-side pass may use it (CUDA counts its
-  /// blocks there), so the caller's own fill of its words spares the sort one.
+  /// blocks there) and leaves it zero, so the caller's own fill of its words spares the
+  /// sort one. Neither word may overlap the inputs or the outputs.
   ///
   /// `likelyKeyBits` (with `keyBits` only; 0 = no guess, else 1..endBit) is the host's
   /// guess of *keyBits, e.g. the width of the last such grid: a backend whose fastest

@@ -85,16 +85,18 @@
 /* Work items of da_vx_tile_offsets' one work-group. */
 #define DA_VX_SCAN_GROUP 256
 
-/* One work-group per tile: rank[j] = the kept voxels that start in j's tile before
- * position j, tileHeads[t] = those that start in tile t. A kept voxel starts where a
- * run of valid keys does, and holds at least minPoints positions (the keys are sorted:
- * position j + minPoints - 1 has the same key). A tile that starts with a missing key
- * holds none, and its rank is not written. */
+/* Work-groups of one tile at a time: rank[j] = the kept voxels that start in j's tile
+ * before position j, tileHeads[t] = those that start in tile t. A kept voxel starts
+ * where a run of valid keys does, and holds at least minPoints positions (the keys are
+ * sorted: position j + minPoints - 1 has the same key). Written for the tiles up to the
+ * first that starts with a missing key (it gets tileHeads 0 and no rank); the tiles
+ * after it hold no voxel and may get nothing. */
 #define DA_VX_TILE_HEADS_PARAMS(S0, B0, S, B)                                                                       \
   S0(da_i64, n) S(int, minPoints) B(const da_u64, keys) B(da_u32, rank) B(da_u32, tileHeads)
 
 /* One work-group: tileOffsets[t] = the kept voxels of the tiles before t (the
- * exclusive scan of tileHeads), status[1] = the kept voxel count. */
+ * exclusive scan of tileHeads) for the tiles that start with a valid key (and, past
+ * them, as far as the scan's last chunk goes), status[1] = the kept voxel count. */
 #define DA_VX_TILE_OFFSETS_PARAMS(S0, B0, S, B)                                                                     \
   S0(da_i64, n) B(const da_u64, keys) B(const da_u32, tileHeads) B(da_u32, tileOffsets) B(da_u32, status)
 
@@ -107,7 +109,8 @@
  * over a tile's edge, the tile's share of them: slot 0 of tile k the run that enters
  * it from tile k - 1, slot 1 the run that started in it and leaves it (tileFloats and
  * tileWords: 2 * DA_VX_SUM_FLOATS floats and 2 * DA_VX_SUM_WORDS words per tile), and
- * tileVoxel[k] the output slot of the run that leaves tile k (~0 when it is not kept).
+ * tileVoxel[k] the output slot of the run that starts in tile k and leaves it (~0 when
+ * it is not kept; not written when no run does).
  * A voxel's slot is tileOffsets[t] + rank[h], h its first position and t h's tile.
  * Output slots from the kept count status[1] on get missing points. */
 #define DA_VX_REDUCE_TILES_PARAMS(S0, B0, S, B)                                                                     \

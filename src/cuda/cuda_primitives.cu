@@ -103,7 +103,7 @@ struct MaxOf {
 /// ones (missing entries: the low bits put them after every key whose low bits are not
 /// all ones, so the sort can stop there; with few low bits more keys tie with them and
 /// the end moves towards count, which costs time, not order); the last block to finish
-/// (counted in *ticket, the zero word after the width) takes the largest as the end and sorts
+/// (counted in *ticket, the zero word after the width, which it zeroes again) takes the largest as the end and sorts
 /// [0, end) alone, in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
 /// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
 /// The result is back in keys / values; altKeys / altValues hold count entries.
@@ -143,7 +143,10 @@ __global__ void __launch_bounds__(kHighSortThreads)
   int e = tid < static_cast<int>(gridDim.x) ? __ldcg(&blockEnds[tid]) : 0;
   __syncthreads();  // temp.max is reused
   e = BlockMax(temp.max).Reduce(e, MaxOf{});
-  if (tid == 0) end = e;
+  if (tid == 0) {
+    end = e;
+    *ticket = 0u;  // every block has counted itself: the word is zero again, as the caller gave it
+  }
   __syncthreads();
   const int n = end;
   const int topBit = width < endBit ? width : endBit;

@@ -442,8 +442,9 @@ DA_FN int da_vx_kept_head(long n, int minPoints, DA_GLOBAL const da_u64* keys, l
  * that starts with a missing key: missing keys sort last, so no later tile holds a
  * voxel. A frame's grid at a compaction's capacity has a few hundred tiles of valid
  * points among thousands; the groups past them meet one key each. (The group leaves
- * after the tile's barriers, not before: a CPU device runs a group's work items in
- * loops between barriers and fails a group that leaves before many of them.) */
+ * the loop after the tile's barriers, not before them: PoCL, which runs a group's work
+ * items in loops between barriers, failed a group leaving a loop that has barriers
+ * ahead of them.) */
 DA_KERNEL_GROUP(da_vx_tile_heads, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_TILE_HEADS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_TILE_HEADS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, heads, DA_VX_TILE);
@@ -598,7 +599,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   const long tile = DA_GROUP_ID(), first = tile * DA_VX_TILE, j = first + lane;
   if (j < n && j >= (long)status[1]) da_pc_store(xyzOut, j, DA_NAN, DA_NAN, DA_NAN);
   /* Keys sort missing points last: a tile that starts with one holds nothing else, and
-   * the whole work-group leaves before the barrier. */
+   * the whole work-group leaves before the barriers. */
   if (keys[first] == DA_VOXEL_INVALID_KEY) return;
   const da_u64 key = j < n ? keys[j] : DA_VOXEL_INVALID_KEY;
   da_vx_sums t;
