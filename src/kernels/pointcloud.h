@@ -342,10 +342,20 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
   const int lane = DA_LOCAL_ID();
   da_u32 m[6] = {0u, 0u, 0u, 0u, 0u, 0u};
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
+  /* All of the work item's loads first, then the folds: one wait for memory instead of
+   * one per point (a loop that tests each point as it loads it waits for each). */
+  float p[3 * DA_VX_BOUNDS_ITEMS];
+  DA_UNROLL
   for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
     const long i = first + (long)k * DA_VX_BOUNDS_GROUP; /* neighbouring work items, neighbouring points */
-    if (i >= n) break;
-    const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
+    const int inside = i < n;
+    p[3 * k] = inside ? xyz[3 * i] : DA_NAN;
+    p[3 * k + 1] = inside ? xyz[3 * i + 1] : DA_NAN;
+    p[3 * k + 2] = inside ? xyz[3 * i + 2] : DA_NAN;
+  }
+  DA_UNROLL
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
+    const float x = p[3 * k], y = p[3 * k + 1], z = p[3 * k + 2];
     if (!da_pc_valid(x, y, z)) continue;
     const da_u32 o[3] = {da_vx_ordered(x), da_vx_ordered(y), da_vx_ordered(z)};
     for (int c = 0; c < 3; ++c) {
