@@ -421,7 +421,8 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
 }
 
 /* The inclusive scan of v[0..256) in place, v[lane] the work item's: Hillis-Steele,
- * two barriers per step. */
+ * two barriers per step, its eight steps written out (a macro: the barriers need no
+ * loop around them, and OpenCL C 1.2 has no unroll pragma). */
 #if DA_VX_TILE != 256 || DA_VX_SCAN_GROUP != 256
 #error "da_vx_group_scan scans 256 work items"
 #endif
