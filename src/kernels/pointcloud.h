@@ -17,6 +17,7 @@
 #include "prelude.h"
 #include "backend/pointcloud_signatures.h"
 #include "binary64_quotient.h"
+#include "group_scan.h"
 #include "point_validity.h"
 #include "linear_light.h"
 
@@ -420,26 +421,6 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   keys[i] = (ix * ny + iy) * nz + iz;
 }
 
-/* The inclusive scan of v[0..256) in place, v[lane] the work item's: Hillis-Steele,
- * two barriers per step, its eight steps written out (a macro: the barriers need no
- * loop around them, and OpenCL C 1.2 has no unroll pragma). */
-#if DA_VX_TILE != 256 || DA_VX_SCAN_GROUP != 256
-#error "da_vx_group_scan scans 256 work items"
-#endif
-#define DA_VX_SCAN_STEP(v, lane, step)                              \
-  {                                                                 \
-    DA_BARRIER();                                                   \
-    const da_u32 before_ = (lane) >= (step) ? v[(lane) - (step)] : 0u; \
-    DA_BARRIER();                                                   \
-    v[lane] += before_;                                             \
-  }
-#define da_vx_group_scan(v, lane)                                                                       \
-  {                                                                                                  \
-    DA_VX_SCAN_STEP(v, lane, 1) DA_VX_SCAN_STEP(v, lane, 2) DA_VX_SCAN_STEP(v, lane, 4)                  \
-    DA_VX_SCAN_STEP(v, lane, 8) DA_VX_SCAN_STEP(v, lane, 16) DA_VX_SCAN_STEP(v, lane, 32)               \
-    DA_VX_SCAN_STEP(v, lane, 64) DA_VX_SCAN_STEP(v, lane, 128) DA_BARRIER();                             \
-  }
-
 /* Sorted position j starts a kept voxel: a run of valid keys starts there, with at
  * least minPoints positions. */
 DA_FN int da_vx_kept_head(long n, int minPoints, DA_GLOBAL const da_u64* keys, long j) {
@@ -466,7 +447,7 @@ DA_KERNEL_GROUP(da_vx_tile_heads, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_TILE_HEADS_PARA
     const int live = keys[tile * DA_VX_TILE] != DA_VOXEL_INVALID_KEY; /* the same for every work item */
     const da_u32 head = live && j < n ? (da_u32)da_vx_kept_head(n, minPoints, keys, j) : 0u;
     heads[lane] = head;
-    da_vx_group_scan(heads, lane);
+    da_group_inclusive_scan(heads, 1, DA_VX_TILE);
     if (live && j < n) rank[j] = heads[lane] - head;
     if (lane == DA_VX_TILE - 1) tileHeads[tile] = heads[lane];
     if (!live) break;
@@ -489,7 +470,7 @@ DA_KERNEL_GROUP(da_vx_tile_offsets, DA_VX_SCAN_GROUP, 1)(DA_PARAMS(DA_VX_TILE_OF
     /* A tile past the first that starts with a missing key may have no count. */
     const da_u32 heads = t < tiles && keys[t * DA_VX_TILE] != DA_VOXEL_INVALID_KEY ? tileHeads[t] : 0u;
     sums[lane] = heads;
-    da_vx_group_scan(sums, lane);
+    da_group_inclusive_scan(sums, 1, DA_VX_SCAN_GROUP);
     if (t < tiles) tileOffsets[t] = carried + sums[lane] - heads;
     carried += sums[DA_VX_SCAN_GROUP - 1];
     /* The same word for every work item: the whole group leaves the loop together. */

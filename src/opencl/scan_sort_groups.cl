@@ -34,21 +34,11 @@
  * consecutive elements: one padding word per 32 keeps those reads on distinct banks. */
 #define DA_ALG_PAD(i) ((i) + ((i) >> 5))
 
-/* In place over the work-group: s[w * DA_ALG_GROUP + item] for w < words (at most
- * DA_ALG_COUNT_WORDS) become the sums of words w over the items 0..item (inclusive,
- * Hillis-Steele). Every work item calls it; it begins and ends with a barrier, so s
- * may be written right before and read right after. */
-inline void da_alg_group_inclusive_scan(DA_LOCAL da_u32* s, int words) {
-  const int item = DA_LOCAL_ID();
-  for (int offset = 1; offset < DA_ALG_GROUP; offset <<= 1) {
-    da_u32 left[DA_ALG_COUNT_WORDS];
-    DA_BARRIER();
-    for (int w = 0; w < words; ++w) left[w] = item >= offset ? s[w * DA_ALG_GROUP + item - offset] : 0u;
-    DA_BARRIER();
-    for (int w = 0; w < words; ++w) s[w * DA_ALG_GROUP + item] += left[w];
-  }
-  DA_BARRIER();
-}
+/* The work-group scans: da_group_inclusive_scan (src/kernels/group_scan.h) over
+ * DA_ALG_GROUP work items. */
+#if DA_ALG_COUNT_WORDS > DA_GROUP_SCAN_MAX_WORDS
+#error "a tile's digit counts are more words than da_group_inclusive_scan scans"
+#endif
 
 /* ---------------------------------------------------------------- scan ---- */
 
@@ -98,7 +88,7 @@ inline da_u32 da_alg_scan_tile(long n, long base, da_u32 seed, DA_GLOBAL const d
     mine += v[e];
   }
   sums[item] = mine;
-  da_alg_group_inclusive_scan(sums, 1);
+  da_group_inclusive_scan(sums, 1, DA_ALG_GROUP);
   /* The scan's barriers also mean every item has read its values: tile is free. */
   da_u32 running = sums[item] - mine + seed;
   const da_u32 total = sums[DA_ALG_GROUP - 1];
@@ -248,7 +238,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
     }
   }
   for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) counts[w * DA_ALG_GROUP + item] = mine[w];
-  da_alg_group_inclusive_scan(counts, DA_ALG_COUNT_WORDS);
+  da_group_inclusive_scan(counts, DA_ALG_COUNT_WORDS, DA_ALG_GROUP);
   if (item < DA_ALG_DIGITS) {
     /* The tile's counts are the last item's inclusive sums. */
     da_u32 start = 0u;
