@@ -3,6 +3,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -52,6 +54,69 @@ void timeOnDevice(benchmark::State& state, devicearray::Stream& stream, Body&& b
     stop.waitForCompletion();
     state.SetIterationTime(static_cast<double>(devicearray::Event::elapsedTime(start, stop)) * 1e-3);
   }
+}
+
+/// Seconds since t0 on the host's steady clock.
+inline double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+#if DEVICEARRAY_HAS_CUDA
+/// Holds `stream` (a cudaStream_t) back for `microseconds` on the device without
+/// touching memory (device_delay.cu).
+void delayCudaStream(void* stream, double microseconds);
+#endif
+
+/// The device's own time for `body`: its calls are enqueued behind a delay on the
+/// device, so the device runs them back to back instead of waiting for the host to
+/// enqueue each one. The delay is a kernel that spins for a millisecond on CUDA
+/// devices, a 1 GiB copy elsewhere. Sets the counters queued_us (the median event
+/// span of a few runs), queued_delay_us (the delay's span) and enqueue_us (the host's
+/// time to make the calls). Runs where the host did not finish enqueuing before the
+/// delay ended are dropped (their span would be the host's again); queued_us is 0 if
+/// all were.
+template <class Body>
+void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body) {
+  namespace da = devicearray;
+  const da::ComputeDevice device = stream.device();
+#if DEVICEARRAY_HAS_CUDA
+  const bool spin = device.backend() == da::ComputeBackend::cuda;
+#else
+  const bool spin = false;
+#endif
+  constexpr int kBytes = 1 << 30;  // the copy: about 0.5 ms on a current GPU
+  da::GpuMatND from, to;
+  if (!spin) {
+    from = da::GpuMatND({kBytes}, da::makeType(da::Depth::U8, 1), device);
+    to = da::GpuMatND({kBytes}, da::makeType(da::Depth::U8, 1), device);
+  }
+  std::vector<double> spans, delays, enqueues;
+  for (int run = 0; run < 9; ++run) {
+    da::Event delayStart(device), start(device), stop(device);
+    delayStart.record(stream);
+#if DEVICEARRAY_HAS_CUDA
+    if (spin) delayCudaStream(stream.handle().stream, 1000.0);
+#endif
+    if (!spin) from.copyTo(to, stream);
+    start.record(stream);
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    const double hostSeconds = secondsSince(t0);
+    stop.record(stream);
+    stop.waitForCompletion();
+    const double delay = da::Event::elapsedTime(delayStart, start) * 1e-3;
+    if (hostSeconds >= delay) continue;
+    spans.push_back(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e3);
+    delays.push_back(delay * 1e6);
+    enqueues.push_back(hostSeconds * 1e6);
+  }
+  const auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  state.counters["queued_us"] = median(spans);
+  state.counters["queued_delay_us"] = median(delays);
+  state.counters["enqueue_us"] = median(enqueues);
 }
 
 /// Runs the registered benchmarks with the command line's options: main()'s body.

@@ -95,6 +95,13 @@ CONVERSION_BOUNDS = {
     "RGBAf_to_RGBA_SRGB": "the sRGB encode (x^(1/2.4) per channel) costs ALU time per element",
     "RGB_to_BGRA": "3-byte source pixels: byte-granular loads",
 }
+# Why a frame-size conversion misses where its 64M row passes: it moves 16-46 MB
+# against the copy's 74 MB, so the start and drain of one kernel weigh more.
+FRAME_CONVERSION_BOUNDS = {
+    "RGBA_to_BGR": "16 MB against the copy's 74 MB: the ~2 µs start and drain of a kernel weigh 4.6× as much",
+    "RGB_to_BGRA": "16 MB against the copy's 74 MB: the ~2 µs start and drain of a kernel weigh 4.6× as much",
+    "RGBAf_to_RGBA_SRGB": "four bucket lookups per element at data-dependent addresses, in a 46 MB transfer",
+}
 COPY_CONVERSION = "XYZW_to_XYZW"  # the identity conversion: the copy bandwidth reference
 PIPELINE_STAGES = ("pc_downsample_2x2", "pc_normals", "pc_transform", "pc_roi", "pc_unorganize", "pc_voxel",
                    "pc_pipeline")
@@ -283,6 +290,35 @@ def _ratio_verdict(name, ours, ref, need, ref_label, arg, op, bound_if_missed=""
     margin = f"{(r - need) * 100:+.0f} pts" if need < 1.5 else f"{r / need - 1:+.0%}"
     measured = f"{r:.2f}× ({_gbs(ours.bytes_per_second)} vs {_gbs(ref.bytes_per_second)} GB/s at {size_label(arg, op)})"
     return Verdict(name, measured, f"≥ {need:g}×", ok, margin, "" if ok else bound_if_missed)
+
+
+def _queued_bytes_per_second(r: Result | None) -> float | None:
+    """Bandwidth over the device's own time (queued_us: the call enqueued ahead of the
+    device), from the bytes of the event-span measurement."""
+    queued = r.counters.get("queued_us") if r else None
+    if not queued or not r.bytes_per_second:
+        return None
+    return r.bytes_per_second * r.seconds / (queued * 1e-6)
+
+
+def _frame_conversion_verdict(name, ours, ref, bound_if_missed):
+    """A frame-size conversion against the identity conversion (a copy) of the same
+    elements, judged on device time: at 1920×1200 the event span also holds the host's
+    time to enqueue the call, which a 5-20 µs kernel does not hide. The span ratio is
+    shown beside it."""
+    if ours is None or ref is None or not ours.bytes_per_second or not ref.bytes_per_second:
+        return Verdict(name, "-", f"≥ {FRAME_CONVERSION_OF_COPY:g}×", None, "needs the copy at the same size")
+    span = ours.bytes_per_second / ref.bytes_per_second
+    ours_q, ref_q = _queued_bytes_per_second(ours), _queued_bytes_per_second(ref)
+    if ours_q is None or ref_q is None:
+        return _ratio_verdict(name, ours, ref, FRAME_CONVERSION_OF_COPY, "identity conversion (copy)", FRAME_ELEMENTS,
+                              "convert", bound_if_missed)
+    r = ours_q / ref_q
+    ok = r >= FRAME_CONVERSION_OF_COPY
+    measured = (f"{r:.2f}× on the device ({_gbs(ours_q)} vs {_gbs(ref_q)} GB/s, queued); "
+                f"{span:.2f}× as event spans")
+    return Verdict(name, measured, f"≥ {FRAME_CONVERSION_OF_COPY:g}×", ok,
+                   f"{(r - FRAME_CONVERSION_OF_COPY) * 100:+.0f} pts", "" if ok else bound_if_missed)
 
 
 def _largest_common(m: Measurements, a: tuple, b: tuple) -> int | None:
@@ -482,9 +518,10 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
         if conv == COPY_CONVERSION:
             continue
         op = "convert_" + conv
-        v.append(_ratio_verdict(f"{conv.replace('_to_', '→')} at 1920×1200 vs copy", m.get(da, op, FRAME_ELEMENTS),
-                                m.get(da, "convert_" + COPY_CONVERSION, FRAME_ELEMENTS), FRAME_CONVERSION_OF_COPY,
-                                "identity conversion (copy)", FRAME_ELEMENTS, op, CONVERSION_BOUNDS[conv]))
+        v.append(_frame_conversion_verdict(f"{conv.replace('_to_', '→')} at 1920×1200 vs copy",
+                                           m.get(da, op, FRAME_ELEMENTS),
+                                           m.get(da, "convert_" + COPY_CONVERSION, FRAME_ELEMENTS),
+                                           FRAME_CONVERSION_BOUNDS.get(conv, CONVERSION_BOUNDS[conv])))
 
     for op in ("upload_pageable", "download_pageable"):
         base = BASELINES[op]

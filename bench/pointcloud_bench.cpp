@@ -107,45 +107,6 @@ da::RegionOfInterestBox centralBox(const da::HostPointCloud& cloud) {
   return box;
 }
 
-// Seconds since t0.
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The device time of `body` when the host has enqueued all of it before the device
-// starts (queued_us, see the file comment), the median of a few runs.
-template <class Body>
-void timeQueued(benchmark::State& state, da::Stream& stream, Body& body) {
-  const da::ComputeDevice device = stream.device();
-  constexpr int kBytes = 1 << 30;  // about 0.7 ms of copying on a current GPU
-  const da::GpuMatND from({kBytes}, da::makeType(da::Depth::U8, 1), device);
-  da::GpuMatND to({kBytes}, da::makeType(da::Depth::U8, 1), device);
-  std::vector<double> spans, delays, enqueues;
-  for (int run = 0; run < 9; ++run) {
-    da::Event delayStart(device), start(device), stop(device);
-    delayStart.record(stream);
-    from.copyTo(to, stream);
-    start.record(stream);
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    const double hostSeconds = secondsSince(t0);
-    stop.record(stream);
-    stop.waitForCompletion();
-    const double delay = da::Event::elapsedTime(delayStart, start) * 1e-3;
-    if (hostSeconds >= delay) continue;  // the host, not the device, set the pace
-    spans.push_back(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e3);
-    delays.push_back(delay * 1e6);
-    enqueues.push_back(hostSeconds * 1e6);
-  }
-  const auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
-  state.counters["queued_us"] = median(spans);
-  state.counters["queued_delay_us"] = median(delays);
-  state.counters["enqueue_us"] = median(enqueues);
-}
-
 // Device-event time per iteration (manual time) and the host wall-clock time of the
 // same span as the host_us counter; on GPUs also queued_us.
 template <class Body>
@@ -161,12 +122,12 @@ void timeStage(benchmark::State& state, da::Stream& stream, Body&& body) {
     body();
     stop.record(stream);
     stop.waitForCompletion();
-    hostSeconds += secondsSince(t0);
+    hostSeconds += dabench::secondsSince(t0);
     state.SetIterationTime(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e-3);
   }
   state.counters["host_us"] =
       state.iterations() > 0 ? hostSeconds * 1e6 / static_cast<double>(state.iterations()) : 0.0;
-  if (dabench::isGpu(device)) timeQueued(state, stream, body);
+  if (dabench::isGpu(device)) dabench::timeQueued(state, stream, body);
 }
 
 // The calls of `body` captured once into a CUDA graph (after a warm-up run outside the

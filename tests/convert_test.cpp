@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/conversion_geometry.h"
 #include "devicearray/devicearray.hpp"
 #include "test_support.hpp"
 
@@ -317,6 +318,20 @@ TEST_P(ConvertTest, EveryColourPairIsExactAcrossTilesAndAlignments) {
         }
     });
   });
+}
+
+// 8-bit -> 8-bit conversions of DA_CVT_U8_ITEMS_MAX_ELEMENTS elements and more take
+// the tiled kernel, smaller ones the element-wise kernel that every other colour test
+// runs: these pairs (a swizzle that drops alpha, and an sRGB decode that adds it) run
+// just past the switch, at 16-byte and at 1-byte alignment.
+TEST_P(ConvertTest, LargeByteColourConversionsAreExact) {
+  const ComputeDevice device = GetParam();
+  const da::StreamOrQueue sq = device.sdkStreamOrQueue();
+  const int n = DA_CVT_U8_ITEMS_MAX_ELEMENTS + 4 * 1024 + 37;
+  const auto rgba = byteInputs<da::ColorRGBA>(n);
+  checkAcrossTilesAndAlignments<da::ColorBGR>(device, sq, rgba, [](const da::ColorRGBA& c) { return reference<da::ColorBGR>(c); }, 0, 0);
+  const auto rgb = byteInputs<da::ColorRGB_SRGB>(n);
+  checkAcrossTilesAndAlignments<da::ColorBGRA>(device, sq, rgb, [](const da::ColorRGB_SRGB& c) { return reference<da::ColorBGRA>(c); }, 1, 3);
 }
 
 TEST_P(ConvertTest, SrgbDecodeAndEncodeAreExactForAll256Codes) {

@@ -17,15 +17,20 @@
 #define DA_CVT_LOCAL_BYTES 28672
 #define DA_CVT_POINT_MIN_GROUPS 4
 #define DA_CVT_COLOR_MIN_GROUPS 7
-/* da_convert_color_f32_u8 (not tiled): consecutive elements per work item (4: the
- * kernel packs four 3-byte results into three words), elements per work-group, and
- * work-groups per multiprocessor. */
-#define DA_CVT_F32_U8_ITEMS 4
-#define DA_CVT_F32_U8_TILE (DA_CVT_GROUP * DA_CVT_F32_U8_ITEMS)
+/* The kernels that are not tiled (da_convert_color_f32_u8, da_convert_color_u8_u8_items):
+ * consecutive elements per work item (4: four 3-byte elements are three words) and
+ * elements per work-group; work-groups per multiprocessor of da_convert_color_f32_u8. */
+#define DA_CVT_ITEMS 4
+#define DA_CVT_ITEMS_TILE (DA_CVT_GROUP * DA_CVT_ITEMS)
 #define DA_CVT_F32_U8_MIN_GROUPS 6
-#if DA_CVT_F32_U8_ITEMS != 4
-#error "da_convert_color_f32_u8 packs four 3-byte elements into three words"
+#if DA_CVT_ITEMS != 4
+#error "the untiled conversion kernels pack four 3-byte elements into three words"
 #endif
+/* 8-bit -> 8-bit conversions of fewer elements than this take da_convert_color_u8_u8_items:
+ * their tiles would not fill the GPU (a 1920x1200 frame of RGBA -> BGR is 563 tiles
+ * for 924 work-group slots on an H200), and a tile's work-group stores nothing until
+ * its last load has arrived. */
+#define DA_CVT_U8_ITEMS_MAX_ELEMENTS (16 << 20)
 /* Elements per tile for the given source and destination element sizes: a multiple
  * of 16, so that both parts of the tile, and every tile's start in global memory,
  * stay 16-byte aligned. */

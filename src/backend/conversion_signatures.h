@@ -17,7 +17,7 @@
 #define DA_CONVERT_POINTS_Z_PARAMS(S0, B0, S, B)                                                                    \
   S0(da_i64, n) S(da_i64, stride) B(const float, src) S(int, srcChannels) B(float, dst)
 
-/* 8-bit colour -> 8-bit colour, through `table` when useTable is 1. */
+/* 8-bit colour -> 8-bit colour, through `table` when useTable is 1 (both kernels). */
 #define DA_CONVERT_COLOR_U8_U8_PARAMS(S0, B0, S, B)                                                                 \
   S0(da_i64, n) S(int, tile) B(const da_u8, src) S(int, srcChannels) S(int, srcR) S(int, srcG) S(int, srcB)         \
   S(int, srcA) S(int, srcAlign) B(da_u8, dst) S(int, dstChannels) S(int, dstR) S(int, dstG) S(int, dstB)            \
@@ -42,6 +42,7 @@ namespace devicearray::detail::kernels {
 DA_KERNEL_SIGNATURE(da_convert_points, DA_CONVERT_POINTS_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_points_z, DA_CONVERT_POINTS_Z_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_u8_u8, DA_CONVERT_COLOR_U8_U8_PARAMS);
+DA_KERNEL_SIGNATURE(da_convert_color_u8_u8_items, DA_CONVERT_COLOR_U8_U8_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_u8_f32, DA_CONVERT_COLOR_U8_F32_PARAMS);
 DA_KERNEL_SIGNATURE(da_convert_color_f32_u8, DA_CONVERT_COLOR_F32_U8_PARAMS);
 }  // namespace devicearray::detail::kernels

@@ -151,11 +151,15 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   }
 
   // One work-group of DA_CVT_GROUP work items per tile of consecutive elements, as
-  // many as fit the kernel's local memory (convert_formats.h).
+  // many as fit the kernel's local memory (convert_formats.h); float -> 8-bit colour
+  // and 8-bit conversions too small to fill the GPU with tiles take the untiled kernels
+  // (DA_CVT_ITEMS elements per work item).
   constexpr std::size_t kColorTableBytes = 2 * 256 * sizeof(float);  // da_convert_color_u8_f32's tables
   static_assert(DA_CVT_LOCAL_BYTES + kColorTableBytes <= 32 * 1024, "OpenCL 1.2 guarantees 32 KiB of local memory");
   const bool floatToU8 = from.isColor && from.depth == Depth::F32 && to.depth == Depth::U8;
-  const int tile = floatToU8 ? DA_CVT_F32_U8_TILE : DA_CVT_TILE(from.bytes, to.bytes);
+  const bool u8ToU8 = from.isColor && from.depth == Depth::U8 && to.depth == Depth::U8;
+  const bool u8ToU8Items = u8ToU8 && n < DA_CVT_U8_ITEMS_MAX_ELEMENTS;
+  const int tile = floatToU8 || u8ToU8Items ? DA_CVT_ITEMS_TILE : DA_CVT_TILE(from.bytes, to.bytes);
   const LaunchGeometry tiles = LaunchGeometry::groups((n + tile - 1) / tile, DA_CVT_GROUP);
   const auto count = static_cast<std::int64_t>(n);
   const int srcAlign = accessAlignment(src), dstAlign = accessAlignment(dst);
@@ -172,7 +176,12 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   use.add(tables.get());
   // A table of the device's ColorTables (color_tables.hpp), by member.
   auto table = [&](std::size_t offset) { return BufferRef{tables.get(), offset}; };
-  if (from.depth == Depth::U8 && to.depth == Depth::U8) {
+  if (u8ToU8Items) {
+    detail::launch<kernels::da_convert_color_u8_u8_items>(
+        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+        dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
+        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
+  } else if (u8ToU8) {
     detail::launch<kernels::da_convert_color_u8_u8>(
         q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
         dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,

@@ -8,5 +8,6 @@
 DA_CUDA_REGISTER(da_convert_points);
 DA_CUDA_REGISTER(da_convert_points_z);
 DA_CUDA_REGISTER(da_convert_color_u8_u8);
+DA_CUDA_REGISTER(da_convert_color_u8_u8_items);
 DA_CUDA_REGISTER(da_convert_color_u8_f32);
 DA_CUDA_REGISTER(da_convert_color_f32_u8);

@@ -245,6 +245,81 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
   da_cvt_tile_store(out, dst + first * dstChannels, count * dstChannels, dstAlign);
 }
 
+/* Writes the `count` (at most DA_CVT_ITEMS) consecutive 8-bit elements of one work
+ * item, element k's bytes in destination order in the low bytes of word[k], to `d`:
+ * one 16-byte store (4 channels) or three 4-byte stores (3 channels) where the
+ * address allows, bytes otherwise. `d` is a multiple of 16 (4 channels) or 12 (3
+ * channels) bytes from the start of the buffer, whose alignment the host passes. */
+DA_FN void da_cvt_store_items_u8(DA_GLOBAL da_u8* d, int count, int channels, int align, const da_u32* word) {
+  if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 4 && align >= 16) {
+    *(DA_GLOBAL da_u32x4*)d = da_make_u32x4(word[0], word[1], word[2], word[3]);
+  } else if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 3 && align >= 4) {
+    DA_GLOBAL da_u32* d32 = (DA_GLOBAL da_u32*)d;
+    d32[0] = word[0] | word[1] << 24;
+    d32[1] = word[1] >> 8 | word[2] << 16;
+    d32[2] = word[2] >> 16 | word[3] << 8;
+  } else {
+    for (int k = 0; k < count; ++k)
+      for (int j = 0; j < channels; ++j) d[k * channels + j] = (da_u8)(word[k] >> (8 * j));
+  }
+}
+
+/* Reads the `count` (at most DA_CVT_ITEMS) consecutive 8-bit elements of one work
+ * item from `s` into word[k] (element k's bytes in memory order, from the low byte;
+ * unused high bytes are 0), the mirror of da_cvt_store_items_u8. */
+DA_FN void da_cvt_load_items_u8(DA_GLOBAL const da_u8* s, int count, int channels, int align, da_u32* word) {
+  if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 4 && align >= 16) {
+    const da_u32x4 v = *(DA_GLOBAL const da_u32x4*)s;
+    word[0] = v.x;
+    word[1] = v.y;
+    word[2] = v.z;
+    word[3] = v.w;
+  } else if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 3 && align >= 4) {
+    DA_GLOBAL const da_u32* s32 = (DA_GLOBAL const da_u32*)s;
+    const da_u32 a = s32[0], b = s32[1], c = s32[2];
+    word[0] = a & 0xffffffu;
+    word[1] = (a >> 24 | b << 8) & 0xffffffu;
+    word[2] = (b >> 16 | c << 16) & 0xffffffu;
+    word[3] = c >> 8;
+  } else {
+DA_UNROLL
+    for (int k = 0; k < DA_CVT_ITEMS; ++k) {
+      word[k] = 0;
+      if (k < count)
+        for (int j = 0; j < channels; ++j) word[k] |= (da_u32)s[k * channels + j] << (8 * j);
+    }
+  }
+}
+
+/* 8-bit colour -> 8-bit colour, as da_convert_color_u8_u8, for conversions too small
+ * to fill the GPU with tiles: each work item converts DA_CVT_ITEMS consecutive
+ * elements straight from and to global memory (da_cvt_load_items_u8,
+ * da_cvt_store_items_u8), with no local memory and no barrier, so a work-group's
+ * stores need not wait for its slowest load. The table, when used, is read through
+ * the cache. `tile` is DA_CVT_ITEMS_TILE (the elements of one work-group). */
+DA_KERNEL_GROUP(da_convert_color_u8_u8_items, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
+    DA_PARAMS(DA_CONVERT_COLOR_U8_U8_PARAMS)) {
+  DA_BUFFERS_INIT(DA_CONVERT_COLOR_U8_U8_PARAMS);
+  const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_ITEMS * DA_LOCAL_ID();
+  if (first >= n) return;
+  const int count = n - first < DA_CVT_ITEMS ? (int)(n - first) : DA_CVT_ITEMS;
+  da_u32 word[DA_CVT_ITEMS];
+  da_cvt_load_items_u8(src + first * srcChannels, count, srcChannels, srcAlign, word);
+DA_UNROLL
+  for (int k = 0; k < DA_CVT_ITEMS; ++k) {
+    const da_u32 w = word[k];
+    da_u32 r = (w >> (8 * srcR)) & 0xffu, g = (w >> (8 * srcG)) & 0xffu, b = (w >> (8 * srcB)) & 0xffu;
+    const da_u32 a = srcA >= 0 ? (w >> (8 * srcA)) & 0xffu : 0xffu;
+    if (useTable) {
+      r = table[r];
+      g = table[g];
+      b = table[b];
+    }
+    word[k] = da_cvt_pack_rgb(r, g, b, dstR, dstG, dstB) | (dstA >= 0 ? a << (8 * dstA) : 0u);
+  }
+  da_cvt_store_items_u8(dst + first * dstChannels, count, dstChannels, dstAlign, word);
+}
+
 /* 8-bit colour -> float colour (4 channels): colour channels through colorTable
  * (c / 255 or the sRGB decoding), alpha through alphaTable (c / 255), 1.0 when the
  * source has no alpha. */
@@ -278,32 +353,32 @@ DA_KERNEL_GROUP(da_convert_color_u8_f32, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
 /* Float colour (4 channels) -> 8-bit colour: colour channels quantized linearly or
  * sRGB-encoded, alpha quantized linearly (dropped when the destination has none).
  *
- * Not tiled: each work item converts DA_CVT_F32_U8_ITEMS consecutive elements, loads
+ * Not tiled: each work item converts DA_CVT_ITEMS consecutive elements, loads
  * their 16-byte sources straight into registers and writes its results with one
  * 16-byte store (4-channel destination) or three 4-byte stores (3 channels), with no
  * local memory and no barrier. The bucket lookups (three or four per element, at
  * data-dependent addresses) make this kernel the slowest to issue, and a work-group
  * waiting at a barrier stops issuing them. Across a warp, the loads of one element
  * index read every fourth 16-byte word of 2 KiB; the other three indices find the rest
- * of those cache lines in the cache. `tile` is DA_CVT_F32_U8_TILE (the elements of one
+ * of those cache lines in the cache. `tile` is DA_CVT_ITEMS_TILE (the elements of one
  * work-group). */
 DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)(
     DA_PARAMS(DA_CONVERT_COLOR_F32_U8_PARAMS)) {
   DA_BUFFERS_INIT(DA_CONVERT_COLOR_F32_U8_PARAMS);
-  const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_F32_U8_ITEMS * DA_LOCAL_ID();
+  const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_ITEMS * DA_LOCAL_ID();
   if (first >= n) return;
-  const int count = n - first < DA_CVT_F32_U8_ITEMS ? (int)(n - first) : DA_CVT_F32_U8_ITEMS;
+  const int count = n - first < DA_CVT_ITEMS ? (int)(n - first) : DA_CVT_ITEMS;
   DA_GLOBAL const float* s = src + first * 4;
-  float4 v[DA_CVT_F32_U8_ITEMS];
+  float4 v[DA_CVT_ITEMS];
 DA_UNROLL
-  for (int k = 0; k < DA_CVT_F32_U8_ITEMS; ++k)
+  for (int k = 0; k < DA_CVT_ITEMS; ++k)
     if (k < count)
       v[k] = srcAlign >= 16 ? ((DA_GLOBAL const float4*)s)[k]
                             : da_make_float4(s[4 * k], s[4 * k + 1], s[4 * k + 2], s[4 * k + 3]);
   /* Element k's bytes in destination order, in the low bytes of word[k]. */
-  da_u32 word[DA_CVT_F32_U8_ITEMS];
+  da_u32 word[DA_CVT_ITEMS];
 DA_UNROLL
-  for (int k = 0; k < DA_CVT_F32_U8_ITEMS; ++k) {
+  for (int k = 0; k < DA_CVT_ITEMS; ++k) {
     word[k] = 0;
     if (k < count) {
       const da_u32 r = da_cvt_quantize(da_cvt_component(v[k], srcR), colorBuckets);
@@ -313,20 +388,7 @@ DA_UNROLL
       if (dstA >= 0) word[k] |= (da_u32)da_cvt_quantize(da_cvt_component(v[k], srcA), alphaBuckets) << (8 * dstA);
     }
   }
-  /* The work item's bytes start at a multiple of 16 (4 channels) or 12 (3 channels)
-   * bytes from the buffer, whose alignment the host passes. */
-  DA_GLOBAL da_u8* d = dst + first * dstChannels;
-  if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_F32_U8_ITEMS && dstChannels == 4 && dstAlign >= 16) {
-    *(DA_GLOBAL da_u32x4*)d = da_make_u32x4(word[0], word[1], word[2], word[3]);
-  } else if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_F32_U8_ITEMS && dstChannels == 3 && dstAlign >= 4) {
-    DA_GLOBAL da_u32* d32 = (DA_GLOBAL da_u32*)d;
-    d32[0] = word[0] | word[1] << 24;
-    d32[1] = word[1] >> 8 | word[2] << 16;
-    d32[2] = word[2] >> 16 | word[3] << 8;
-  } else {
-    for (int k = 0; k < count; ++k)
-      for (int j = 0; j < dstChannels; ++j) d[k * dstChannels + j] = (da_u8)(word[k] >> (8 * j));
-  }
+  da_cvt_store_items_u8(dst + first * dstChannels, count, dstChannels, dstAlign, word);
 }
 
 #endif /* OpenCL or CUDA */

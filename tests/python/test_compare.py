@@ -177,8 +177,12 @@ def frame_pipeline_docs():
         entry(f"clone_continuous/cuda0/{GIB}/manual_time", 513000, bps=4000e9),  # the copy bandwidth: 4 TB/s
         entry("clone_continuous/cuda0/9216000/manual_time", 10, unit="us", bps=1843.2e9),
         entry("baseline_cudaMemcpyAsync_d2d/cuda0/9216000/manual_time", 9, unit="us", bps=2048e9),
-        entry(f"convert_XYZW_to_XYZW/cuda0/{FRAME}/manual_time", 20, unit="us", bps=3.0e12),
+        # queued: 6e7 B in 16 µs = 3.75e12 B/s on the device
+        entry(f"convert_XYZW_to_XYZW/cuda0/{FRAME}/manual_time", 20, unit="us", bps=3.0e12, queued_us=16.0),
         entry(f"convert_XYZ_to_Z/cuda0/{FRAME}/manual_time", 10, unit="us", bps=2.4e12),
+        # 1.6e7 B: queued 6 µs = 2.667e12 B/s (0.71 of the copy), 5 µs = 3.2e12 (0.85)
+        entry(f"convert_RGB_to_BGRA/cuda0/{FRAME}/manual_time", 10, unit="us", bps=1.6e12, queued_us=6.0),
+        entry(f"convert_RGBAf_to_RGBA_SRGB/cuda0/{FRAME}/manual_time", 8, unit="us", bps=2.0e12, queued_us=5.0),
         entry(f"pc_pipeline/cuda0/{FRAME}/manual_time", 100, unit="us", bytes=1e8),
         entry(f"pc_unorganize/cuda0/{FRAME}/manual_time", 25, unit="us"),
         entry(f"pc_voxel/cuda0/{FRAME}/manual_time", 40, unit="us"),
@@ -234,9 +238,16 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     assert t.ok is True and t.measured.startswith("1.80× (opencl0 180 µs)") and t.margin == "+0.20×"
     t = v["9.2 MB clone vs cudaMemcpyAsync D2D"]  # 1843.2 / 2048 = 0.90
     assert t.ok is True and t.margin == "+0 pts"
-    t = v["XYZ→Z at 1920×1200 vs copy"]  # 2.4 / 3.0 = 0.80
+    t = v["XYZ→Z at 1920×1200 vs copy"]  # no queued time: the spans, 2.4 / 3.0 = 0.80
     assert t.ok is True and t.margin == "+5 pts"
     assert v["RGBA→BGR at 1920×1200 vs copy"].ok is None
+    # Judged on device time where both sides have it; the span ratio (1.6 / 3.0) is shown.
+    t = v["RGB→BGRA at 1920×1200 vs copy"]
+    assert t.ok is False and t.margin == "-4 pts"
+    assert t.measured == "0.71× on the device (2666.7 vs 3750.0 GB/s, queued); 0.53× as event spans"
+    assert t.bound.startswith("16 MB against the copy's 74 MB")
+    t = v["RGBAf→RGBA_SRGB at 1920×1200 vs copy"]
+    assert t.ok is True and t.margin == "+10 pts" and t.bound == ""
     t = v["upload pageable vs plain cudaMemcpy, every size ≥ 4 KiB"]  # worst 0.41 / 0.5 = 0.82 at 4 KiB
     assert t.ok is False and t.measured == "0.82× (worst, at 4 KiB)" and t.margin == "-18 pts"
     t = v["upload pageable vs plain cudaMemcpy, ≥ 256 MiB"]  # 27 / 10 = 2.7
