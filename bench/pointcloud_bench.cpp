@@ -15,10 +15,11 @@
 //
 // On GPUs the span can be the host's: the device finishes each call before the host
 // has enqueued the next. queued_us is the span of the same calls enqueued behind a
-// long device copy (queued_delay_us), so the device runs them back to back: the
-// device's own time. It is 0 where the host did not finish enqueuing before the copy
-// did (queued_us would again be the host's). enqueue_us is the host's time to make
-// those calls while the device is busy: what a frame loop pays on the host per call.
+// delay on the device (queued_delay_us; dabench::timeQueued), so the device runs them
+// back to back: the device's own time, on which bench/compare.py judges the stage
+// targets. It is 0 where the host did not finish enqueuing before the delay ended
+// (queued_us would again be the host's). enqueue_us is the host's time to make those
+// calls while the device is busy: what a frame loop pays on the host per call.
 //
 // pc_pipeline_graph (CUDA devices) is the pipeline captured once into a CUDA graph and
 // launched once per frame: what a frame loop that replays a graph pays.
