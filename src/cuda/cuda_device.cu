@@ -537,24 +537,6 @@ void CudaDevice::releaseOrderingEvent(cudaEvent_t event) noexcept {
   if (guard.ok() && cudaEventDestroy(event) != cudaSuccess) (void)cudaGetLastError();
 }
 
-bool CudaDevice::freedAfterLibraryWorkOnly(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept {
-  if (pending.size() != 1) return false;
-  const auto* e = dynamic_cast<const CudaEvent*>(pending.front().get());
-  if (e == nullptr || e->capture().captured() || libraryQueue_ == nullptr) return false;
-  const cudaStream_t library = static_cast<CudaQueue&>(*libraryQueue_).stream();
-  if (e->queueKey() != libraryQueue_->key()) return false;
-  // A caller may be capturing the library's stream through its handle: the free would
-  // become a node of that graph.
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(library, &status) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  if (status != cudaStreamCaptureStatusNone) return false;
-  freeAsync(p, library);
-  return true;
-}
-
 void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept {
   DeviceGuard guard(ordinal_, std::nothrow);
   if (!guard.ok()) return;  // runtime gone (process exit): the memory dies with the context
@@ -570,7 +552,6 @@ void CudaDevice::releaseInStreamOrder(void* p, const std::vector<std::shared_ptr
     (void)cudaGetLastError();
     return;
   }
-  if (freedAfterLibraryWorkOnly(p, pending)) return;
   for (const auto& event : pending) {
     auto* e = dynamic_cast<CudaEvent*>(event.get());
     // A captured event marks a graph node: the graph held this memory until its

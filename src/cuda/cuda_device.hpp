@@ -216,14 +216,9 @@ class CudaDevice final : public DeviceImpl {
   cudaEvent_t acquireOrderingEvent();
   void releaseOrderingEvent(cudaEvent_t event) noexcept;
   /// Frees `p` on the release stream after every event in `pending` (captured events
-  /// excepted: the graphs that hold memory release it after their launches), or on the
-  /// library stream (freedAfterLibraryWorkOnly). Never throws.
+  /// excepted: the graphs that hold memory release it after their launches). Never
+  /// throws.
   void releaseInStreamOrder(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
-  /// Frees `p` on the library stream, with no wait, when the only recorded work on it
-  /// is the library stream's own (memory the library allocated and used there, such
-  /// as the blocking calls' and the GpuMatND constructor's): the release stream would
-  /// only add a wait for that stream. False, having done nothing, otherwise.
-  bool freedAfterLibraryWorkOnly(void* p, const std::vector<std::shared_ptr<EventImpl>>& pending) noexcept;
   /// The stream releases wait on and free on (created on first use, never destroyed).
   /// Not the library's stream: that stream would then wait for the work of every
   /// stream whose memory is freed, and so would the reads and blocking calls made on it
