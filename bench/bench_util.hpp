@@ -61,10 +61,10 @@ inline double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-#if DEVICEARRAY_HAS_CUDA
-/// Holds `stream` (a cudaStream_t) back for `microseconds` on the device without
-/// touching memory (device_delay.cu).
-void delayCudaStream(void* stream, double microseconds);
+#if defined(DEVICEARRAY_HAS_CUDA)
+/// Holds `stream` (a cudaStream_t of CUDA device `device`) back for `microseconds` on
+/// the device without touching memory (device_delay.cu).
+void delayCudaStream(void* stream, int device, double microseconds);
 #endif
 
 /// The device's own time for `body`: its calls are enqueued behind a delay on the
@@ -79,7 +79,7 @@ template <class Body>
 void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body) {
   namespace da = devicearray;
   const da::ComputeDevice device = stream.device();
-#if DEVICEARRAY_HAS_CUDA
+#if defined(DEVICEARRAY_HAS_CUDA)
   const bool spin = device.backend() == da::ComputeBackend::cuda;
 #else
   const bool spin = false;
@@ -94,8 +94,8 @@ void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body
   for (int run = 0; run < 9; ++run) {
     da::Event delayStart(device), start(device), stop(device);
     delayStart.record(stream);
-#if DEVICEARRAY_HAS_CUDA
-    if (spin) delayCudaStream(stream.handle().stream, 1000.0);
+#if defined(DEVICEARRAY_HAS_CUDA)
+    if (spin) delayCudaStream(stream.handle().stream, device.ordinal(), 1000.0);
 #endif
     if (!spin) from.copyTo(to, stream);
     start.record(stream);

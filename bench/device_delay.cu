@@ -21,9 +21,16 @@ __global__ void spinUntilElapsed(unsigned long long nanoseconds) {
 
 namespace dabench {
 
-void delayCudaStream(void* stream, double microseconds) {
+void delayCudaStream(void* stream, int device, double microseconds) {
+  // This program's CUDA runtime is its own (the library keeps its runtime private), so
+  // its current device is set here: a launch must be made on the stream's device.
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess)
+    throw std::runtime_error("delayCudaStream: cannot select the stream's device");
   spinUntilElapsed<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<unsigned long long>(microseconds * 1e3));
-  if (cudaGetLastError() != cudaSuccess) throw std::runtime_error("delayCudaStream: the launch failed");
+  const cudaError_t launched = cudaGetLastError();
+  (void)cudaSetDevice(previous);
+  if (launched != cudaSuccess) throw std::runtime_error("delayCudaStream: the launch failed");
 }
 
 }  // namespace dabench

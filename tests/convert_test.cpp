@@ -243,8 +243,9 @@ DeviceArray<F> viewAt(const da::GpuMatND& whole, std::size_t byteOffset, std::si
 }
 
 /// convertInto between views at byte offsets into larger buffers: the kernels convert
-/// consecutive elements per work-group (in tiles, or element-wise for PointZ and float
-/// -> 8-bit) and pick 16-, 4- or 1-byte global accesses by each side's alignment, so
+/// consecutive elements per work-group (in tiles, or element-wise for PointZ, float ->
+/// 8-bit and 8-bit conversions below DA_CVT_U8_ITEMS_MAX_ELEMENTS) and pick 16-, 4- or
+/// 1-byte global accesses by each side's alignment, so
 /// every pair is run over several work-groups with a ragged end, with
 /// source and destination at offsets that give each alignment. The bytes around the
 /// destination must keep their values.
@@ -322,16 +323,20 @@ TEST_P(ConvertTest, EveryColourPairIsExactAcrossTilesAndAlignments) {
 
 // 8-bit -> 8-bit conversions of DA_CVT_U8_ITEMS_MAX_ELEMENTS elements and more take
 // the tiled kernel, smaller ones the element-wise kernel that every other colour test
-// runs: these pairs (a swizzle that drops alpha, and an sRGB decode that adds it) run
-// just past the switch, at 16-byte and at 1-byte alignment.
-TEST_P(ConvertTest, LargeByteColourConversionsAreExact) {
+// runs. Just past the switch: a swizzle that drops alpha (16-byte aligned) and an sRGB
+// decode that keeps a varying alpha (1-byte aligned), so neither the alpha byte's place
+// nor the table's channels can go wrong unseen. Just below it: the decode again, with a
+// ragged end of two elements.
+TEST_P(ConvertTest, ByteColourConversionsAreExactOnBothSidesOfTheKernelSwitch) {
   const ComputeDevice device = GetParam();
   const da::StreamOrQueue sq = device.sdkStreamOrQueue();
-  const int n = DA_CVT_U8_ITEMS_MAX_ELEMENTS + 4 * 1024 + 37;
-  const auto rgba = byteInputs<da::ColorRGBA>(n);
-  checkAcrossTilesAndAlignments<da::ColorBGR>(device, sq, rgba, [](const da::ColorRGBA& c) { return reference<da::ColorBGR>(c); }, 0, 0);
-  const auto rgb = byteInputs<da::ColorRGB_SRGB>(n);
-  checkAcrossTilesAndAlignments<da::ColorBGRA>(device, sq, rgb, [](const da::ColorRGB_SRGB& c) { return reference<da::ColorBGRA>(c); }, 1, 3);
+  const int tiled = DA_CVT_U8_ITEMS_MAX_ELEMENTS + 4 * 1024 + 37;
+  const int items = DA_CVT_U8_ITEMS_MAX_ELEMENTS - 2;
+  const auto decode = [](const da::ColorRGBA_SRGB& c) { return reference<da::ColorBGRA>(c); };
+  checkAcrossTilesAndAlignments<da::ColorBGR>(device, sq, byteInputs<da::ColorRGBA>(tiled),
+                                              [](const da::ColorRGBA& c) { return reference<da::ColorBGR>(c); }, 0, 0);
+  checkAcrossTilesAndAlignments<da::ColorBGRA>(device, sq, byteInputs<da::ColorRGBA_SRGB>(tiled), decode, 1, 3);
+  checkAcrossTilesAndAlignments<da::ColorBGRA>(device, sq, byteInputs<da::ColorRGBA_SRGB>(items), decode, 4, 8);
 }
 
 TEST_P(ConvertTest, SrgbDecodeAndEncodeAreExactForAll256Codes) {

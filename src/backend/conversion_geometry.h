@@ -27,9 +27,9 @@
 #error "the untiled conversion kernels pack four 3-byte elements into three words"
 #endif
 /* 8-bit -> 8-bit conversions of fewer elements than this take da_convert_color_u8_u8_items:
- * their tiles would not fill the GPU (a 1920x1200 frame of RGBA -> BGR is 563 tiles
- * for 924 work-group slots on an H200), and a tile's work-group stores nothing until
- * its last load has arrived. */
+ * a camera frame is fewer tiles than a large GPU has work-group slots, and a tile's
+ * work-group stores nothing until its last load has arrived. Above it, the tiles
+ * keep more loads in flight. */
 #define DA_CVT_U8_ITEMS_MAX_ELEMENTS (16 << 20)
 /* Elements per tile for the given source and destination element sizes: a multiple
  * of 16, so that both parts of the tile, and every tile's start in global memory,

@@ -2,7 +2,8 @@
  * once for CUDA and OpenCL.
  *
  * Memory access: a work-group converts one tile of consecutive elements in three
- * steps (float -> 8-bit colour excepted, see da_convert_color_f32_u8): it copies the
+ * steps (float -> 8-bit colour and small 8-bit -> 8-bit conversions excepted, see
+ * da_convert_color_f32_u8 and da_convert_color_u8_u8_items): it copies the
  * tile's source bytes into local memory in 16-byte words, each work item converts
  * elements of the tile from local to local memory, and the group copies the converted
  * bytes out, again in 16-byte words. Element sizes of 3, 12 or 4 bytes never line up
@@ -247,20 +248,26 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GROUPS)(
 
 /* Writes the `count` (at most DA_CVT_ITEMS) consecutive 8-bit elements of one work
  * item, element k's bytes in destination order in the low bytes of word[k], to `d`:
- * one 16-byte store (4 channels) or three 4-byte stores (3 channels) where the
- * address allows, bytes otherwise. `d` is a multiple of 16 (4 channels) or 12 (3
+ * one 16-byte store (4 channels) or 4-byte stores (3 or 4 channels) where the address
+ * allows, bytes otherwise. `d` is a multiple of 16 (4 channels) or 12 (3
  * channels) bytes from the start of the buffer, whose alignment the host passes. */
 DA_FN void da_cvt_store_items_u8(DA_GLOBAL da_u8* d, int count, int channels, int align, const da_u32* word) {
   if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 4 && align >= 16) {
     *(DA_GLOBAL da_u32x4*)d = da_make_u32x4(word[0], word[1], word[2], word[3]);
+  } else if (DA_CVT_LITTLE_ENDIAN && channels == 4 && align >= 4) {
+DA_UNROLL
+    for (int k = 0; k < DA_CVT_ITEMS; ++k)
+      if (k < count) ((DA_GLOBAL da_u32*)d)[k] = word[k];
   } else if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 3 && align >= 4) {
     DA_GLOBAL da_u32* d32 = (DA_GLOBAL da_u32*)d;
     d32[0] = word[0] | word[1] << 24;
     d32[1] = word[1] >> 8 | word[2] << 16;
     d32[2] = word[2] >> 16 | word[3] << 8;
   } else {
-    for (int k = 0; k < count; ++k)
-      for (int j = 0; j < channels; ++j) d[k * channels + j] = (da_u8)(word[k] >> (8 * j));
+DA_UNROLL
+    for (int k = 0; k < DA_CVT_ITEMS; ++k)
+      if (k < count)
+        for (int j = 0; j < channels; ++j) d[k * channels + j] = (da_u8)(word[k] >> (8 * j));
   }
 }
 
@@ -274,6 +281,9 @@ DA_FN void da_cvt_load_items_u8(DA_GLOBAL const da_u8* s, int count, int channel
     word[1] = v.y;
     word[2] = v.z;
     word[3] = v.w;
+  } else if (DA_CVT_LITTLE_ENDIAN && channels == 4 && align >= 4) {
+DA_UNROLL
+    for (int k = 0; k < DA_CVT_ITEMS; ++k) word[k] = k < count ? ((DA_GLOBAL const da_u32*)s)[k] : 0u;
   } else if (DA_CVT_LITTLE_ENDIAN && count == DA_CVT_ITEMS && channels == 3 && align >= 4) {
     DA_GLOBAL const da_u32* s32 = (DA_GLOBAL const da_u32*)s;
     const da_u32 a = s32[0], b = s32[1], c = s32[2];
@@ -302,7 +312,7 @@ DA_KERNEL_GROUP(da_convert_color_u8_u8_items, DA_CVT_GROUP, DA_CVT_COLOR_MIN_GRO
   DA_BUFFERS_INIT(DA_CONVERT_COLOR_U8_U8_PARAMS);
   const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_ITEMS * DA_LOCAL_ID();
   if (first >= n) return;
-  const int count = n - first < DA_CVT_ITEMS ? (int)(n - first) : DA_CVT_ITEMS;
+  const int count = da_cvt_tile_count(n, first, DA_CVT_ITEMS);
   da_u32 word[DA_CVT_ITEMS];
   da_cvt_load_items_u8(src + first * srcChannels, count, srcChannels, srcAlign, word);
 DA_UNROLL
@@ -367,7 +377,7 @@ DA_KERNEL_GROUP(da_convert_color_f32_u8, DA_CVT_GROUP, DA_CVT_F32_U8_MIN_GROUPS)
   DA_BUFFERS_INIT(DA_CONVERT_COLOR_F32_U8_PARAMS);
   const da_i64 first = DA_GROUP_ID() * tile + DA_CVT_ITEMS * DA_LOCAL_ID();
   if (first >= n) return;
-  const int count = n - first < DA_CVT_ITEMS ? (int)(n - first) : DA_CVT_ITEMS;
+  const int count = da_cvt_tile_count(n, first, DA_CVT_ITEMS);
   DA_GLOBAL const float* s = src + first * 4;
   float4 v[DA_CVT_ITEMS];
 DA_UNROLL

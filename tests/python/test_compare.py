@@ -234,8 +234,8 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     t = v["2448×2048 normals vs its memory bound"]  # 5 / 8 = 62 %, and under 10 µs anyway
     assert t.ok is True and t.measured.endswith("(62%)")
     assert v["2448×2048 roi vs its memory bound"].ok is None  # not measured
-    t = v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"]  # opencl0: 180 / 100
-    assert t.ok is True and t.measured.startswith("1.80× (opencl0 180 µs)") and t.margin == "+0.20×"
+    t = v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"]  # opencl0: 180 / 100, no queued times
+    assert t.ok is True and t.measured == "1.80× (opencl0 180 µs; event spans)" and t.margin == "+0.20×"
     t = v["9.2 MB clone vs cudaMemcpyAsync D2D"]  # 1843.2 / 2048 = 0.90
     assert t.ok is True and t.margin == "+0 pts"
     t = v["XYZ→Z at 1920×1200 vs copy"]  # no queued time: the spans, 2.4 / 3.0 = 0.80
@@ -264,6 +264,18 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     t = v["1920×1200 streaming (process --frames, page-locked frames) vs its bound"]
     assert t.ok is True and t.measured == "1100 frames/s of 1194 (92%)" and t.margin == "+2 pts"
     assert v["2448×2048 streaming (process --frames, page-locked frames) vs its bound"].ok is None
+
+
+def test_the_opencl_ratio_takes_device_times_only_when_every_side_has_them():
+    rows = [entry(f"pc_pipeline/cuda0/{FRAME}/manual_time", 150, unit="us", queued_us=130.0),
+            entry(f"pc_pipeline/opencl0/{FRAME}/manual_time", 800, unit="us", queued_us=325.0)]
+    v = by_target(compare.frame_pipeline_targets(compare.load_results([{"context": {}, "benchmarks": rows}], None)))
+    t = v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"]  # 325 / 130 = 2.5
+    assert t.ok is False and t.measured == "2.50× (opencl0 325 µs; on the device, CUDA 130 µs)"
+    # Without the OpenCL side's queued time, both sides are spans: 800 / 150 = 5.33.
+    rows[1] = entry(f"pc_pipeline/opencl0/{FRAME}/manual_time", 800, unit="us")
+    v = by_target(compare.frame_pipeline_targets(compare.load_results([{"context": {}, "benchmarks": rows}], None)))
+    assert v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"].measured == "5.33× (opencl0 800 µs; event spans)"
 
 
 def test_an_opencl_device_is_reported_without_cuda_baselines():
