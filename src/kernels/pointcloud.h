@@ -533,6 +533,17 @@ DA_FN void da_vx_sums_add_share(da_vx_sums* t, long k, int slot, DA_GLOBAL const
   for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t->w[c] += tileWords[DA_VX_SUM_WORDS * at + c];
 }
 
+/* Lane `lane` of a tile's sums in local memory (da_vx_reduce_tiles: laneF holds
+ * DA_VX_SUM_FLOATS rows of DA_VX_TILE floats, laneW DA_VX_SUM_WORDS rows of words). */
+DA_FN void da_vx_sums_store_lane(const da_vx_sums* t, int lane, DA_LOCAL float* laneF, DA_LOCAL da_u64* laneW) {
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) laneF[c * DA_VX_TILE + lane] = t->f[c];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) laneW[c * DA_VX_TILE + lane] = t->w[c];
+}
+DA_FN void da_vx_sums_add_lane(da_vx_sums* t, int lane, DA_LOCAL const float* laneF, DA_LOCAL const da_u64* laneW) {
+  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t->f[c] += laneF[c * DA_VX_TILE + lane];
+  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t->w[c] += laneW[c * DA_VX_TILE + lane];
+}
+
 /* Output voxel o from its sums: SNR^2-weighted mean position (plain mean when the
  * weights are all 0 or there is no SNR), mean colour rounded half up (sRGB codes: their
  * mean in linear light, encoded back), sqrt(sum SNR^2), the sum of the valid normals
@@ -599,8 +610,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   if (key != DA_VOXEL_INVALID_KEY)
     da_vx_sums_of_point(&t, (long)order[j], hasColor, srgb, hasSnr, hasNormals, xyzIn, rgbaIn, snrIn, normalsIn,
                         srgbDecode);
-  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) laneF[c * DA_VX_TILE + lane] = t.f[c];
-  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) laneW[c * DA_VX_TILE + lane] = t.w[c];
+  da_vx_sums_store_lane(&t, lane, laneF, laneW);
   /* A run starts at the tile's first position and wherever the key changes. */
   laneStarts[lane] = lane == 0 || j >= n || keys[j - 1] != key;
   DA_BARRIER();
@@ -612,13 +622,9 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   int from = lane;
   while (from > block && !laneStarts[from]) --from;
   da_vx_sums_clear(&t);
-  for (int at = from; at <= lane; ++at) {
-    for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t.f[c] += laneF[c * DA_VX_TILE + at];
-    for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t.w[c] += laneW[c * DA_VX_TILE + at];
-  }
+  for (int at = from; at <= lane; ++at) da_vx_sums_add_lane(&t, at, laneF, laneW);
   DA_BARRIER(); /* every work item has read the terms it sums */
-  for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) laneF[c * DA_VX_TILE + lane] = t.f[c];
-  for (int c = 0; c < DA_VX_SUM_WORDS; ++c) laneW[c * DA_VX_TILE + lane] = t.w[c];
+  da_vx_sums_store_lane(&t, lane, laneF, laneW);
   laneFrom[lane] = from;
   DA_BARRIER();
   if (key == DA_VOXEL_INVALID_KEY) return;
@@ -629,8 +635,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   int begin = from;
   while (begin > 0 && begin % DA_VX_SUB == 0 && !laneStarts[begin]) {
     const int end = begin - 1;
-    for (int c = 0; c < DA_VX_SUM_FLOATS; ++c) t.f[c] += laneF[c * DA_VX_TILE + end];
-    for (int c = 0; c < DA_VX_SUM_WORDS; ++c) t.w[c] += laneW[c * DA_VX_TILE + end];
+    da_vx_sums_add_lane(&t, end, laneF, laneW);
     begin = laneFrom[end];
   }
   /* The run entered from the tile before when the key before the tile's start is its
