@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/parallel_primitives.hpp"
@@ -203,30 +204,19 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
   expectErrorCode(ErrorCode::InvalidArgument,
                   [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {a.get(), 1000}, {b.get(), 0}, 100, 64); },
                   "sorted keys written over the input values");
-  expectErrorCode(ErrorCode::InvalidArgument,
-                  [&] {
-                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
-                                      {b.get(), 4});
-                  },
-                  "key width inside the sorted keys");
-  expectErrorCode(ErrorCode::InvalidArgument,
-                  [&] {
-                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
-                                      {b.get(), 4094});
-                  },
-                  "key width past the end of its buffer");
-  expectErrorCode(ErrorCode::InvalidArgument,
-                  [&] {
-                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
-                                      {b.get(), 4092});
-                  },
-                  "the zero word after the key width past the end of its buffer");
-  expectErrorCode(ErrorCode::InvalidArgument,
-                  [&] {
-                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
-                                      {a.get(), 796});
-                  },
-                  "key width words over the input keys and values");
+  // The key width and the zero word after it: two words of their own.
+  const std::pair<BufferRef, const char*> badWidthWords[] = {
+      {{b.get(), 4}, "key width inside the sorted keys"},
+      {{b.get(), 4094}, "key width past the end of its buffer"},
+      {{b.get(), 4092}, "the zero word after the key width past the end of its buffer"},
+      {{a.get(), 796}, "key width words over the input keys and values"}};
+  for (const auto& [width, what] : badWidthWords)
+    expectErrorCode(ErrorCode::InvalidArgument,
+                    [&, width = width] {
+                      p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                        width);
+                    },
+                    what);
   for (const int guess : {-1, 64})
     expectErrorCode(ErrorCode::InvalidArgument,
                     [&] {

@@ -78,6 +78,22 @@ class PointCloudTest : public testing::TestWithParam<ComputeDevice> {
  protected:
   ComputeDevice dev() const { return GetParam(); }
   StreamOrQueue sq() const { return GetParam().sdkStreamOrQueue(); }
+
+  /// source.voxelDownsampled(voxelSize, minPts), blocking and as a stream call, against
+  /// the reference voxels `want`.
+  template <class Cloud>
+  void expectVoxelGrid(const Cloud& source, float voxelSize, int minPts, const pcref::Cloud& want) const {
+    for (const bool onStream : {false, true}) {
+      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
+      const UnorganizedPointCloud v =
+          onStream ? source.voxelDownsampled(voxelSize, minPts, sq()) : source.voxelDownsampled(voxelSize, minPts);
+      ASSERT_EQ(v.size(), want.xyz.size());
+      if (want.xyz.empty()) continue;
+      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(v.storedColors().toHost(), want.rgba);
+      expectSnrNear(v.storedSNRs().toHost(), want.snr);
+    }
+  }
 };
 
 TEST_P(PointCloudTest, UploadDownloadRoundTripsAndAccessorsMatch) {
@@ -333,17 +349,8 @@ TEST_P(PointCloudTest, VoxelDownsamplingMatchesReference) {
                                          {37, 53, 1e5f, 1}, {37, 53, 1.0f, 1}, {37, 53, 0.4f, 1}}) {
     const pcref::Cloud c = randomCloud(h, w, 30 + std::uint32_t(w), 0.2);
     const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
-    const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);
-    for (const bool onStream : {false, true}) {
-      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
-      const UnorganizedPointCloud v =
-          onStream ? u.voxelDownsampled(voxelSize, minPts, sq()) : u.voxelDownsampled(voxelSize, minPts);
-      ASSERT_EQ(v.size(), want.xyz.size());
-      if (want.xyz.empty()) continue;
-      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
-      expectColorsEqual(v.storedColors().toHost(), want.rgba);
-      expectSnrNear(v.storedSNRs().toHost(), want.snr);
-    }
+    expectVoxelGrid(u, voxelSize, minPts, pcref::voxel(pcref::compact(c), voxelSize, minPts));
+    if (HasFatalFailure()) return;
   }
   const pcref::Cloud c = randomCloud(37, 53, 40);
   const UnorganizedPointCloud u = upload(c, dev()).toUnorganizedPointCloud();
@@ -504,16 +511,8 @@ TEST_P(PointCloudTest, VoxelGridsOfLargeCloudsNumberEveryVoxelOnce) {
   const pcref::Cloud c = randomCloud(400, 1000, 91, 0.3);
   const PointCloud grid = upload(c, dev());
   for (auto [voxelSize, minPts] : {std::pair{40.0f, 1}, {40.0f, 12}, {12.0f, 1}, {12.0f, 2}}) {
-    const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, minPts);
-    for (const bool onStream : {false, true}) {
-      SCOPED_TRACE(testing::Message() << voxelSize << " mm, min " << minPts << (onStream ? ", stream" : ", blocking"));
-      const UnorganizedPointCloud v =
-          onStream ? grid.voxelDownsampled(voxelSize, minPts, sq()) : grid.voxelDownsampled(voxelSize, minPts);
-      ASSERT_EQ(v.size(), want.xyz.size());
-      expectPointsNear(v.storedXYZ().toHost(), want.xyz, "voxel xyz");
-      expectColorsEqual(v.storedColors().toHost(), want.rgba);
-      expectSnrNear(v.storedSNRs().toHost(), want.snr);
-    }
+    expectVoxelGrid(grid, voxelSize, minPts, pcref::voxel(pcref::compact(c), voxelSize, minPts));
+    if (HasFatalFailure()) return;
   }
 }
 
