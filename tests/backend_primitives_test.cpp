@@ -51,25 +51,48 @@ class Primitives : public Backend {
   }
   /// Sorts (keys, their indices) with `p` by bits [0, endBit) (and the key width word
   /// holding `width`, when given) and checks the result against std::stable_sort of the
-  /// whole keys: the callers' keys differ only in those bits.
+  /// whole keys: the callers' keys differ only in those bits. With `keyedEnd`, the keyed
+  /// end word holds it (the callers' keys from there on are all ones), and only the
+  /// outputs before it are checked, against the sort of the keys before it.
   void expectStableSort(devicearray::detail::ParallelPrimitives& p, const std::vector<std::uint64_t>& keys,
-                        int endBit, std::optional<std::uint32_t> width = std::nullopt, int likelyWidth = 0) {
+                        int endBit, std::optional<std::uint32_t> width = std::nullopt, int likelyWidth = 0,
+                        std::optional<std::uint32_t> keyedEnd = std::nullopt, std::size_t likelyKeyedEnd = 0) {
     const std::size_t n = keys.size();
     std::vector<std::uint32_t> values(n);
     std::iota(values.begin(), values.end(), 0u);
     auto keysIn = upload(keys), valuesIn = upload(values);
-    auto word = upload(std::vector<std::uint32_t>{width.value_or(0), 0u});  // the width, then a zero word
+    // The width, then a zero word, then the keyed end.
+    auto words = upload(std::vector<std::uint32_t>{width.value_or(0), 0u, keyedEnd.value_or(0)});
     auto keysOut = dev().allocate(n * 8, q()), valuesOut = dev().allocate(n * 4, q());
     p.sortPairsU64U32(q(), {keysIn.get(), 0}, {valuesIn.get(), 0}, {keysOut.get(), 0}, {valuesOut.get(), 0}, n, endBit,
-                      width ? BufferRef{word.get(), 0} : BufferRef{}, likelyWidth);
-    std::vector<std::uint32_t> order(values);
+                      width ? BufferRef{words.get(), 0} : BufferRef{}, likelyWidth,
+                      keyedEnd ? BufferRef{words.get(), 8} : BufferRef{}, likelyKeyedEnd);
+    const std::size_t sorted = keyedEnd ? std::min<std::size_t>(n, *keyedEnd) : n;
+    std::vector<std::uint32_t> order(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(sorted));
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
-    std::vector<std::uint64_t> sortedKeys(n);
-    for (std::size_t i = 0; i < n; ++i) sortedKeys[i] = keys[order[i]];
-    EXPECT_EQ(download<std::uint64_t>(*keysOut, n), sortedKeys);
-    EXPECT_EQ(download<std::uint32_t>(*valuesOut, n), order);
+    std::vector<std::uint64_t> sortedKeys(sorted);
+    for (std::size_t i = 0; i < sorted; ++i) sortedKeys[i] = keys[order[i]];
+    if (sorted > 0) {
+      EXPECT_EQ(download<std::uint64_t>(*keysOut, sorted), sortedKeys);
+      EXPECT_EQ(download<std::uint32_t>(*valuesOut, sorted), order);
+    }
     EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
-    if (width) EXPECT_EQ(download<std::uint32_t>(*word, 2)[1], 0u) << "the word after the width is left zero";
+    const auto after = download<std::uint32_t>(*words, 3);
+    if (width) EXPECT_EQ(after[1], 0u) << "the word after the width is left zero";
+    if (keyedEnd) EXPECT_EQ(after[2], *keyedEnd) << "the keyed end is left as it was";
+  }
+  /// This device's primitives and, on OpenCL, both shapes of them.
+  std::vector<std::shared_ptr<devicearray::detail::ParallelPrimitives>> everyShape() {
+    std::vector<std::shared_ptr<devicearray::detail::ParallelPrimitives>> all{
+        std::shared_ptr<devicearray::detail::ParallelPrimitives>(&dev().primitives(), [](auto*) {})};
+#if defined(DEVICEARRAY_HAS_OPENCL)
+    if (dev().backend() == ComputeBackend::opencl) {
+      using devicearray::detail::opencl::PrimitivesShape;
+      for (const PrimitivesShape shape : {PrimitivesShape::chunked, PrimitivesShape::workGroups})
+        all.push_back(devicearray::detail::opencl::makePrimitives(dev(), shape));
+    }
+#endif
+    return all;
   }
 };
 
@@ -115,18 +138,8 @@ TEST_P(Primitives, SortPairsIsStableByTheLowKeyBits) {
 // host's guess of the width (none, below, at and above it) must not change the result:
 // on CUDA, CUB sorts the guessed bits and the device the bits above them.
 TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
-  std::vector<std::shared_ptr<devicearray::detail::ParallelPrimitives>> shapes;
-  std::vector<devicearray::detail::ParallelPrimitives*> all{&dev().primitives()};
-#if defined(DEVICEARRAY_HAS_OPENCL)
-  if (dev().backend() == ComputeBackend::opencl) {
-    using devicearray::detail::opencl::PrimitivesShape;
-    for (const PrimitivesShape shape : {PrimitivesShape::chunked, PrimitivesShape::workGroups})
-      shapes.push_back(devicearray::detail::opencl::makePrimitives(dev(), shape));
-  }
-#endif
-  for (const auto& p : shapes) all.push_back(p.get());
   std::mt19937_64 rng(31);
-  for (devicearray::detail::ParallelPrimitives* primitives : all) {
+  for (const auto& primitives : everyShape()) {
     for (const std::size_t n : {std::size_t{1}, std::size_t{3000}, std::size_t{100003}}) {
       for (const auto [endBit, width] : {std::pair{63, 1}, {63, 5}, {63, 20}, {63, 32}, {63, 33}, {63, 40},
                                          {63, 63}, {60, 5}, {60, 31}, {60, 46}}) {
@@ -147,6 +160,38 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
         for (const int guess : guesses) {
           SCOPED_TRACE("width guessed as " + std::to_string(guess));
           expectStableSort(*primitives, keys, endBit, static_cast<std::uint32_t>(width), guess);
+        }
+      }
+    }
+  }
+}
+
+// A keyed end word on the device: every entry from it on is missing (all ones), and
+// only the entries before it are sorted; the outputs from it on are left unspecified.
+// On CUDA, CUB sorts as many entries as the host guessed and, when the guess was low,
+// the device sorts them all again on one block: the guesses (none, below, at and above
+// the end, the whole count) must not change the result. OpenCL's passes skip the
+// entries past the end on the device and ignore the guess. With a key width word too,
+// whose bits CUB may not cover.
+TEST_P(Primitives, SortPairsUpToADeviceKeyedEndMatchesTheSortOfThatPrefix) {
+  std::mt19937_64 rng(47);
+  for (const auto& primitives : everyShape()) {
+    for (const std::size_t n : {std::size_t{3000}, std::size_t{100003}}) {
+      for (const std::size_t end : {std::size_t{0}, std::size_t{1}, n / 3, n - 5, n}) {
+        for (const auto [width, likelyWidth] : {std::pair{17, 0}, {17, 8}, {40, 24}}) {
+          const std::uint64_t allOnes = (std::uint64_t{1} << 63) - 1, below = (std::uint64_t{1} << width) - 1;
+          std::vector<std::uint64_t> keys(n, allOnes);
+          for (std::size_t i = 0; i < end; ++i) keys[i] = i % 5 == 2 ? allOnes : rng() % below;
+          std::vector<std::size_t> guesses{0, std::max<std::size_t>(1, end / 2), std::max<std::size_t>(1, end), n};
+          if (dev().backend() != ComputeBackend::cuda) guesses = {0, std::max<std::size_t>(1, end / 2)};
+          for (const std::size_t guess : guesses) {
+            SCOPED_TRACE(std::to_string(n) + " keys, keyed end " + std::to_string(end) + " guessed as " +
+                         std::to_string(guess) + ", width " + std::to_string(width) + " guessed as " +
+                         std::to_string(likelyWidth));
+            expectStableSort(*primitives, keys, 63, static_cast<std::uint32_t>(width), likelyWidth,
+                             static_cast<std::uint32_t>(end), guess);
+            if (HasFatalFailure()) return;
+          }
         }
       }
     }
@@ -228,6 +273,30 @@ TEST_P(Primitives, RefuseArgumentsThatWouldCorruptMemory) {
       ErrorCode::InvalidArgument,
       [&] { p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63, {}, 20); },
       "a key width guessed without a key width word");
+  // The keyed end: a word of its own, and a guess of it only with it, within the count.
+  const std::pair<BufferRef, const char*> badEndWords[] = {{{b.get(), 796}, "keyed end inside the sorted keys"},
+                                                           {{b.get(), 4094}, "keyed end past the end of its buffer"},
+                                                           {{a.get(), 1000}, "keyed end over the input values"},
+                                                           {{b.get(), 2004}, "keyed end on the key width's zero word"}};
+  for (const auto& [end, what] : badEndWords)
+    expectErrorCode(ErrorCode::InvalidArgument,
+                    [&, end = end] {
+                      p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63,
+                                        {b.get(), 2000}, 0, end);
+                    },
+                    what);
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63, {}, 0,
+                                      {}, 50);
+                  },
+                  "a keyed end guessed without a keyed end word");
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] {
+                    p.sortPairsU64U32(q(), {a.get(), 0}, {a.get(), 800}, {b.get(), 0}, {b.get(), 800}, 100, 63, {}, 0,
+                                      {b.get(), 3000}, 101);
+                  },
+                  "a keyed end guessed above the count");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.sumValidXYZ(q(), {a.get(), 0}, 10, {a.get(), 64}); },
                   "sums written over the points");
   expectErrorCode(ErrorCode::InvalidArgument, [&] { p.boundsValidXYZ(q(), {a.get(), 0}, 10, {b.get(), 4080}); },

@@ -1,6 +1,6 @@
 // PointCountWord (src/pointcloud/pending_point_count.hpp), the point count of a cloud
 // known after an event, on every device: the words it reads around the count (the error
-// flag before it, the word after it for its reader) against the words written.
+// flag before it, the words after it for its reader) against the words written.
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -28,11 +28,12 @@ class CountWord : public Backend {
   }
 };
 
-TEST_P(CountWord, ReadsTheCountAndHandsTheNextWordToItsReader) {
+TEST_P(CountWord, ReadsTheCountAndHandsTheNextWordsToItsReader) {
   // [flag, count, next, a word past them]: with and without the error flag.
-  const auto block = wordsOnDevice({0u, 4242u, 17u, 0xDEADBEEFu});
+  const auto block = wordsOnDevice({0u, 4242u, 17u, 0xDEADBEEFu, 99u});
   std::optional<std::uint32_t> next;
-  PointCountWord withFlag(block, sizeof(std::uint32_t), "the grid failed", [&](std::uint32_t w) { next = w; });
+  PointCountWord withFlag(block, sizeof(std::uint32_t), "the grid failed", 1,
+                          [&](const std::uint32_t* w) { next = w[0]; });
   EXPECT_FALSE(withFlag.isRead());
   EXPECT_EQ(withFlag.read(), 4242u);
   EXPECT_TRUE(withFlag.isRead());
@@ -44,9 +45,15 @@ TEST_P(CountWord, ReadsTheCountAndHandsTheNextWordToItsReader) {
   EXPECT_EQ(next, 17u);
 
   next.reset();
-  PointCountWord withoutFlag(block, 2 * sizeof(std::uint32_t), {}, [&](std::uint32_t w) { next = w; });
+  PointCountWord withoutFlag(block, 2 * sizeof(std::uint32_t), {}, 1, [&](const std::uint32_t* w) { next = w[0]; });
   EXPECT_EQ(withoutFlag.read(), 17u);  // the count is the word at the offset...
   EXPECT_EQ(next, 0xDEADBEEFu);        // ...and the reader gets the one after it
+
+  std::vector<std::uint32_t> after;
+  PointCountWord three(block, sizeof(std::uint32_t), "failed", 3,
+                       [&](const std::uint32_t* w) { after.assign(w, w + 3); });
+  EXPECT_EQ(three.read(), 4242u);
+  EXPECT_EQ(after, (std::vector<std::uint32_t>{17u, 0xDEADBEEFu, 99u}));
 
   PointCountWord plain(block, sizeof(std::uint32_t));
   EXPECT_EQ(plain.read(), 4242u);
@@ -54,15 +61,15 @@ TEST_P(CountWord, ReadsTheCountAndHandsTheNextWordToItsReader) {
 
 TEST_P(CountWord, AReaderThatThrowsDoesNotFailTheCount) {
   const auto block = wordsOnDevice({0u, 7u, 3u});
-  PointCountWord word(block, sizeof(std::uint32_t), "failed", [](std::uint32_t) { throw std::bad_alloc(); });
+  PointCountWord word(block, sizeof(std::uint32_t), "failed", 1, [](const std::uint32_t*) { throw std::bad_alloc(); });
   EXPECT_EQ(word.read(), 7u);
 }
 
 TEST_P(CountWord, AnErrorFlagThrowsItsMessageAndSkipsTheReader) {
   const auto block = wordsOnDevice({1u, 5u, 9u});
   bool called = false;
-  PointCountWord word(block, sizeof(std::uint32_t), "voxelSize 1e-09 is too small",
-                      [&](std::uint32_t) { called = true; });
+  PointCountWord word(block, sizeof(std::uint32_t), "voxelSize 1e-09 is too small", 1,
+                      [&](const std::uint32_t*) { called = true; });
   expectErrorCode(ErrorCode::InvalidArgument, [&] { (void)word.read(); }, "the error flag");
   try {
     (void)word.read();

@@ -102,7 +102,7 @@ void ParallelPrimitives::exclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef 
 
 void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                          BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
-                                         int likelyKeyBits) {
+                                         int likelyKeyBits, BufferRef keyedEnd, std::size_t likelyKeyedEnd) {
   constexpr const char* fn = "sortPairsU64U32";
   const PrimitiveCall call(device_, q, fn, count);
   if (endBit < 1 || endBit > 64)
@@ -131,9 +131,24 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyBits " + std::to_string(likelyKeyBits) +
                                          (keyBits.allocation == nullptr ? " without a key width word"
                                                                         : " is outside [1, " + std::to_string(endBit) + "]"));
+  if (keyedEnd.allocation != nullptr) {
+    constexpr std::size_t wordBytes = sizeof(std::uint32_t);
+    call.buffer("keyed end", keyedEnd, wordBytes);
+    call.disjoint("input keys", keysIn, keyBytes, "keyed end", keyedEnd, wordBytes);
+    call.disjoint("input values", valuesIn, valueBytes, "keyed end", keyedEnd, wordBytes);
+    call.disjoint("output keys", keysOut, keyBytes, "keyed end", keyedEnd, wordBytes);
+    call.disjoint("output values", valuesOut, valueBytes, "keyed end", keyedEnd, wordBytes);
+    if (keyBits.allocation != nullptr)
+      call.disjoint("key width", keyBits, 2 * sizeof(std::uint32_t), "keyed end", keyedEnd, wordBytes);
+  }
+  if (likelyKeyedEnd != 0 && (keyedEnd.allocation == nullptr || likelyKeyedEnd > count))
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyedEnd " + std::to_string(likelyKeyedEnd) +
+                                         (keyedEnd.allocation == nullptr ? " without a keyed end word"
+                                                                         : " is above the count " + std::to_string(count)));
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
-  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits);
+  doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits, keyedEnd,
+                    likelyKeyedEnd);
 }
 
 void ParallelPrimitives::validPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) {

@@ -52,8 +52,21 @@ class ParallelPrimitives {
   /// sort takes its bit range from the host sorts about that many bits that way and
   /// leaves the rest, if the keys are wider, to its device-side pass. The result does not
   /// depend on it; only the time does.
+  ///
+  /// `keyedEnd`, when given, is a uint32 in device memory that earlier work on `q`
+  /// wrote: every entry at and past it is missing (its key's bits [0, endBit) all ones).
+  /// The sort then orders only the entries before min(count, *keyedEnd) and may leave
+  /// the outputs at and past that position unwritten: a caller whose entries are mostly
+  /// missing (a compaction's capacity) reads only the positions before it. The word
+  /// overlaps none of the other buffers.
+  ///
+  /// `likelyKeyedEnd` (with `keyedEnd` only; 0 = no guess, else 1..count) is the host's
+  /// guess of *keyedEnd: a backend whose fastest sort takes its count from the host
+  /// sorts that many entries that way, and when the guess was low, all of them again on
+  /// one multiprocessor (far slower: guess high). Again only the time depends on it.
   void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                       std::size_t count, int endBit, BufferRef keyBits = {}, int likelyKeyBits = 0);
+                       std::size_t count, int endBit, BufferRef keyBits = {}, int likelyKeyBits = 0,
+                       BufferRef keyedEnd = {}, std::size_t likelyKeyedEnd = 0);
   /// offsets[i] (uint32) = how many of the points xyz[0..i) (3 floats each) have all
   /// coordinates finite, for i in [0, count]: where a compaction puts point i, and the
   /// number of valid points at offsets[count]. `offsets` holds count + 1 values and
@@ -72,10 +85,11 @@ class ParallelPrimitives {
  private:
   // Arguments already checked; count > 0 for the scan and the sort.
   virtual void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) = 0;
-  /// keyBits.allocation is null when the caller gave no key width (likelyKeyBits is 0 then).
+  /// keyBits.allocation is null when the caller gave no key width (likelyKeyBits is 0
+  /// then), keyedEnd.allocation when it gave no keyed end (likelyKeyedEnd is 0 then).
   virtual void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                  BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
-                                 int likelyKeyBits) = 0;
+                                 int likelyKeyBits, BufferRef keyedEnd, std::size_t likelyKeyedEnd) = 0;
   /// The validity flags of the points written into `offsets`, then scanned there in
   /// place; a backend may override it with one fused scan (CUDA does: a launch saved).
   virtual void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets);

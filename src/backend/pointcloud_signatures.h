@@ -58,10 +58,15 @@
 /* The voxel grid's bounds as words the caller zeroed (0 = no valid point):
  * bounds[c] = the largest ~da_vx_ordered(p[c]) over the valid points p, which is
  * ~da_vx_ordered of the min corner's coordinate c, and bounds[3 + c] the largest
- * da_vx_ordered(p[c]), the max corner's. Work-groups of DA_VX_BOUNDS_GROUP work items,
- * each taking DA_VX_BOUNDS_ITEMS points, add at most six atomic maxima each. */
+ * da_vx_ordered(p[c]), the max corner's; bounds[DA_VX_KEYED_END] = one past the last
+ * valid point's index, past which every key is missing, so the sort and the reduction
+ * stop there (a compaction's capacity holds its valid points first). Work-groups of
+ * DA_VX_BOUNDS_GROUP work items, each taking DA_VX_BOUNDS_ITEMS points, add at most
+ * DA_VX_BOUNDS_WORDS atomic maxima each. */
 #define DA_VX_BOUNDS_GROUP 256
 #define DA_VX_BOUNDS_ITEMS 8
+#define DA_VX_BOUNDS_WORDS 7
+#define DA_VX_KEYED_END 6
 #define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds)
 
 /* Voxel keys (and point indices): each point's voxel ranked in the grid anchored at
@@ -77,7 +82,9 @@
  * da_vx_tile_heads numbers the voxels within each tile and da_vx_tile_offsets numbers
  * the tiles' voxels, so the voxels' output slots need no device-wide scan of every
  * sorted position: the tiles past the valid points (missing keys sort last) are
- * skipped, and a frame's voxel grid runs over a compaction's whole capacity. */
+ * skipped, and a frame's voxel grid runs over a compaction's whole capacity. Each
+ * kernel reads the sorted keys only before keyedEnd[0] (da_vx_bounds' word; the sort
+ * orders only the positions before it) and takes every later key as missing. */
 #define DA_VX_TILE 256
 /* Positions of a tile's blocks: da_vx_reduce_tiles adds a run's terms within each block
  * in parallel, then the blocks' sums. */
@@ -92,13 +99,15 @@
  * first that starts with a missing key (it gets tileHeads 0 and no rank); the tiles
  * after it hold no voxel and may get nothing. */
 #define DA_VX_TILE_HEADS_PARAMS(S0, B0, S, B)                                                                       \
-  S0(da_i64, n) S(int, minPoints) B(const da_u64, keys) B(da_u32, rank) B(da_u32, tileHeads)
+  S0(da_i64, n) S(int, minPoints) B(const da_u32, keyedEnd) B(const da_u64, keys) B(da_u32, rank)          \
+  B(da_u32, tileHeads)
 
 /* One work-group: tileOffsets[t] = the kept voxels of the tiles before t (the
  * exclusive scan of tileHeads) for the tiles that start with a valid key (and, past
  * them, as far as the scan's last chunk goes), status[1] = the kept voxel count. */
 #define DA_VX_TILE_OFFSETS_PARAMS(S0, B0, S, B)                                                                     \
-  S0(da_i64, n) B(const da_u64, keys) B(const da_u32, tileHeads) B(da_u32, tileOffsets) B(da_u32, status)
+  S0(da_i64, n) B(const da_u32, keyedEnd) B(const da_u64, keys) B(const da_u32, tileHeads)                 \
+  B(da_u32, tileOffsets) B(da_u32, status)
 
 /* The running sums of a voxel (da_vx_sums): floats (weighted and plain position sums,
  * the SNR^2 weight, normal sums) and 64-bit words (point count, colour terms). */
@@ -115,17 +124,18 @@
  * Output slots from the kept count status[1] on get missing points. */
 #define DA_VX_REDUCE_TILES_PARAMS(S0, B0, S, B)                                                                     \
   S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) S(int, minPoints)                 \
-  B(const da_u64, keys) B(const da_u32, rank) B(const da_u32, tileOffsets) B(const da_u32, order)                   \
-  B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn) B(const float, normalsIn)                      \
-  B(const float, srgbDecode) B(float, tileFloats) B(da_u64, tileWords) B(da_u32, tileVoxel) B(float, xyzOut)        \
-  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode) B(const da_u32, status)
+  B(const da_u32, keyedEnd) B(const da_u64, keys) B(const da_u32, rank) B(const da_u32, tileOffsets)              \
+  B(const da_u32, order) B(const float, xyzIn) B(const da_u8, rgbaIn) B(const float, snrIn)                        \
+  B(const float, normalsIn) B(const float, srgbDecode) B(float, tileFloats) B(da_u64, tileWords)                    \
+  B(da_u32, tileVoxel) B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut)                    \
+  B(const da_u32, srgbEncode) B(const da_u32, status)
 
 /* The voxels that run over a tile's edge (one work item per tile), from the tiles'
  * shares that da_vx_reduce_tiles stored. */
 #define DA_VX_REDUCE_SPANNING_PARAMS(S0, B0, S, B)                                                                  \
-  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u64, keys)             \
-  B(const da_u32, tileVoxel) B(const float, tileFloats) B(const da_u64, tileWords) B(float, xyzOut)                 \
-  B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode)
+  S0(da_i64, n) S(int, hasColor) S(int, srgb) S(int, hasSnr) S(int, hasNormals) B(const da_u32, keyedEnd)         \
+  B(const da_u64, keys) B(const da_u32, tileVoxel) B(const float, tileFloats) B(const da_u64, tileWords)            \
+  B(float, xyzOut) B(da_u8, rgbaOut) B(float, snrOut) B(float, normalsOut) B(const da_u32, srgbEncode)
 
 #if defined(__cplusplus)
 #include "backend/kernel_signature.hpp"

@@ -30,6 +30,9 @@
 #define DA_ALG_PASS_SORTS(given, word, shift) ((shift) < DA_ALG_KEY_WIDTH(given, word))
 #define DA_ALG_PASS_COPIES(given, word, shift, toOutput) \
   ((toOutput) && (shift) - DA_ALG_RADIX_BITS < DA_ALG_KEY_WIDTH(given, word))
+/* The entries a pass sorts of the n given: those before the keyed end word, when given
+ * (every later entry is missing, and its output position may stay unwritten). */
+#define DA_ALG_KEYED_COUNT(n, given, word) ((given) ? min((long)(n), (long)(word)[0]) : (long)(n))
 /* Bounds of valid points: points (or tuples of the level before) per work item, and
  * the tile of one work-group. */
 #define DA_ALG_BOUNDS_ITEMS 8

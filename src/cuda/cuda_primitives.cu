@@ -8,7 +8,6 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cuda/std/utility>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -70,14 +69,14 @@ struct UnionOfBounds6 {
 /// The key bits a sort with a device-side key width gives CUB's device-wide sort when
 /// the caller has no guess of the width. CUB takes its bit range from the host and the
 /// bits above cost it a pass per 8 even when no key uses them, so they go to
-/// sortHighBits, which reads the width on the device.
+/// sortOnDevice, which reads the width on the device.
 constexpr int kDeviceSortedLowBits = 32;
 
 /// The bits CUB sorts for a guessed key width (at most endBit, the sort's checks say):
 /// the guess rounded up to whole passes of CUB's 8-bit digits, never down, because a
-/// guess below the real width costs sortHighBits a pass on one block for every 8 bits
+/// guess below the real width costs sortOnDevice a pass on one block for every 8 bits
 /// above it. A guess above 32 bits is sorted by CUB too: a device-wide pass costs far
-/// less than sortHighBits' one-block pass over the same keys.
+/// less than sortOnDevice's one-block pass over the same keys.
 int cubSortedLowBits(int likelyKeyBits, int endBit) {
   if (likelyKeyBits <= 0) return std::min(kDeviceSortedLowBits, endBit);
   return std::min(endBit, (likelyKeyBits + 7) / 8 * 8);
@@ -92,27 +91,35 @@ struct MaxOf {
   __device__ int operator()(int a, int b) const { return a > b ? a : b; }
 };
 
-/// The stable sort of keys / values [0, count), already sorted by bits [0, lowBits), by
-/// bits [lowBits, *keyBits): one launch, which every block leaves at once unless the
-/// keys are wider than lowBits bits. Hand-written because no CUB algorithm fits: its
-/// device-wide sorts take the bit range from the host, and its segmented sort (which
-/// can read a segment from the device) launches a kernel per pass even for an empty
-/// segment, each costing the host more than this whole kernel costs the device.
-///
-/// Wide keys: each block finds one past its last key whose bits [0, endBit) are not all
-/// ones (missing entries: the low bits put them after every key whose low bits are not
-/// all ones, so the sort can stop there; with few low bits more keys tie with them and
-/// the end moves towards count, which costs time, not order); the last block to finish
-/// (counted in *ticket, the zero word after the width, which it zeroes again) takes the largest as the end and sorts
-/// [0, end) alone, in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
+/// The part of a sort that only the device can size, one launch after CUB's sort of the
+/// first `sorted` entries by bits [0, lowBits), which every block leaves at once unless
+/// - the keyed end (*keyedEnd, count without it) lies past `sorted`: the host's guess of
+///   it was low. Block 0 then sorts the inputs' [0, end) alone, by bits [0, width).
+/// - or the keys are wider than lowBits bits (*keyBits; lowBits without it): the
+///   entries, already sorted by bits [0, lowBits), are sorted by the bits up to the
+///   width. Each block finds one past its last key whose bits [0, endBit) are not all
+///   ones (missing entries: the low bits put them after every key whose low bits are not
+///   all ones, so the sort can stop there; with few low bits more keys tie with them and
+///   the end moves towards `sorted`, which costs time, not order); the last block to
+///   finish (counted in *ticket, the zero word after the width, which it zeroes again)
+///   takes the largest as the end and sorts [0, end) alone.
+/// Either sort runs in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
 /// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
-/// The result is back in keys / values; altKeys / altValues hold count entries.
+/// The result is in keys / values; altKeys / altValues hold count entries.
+/// Hand-written because no CUB algorithm fits: its device-wide sorts take the bit range
+/// and the count from the host, and its segmented sort (which can read a segment from
+/// the device) launches a kernel per pass even for an empty segment, each costing the
+/// host more than this whole kernel costs the device.
 __global__ void __launch_bounds__(kHighSortThreads)
-    sortHighBits(const std::uint32_t* keyBits, int lowBits, int endBit, int count, std::uint64_t* keys,
+    sortOnDevice(const std::uint32_t* keyBits, const std::uint32_t* keyedEnd, int lowBits, int endBit, int sorted,
+                 int count, const std::uint64_t* keysIn, const std::uint32_t* valuesIn, std::uint64_t* keys,
                  std::uint32_t* values, std::uint64_t* altKeys, std::uint32_t* altValues, int* blockEnds,
                  unsigned* ticket) {
-  const int width = static_cast<int>(*keyBits);
-  if (width <= lowBits) return;
+  const int width = keyBits != nullptr ? static_cast<int>(*keyBits) : lowBits;
+  const unsigned givenEnd = keyedEnd != nullptr ? *keyedEnd : static_cast<unsigned>(count);
+  const int keyed = givenEnd < static_cast<unsigned>(count) ? static_cast<int>(givenEnd) : count;
+  const bool resort = keyed > sorted;
+  if (resort ? blockIdx.x != 0 : width <= lowBits) return;
   using BlockMax = cub::BlockReduce<int, kHighSortThreads>;
   using Rank = cub::BlockRadixRankMatch<kHighSortThreads, kHighSortDigitBits, false>;
   using Scan = cub::BlockScan<int, kHighSortThreads>;
@@ -125,36 +132,42 @@ __global__ void __launch_bounds__(kHighSortThreads)
   __shared__ int end;
   __shared__ bool lastBlock;
   const int tid = static_cast<int>(threadIdx.x);
-  const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
 
-  int last = 0;
-  for (int i = static_cast<int>(blockIdx.x) * kHighSortThreads + tid; i < count;
-       i += static_cast<int>(gridDim.x) * kHighSortThreads)
-    if ((keys[i] & allOnes) != allOnes) last = i + 1;
-  last = BlockMax(temp.max).Reduce(last, MaxOf{});
-  if (tid == 0) {
-    blockEnds[blockIdx.x] = last;
-    __threadfence();  // the end is visible before the ticket says so
-    lastBlock = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  if (!resort) {
+    const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
+    int last = 0;
+    for (int i = static_cast<int>(blockIdx.x) * kHighSortThreads + tid; i < sorted;
+         i += static_cast<int>(gridDim.x) * kHighSortThreads)
+      if ((keys[i] & allOnes) != allOnes) last = i + 1;
+    last = BlockMax(temp.max).Reduce(last, MaxOf{});
+    if (tid == 0) {
+      blockEnds[blockIdx.x] = last;
+      __threadfence();  // the end is visible before the ticket says so
+      lastBlock = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!lastBlock) return;
+    __threadfence();
+    int e = tid < static_cast<int>(gridDim.x) ? __ldcg(&blockEnds[tid]) : 0;
+    __syncthreads();  // temp.max is reused
+    e = BlockMax(temp.max).Reduce(e, MaxOf{});
+    if (tid == 0) {
+      end = e;
+      *ticket = 0u;  // every block has counted itself: the word is zero again, as the caller gave it
+    }
+    __syncthreads();
   }
-  __syncthreads();
-  if (!lastBlock) return;
-  __threadfence();
-  int e = tid < static_cast<int>(gridDim.x) ? __ldcg(&blockEnds[tid]) : 0;
-  __syncthreads();  // temp.max is reused
-  e = BlockMax(temp.max).Reduce(e, MaxOf{});
-  if (tid == 0) {
-    end = e;
-    *ticket = 0u;  // every block has counted itself: the word is zero again, as the caller gave it
-  }
-  __syncthreads();
-  const int n = end;
+  const int n = resort ? keyed : end;
   const int topBit = width < endBit ? width : endBit;
 
-  std::uint64_t *keysFrom = keys, *keysTo = altKeys;
-  std::uint32_t *valuesFrom = values, *valuesTo = altValues;
+  // Ping-pong from the first pass's source between altKeys and keys (a re-sort starts
+  // from the inputs, which it leaves unchanged).
+  const std::uint64_t* keysFrom = resort ? keysIn : keys;
+  const std::uint32_t* valuesFrom = resort ? valuesIn : values;
+  std::uint64_t* keysTo = altKeys;
+  std::uint32_t* valuesTo = altValues;
   const int warp = tid / 32, lane = tid % 32;
-  for (int bit = lowBits; bit < topBit; bit += kHighSortDigitBits) {
+  for (int bit = resort ? 0 : lowBits; bit < topBit; bit += kHighSortDigitBits) {
     const int bits = topBit - bit < kHighSortDigitBits ? topBit - bit : kHighSortDigitBits;
     const cub::BFEDigitExtractor<std::uint64_t> digitOf(static_cast<std::uint32_t>(bit),
                                                         static_cast<std::uint32_t>(bits));
@@ -195,8 +208,10 @@ __global__ void __launch_bounds__(kHighSortThreads)
       if (tid < kHighSortDigits) digitStart[tid] += tilePrefix[tid + 1] - tilePrefix[tid];
       __syncthreads();
     }
-    ::cuda::std::swap(keysFrom, keysTo);
-    ::cuda::std::swap(valuesFrom, valuesTo);
+    keysFrom = keysTo;
+    valuesFrom = valuesTo;
+    keysTo = keysTo == altKeys ? keys : altKeys;
+    valuesTo = valuesTo == altValues ? values : altValues;
   }
   if (keysFrom != keys)
     for (int i = tid; i < n; i += kHighSortThreads) {
@@ -239,7 +254,8 @@ class CudaPrimitives final : public ParallelPrimitives {
  private:
   void doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef out, std::size_t count) override;
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits) override;
+                         std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits, BufferRef keyedEnd,
+                         std::size_t likelyKeyedEnd) override;
   void doValidPointOffsets(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef offsets) override;
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
   void doBoundsValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override;
@@ -259,34 +275,40 @@ void CudaPrimitives::doExclusiveScanU32(QueueImpl& q, BufferRef in, BufferRef ou
 
 void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut,
                                        BufferRef valuesOut, std::size_t count, int endBit, BufferRef keyBits,
-                                       int likelyKeyBits) {
+                                       int likelyKeyBits, BufferRef keyedEnd, std::size_t likelyKeyedEnd) {
   Call c(device_, q, "sortPairsU64U32 (cub::DeviceRadixSort::SortPairs)");
   const std::uint64_t* kin = c.pointer<const std::uint64_t>(keysIn);
   const std::uint32_t* vin = c.pointer<const std::uint32_t>(valuesIn);
   std::uint64_t* kout = c.pointer<std::uint64_t>(keysOut);
   std::uint32_t* vout = c.pointer<std::uint32_t>(valuesOut);
   const int n = static_cast<int>(count);
+  // CUB sorts the guessed keyed end's entries by the guessed width's bits; sortOnDevice
+  // does the rest, if any, from the words themselves.
+  const bool endOnDevice = keyedEnd.allocation != nullptr;
+  const int sorted = endOnDevice && likelyKeyedEnd > 0 ? static_cast<int>(likelyKeyedEnd) : n;
   const int lowBits = cubSortedLowBits(likelyKeyBits, endBit);
   const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
   const int lowEnd = highBitsOnDevice ? lowBits : endBit;
   c.run([&](void* temp, std::size_t& bytes) {
-    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, n, 0, lowEnd, c.stream);
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, sorted, 0, lowEnd, c.stream);
   });
-  if (!highBitsOnDevice) return;
+  if (!highBitsOnDevice && !(endOnDevice && sorted < n)) return;
 
-  // The high bits, in place in the output: pool memory for the blocks' ends and the
-  // other half of the double buffer, [ends | keys | values]; the blocks count
-  // themselves in the zero word after the width (no memset of our own).
-  auto* bits = c.pointer<std::uint32_t>(keyBits);
+  // Pool memory for the blocks' ends and the other half of the double buffer,
+  // [ends | keys | values]; the blocks count themselves in the zero word after the
+  // width (no memset of our own).
+  auto* bits = keyBits.allocation != nullptr ? c.pointer<std::uint32_t>(keyBits) : nullptr;
+  const auto* end = endOnDevice ? c.pointer<const std::uint32_t>(keyedEnd) : nullptr;
   const auto aligned = [](std::size_t b) { return (b + 255) & ~std::size_t{255}; };
   const std::size_t keysAt = aligned(kHighSortMaxBlocks * sizeof(int)),
                     valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
                     bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
   auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
-  const int blocks = std::min((n + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
-  sortHighBits<<<blocks, kHighSortThreads, 0, c.stream>>>(
-      bits, lowBits, endBit, n, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
-      reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block), bits + 1);
+  const int blocks = std::min((sorted + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
+  sortOnDevice<<<blocks, kHighSortThreads, 0, c.stream>>>(
+      bits, end, lowEnd, endBit, sorted, n, kin, vin, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
+      reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block),
+      bits != nullptr ? bits + 1 : nullptr);
   const cudaError_t err = cudaGetLastError();
   device_.freeAsync(block, c.stream);
   check(err, c.function);

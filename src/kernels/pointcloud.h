@@ -334,14 +334,15 @@ DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
 }
 
 /* One pass instead of a device-wide reduction: each work-group folds its points'
- * corners in local memory and adds them to the zeroed words with one atomic max per
- * coordinate. A reduction would need a second launch (or a second level) to combine
- * the groups; the atomics make the grid's bounds one launch of the voxel grid. */
+ * corners (and its last valid point's position) in local memory and adds them to the
+ * zeroed words with one atomic max per word. A reduction would need a second launch
+ * (or a second level) to combine the groups; the atomics make the grid's bounds one
+ * launch of the voxel grid. */
 DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_BOUNDS_PARAMS);
-  DA_LOCAL_ARRAY(da_u32, lanes, 6 * DA_VX_BOUNDS_GROUP);
+  DA_LOCAL_ARRAY(da_u32, lanes, DA_VX_BOUNDS_WORDS * DA_VX_BOUNDS_GROUP);
   const int lane = DA_LOCAL_ID();
-  da_u32 m[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+  da_u32 m[DA_VX_BOUNDS_WORDS] = {0u, 0u, 0u, 0u, 0u, 0u, 0u};
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
   /* All of the work item's loads first, then the folds: one wait for memory instead of
    * one per point (a loop that tests each point as it loads it waits for each). */
@@ -363,17 +364,18 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
       m[c] = da_vx_max_u32(m[c], ~o[c]);
       m[3 + c] = da_vx_max_u32(m[3 + c], o[c]);
     }
+    m[DA_VX_KEYED_END] = (da_u32)(first + (long)k * DA_VX_BOUNDS_GROUP + 1); /* k ascends: the last is the largest */
   }
-  for (int c = 0; c < 6; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
+  for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
   for (int step = DA_VX_BOUNDS_GROUP / 2; step > 0; step /= 2) {
     DA_BARRIER();
     if (lane < step)
-      for (int c = 0; c < 6; ++c)
+      for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c)
         lanes[c * DA_VX_BOUNDS_GROUP + lane] =
             da_vx_max_u32(lanes[c * DA_VX_BOUNDS_GROUP + lane], lanes[c * DA_VX_BOUNDS_GROUP + lane + step]);
   }
   DA_BARRIER();
-  if (lane < 6) {
+  if (lane < DA_VX_BOUNDS_WORDS) {
     const da_u32 folded = lanes[lane * DA_VX_BOUNDS_GROUP];
     if (folded != 0u) da_vx_atomic_max(bounds + lane, folded);
   }
@@ -421,6 +423,14 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   keys[i] = (ix * ny + iy) * nz + iz;
 }
 
+/* How many sorted positions the voxel kernels read: those before keyedEnd[0]
+ * (da_vx_bounds' word). Every key past it is missing, and the sort orders only the
+ * positions before it, so the keys after them may be anything. */
+DA_FN long da_vx_keyed_count(long n, DA_GLOBAL const da_u32* keyedEnd) {
+  const long end = (long)keyedEnd[0];
+  return end < n ? end : n;
+}
+
 /* Sorted position j starts a kept voxel: a run of valid keys starts there, with at
  * least minPoints positions. */
 DA_FN int da_vx_kept_head(long n, int minPoints, DA_GLOBAL const da_u64* keys, long j) {
@@ -441,14 +451,15 @@ DA_KERNEL_GROUP(da_vx_tile_heads, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_TILE_HEADS_PARA
   DA_BUFFERS_INIT(DA_VX_TILE_HEADS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, heads, DA_VX_TILE);
   const int lane = DA_LOCAL_ID();
-  const long tiles = (n + DA_VX_TILE - 1) / DA_VX_TILE;
+  const long keyed = da_vx_keyed_count(n, keyedEnd);
+  const long tiles = (keyed + DA_VX_TILE - 1) / DA_VX_TILE;
   for (long tile = DA_GROUP_ID(); tile < tiles; tile += DA_GROUPS()) {
     const long j = tile * DA_VX_TILE + lane;
     const int live = keys[tile * DA_VX_TILE] != DA_VOXEL_INVALID_KEY; /* the same for every work item */
-    const da_u32 head = live && j < n ? (da_u32)da_vx_kept_head(n, minPoints, keys, j) : 0u;
+    const da_u32 head = live && j < keyed ? (da_u32)da_vx_kept_head(keyed, minPoints, keys, j) : 0u;
     heads[lane] = head;
     da_group_inclusive_scan(heads, 1, DA_VX_TILE);
-    if (live && j < n) rank[j] = heads[lane] - head;
+    if (live && j < keyed) rank[j] = heads[lane] - head;
     if (lane == DA_VX_TILE - 1) tileHeads[tile] = heads[lane];
     if (!live) break;
     DA_BARRIER(); /* every work item has read heads before the next tile writes it */
@@ -463,7 +474,7 @@ DA_KERNEL_GROUP(da_vx_tile_offsets, DA_VX_SCAN_GROUP, 1)(DA_PARAMS(DA_VX_TILE_OF
   DA_BUFFERS_INIT(DA_VX_TILE_OFFSETS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, sums, DA_VX_SCAN_GROUP);
   const int lane = DA_LOCAL_ID();
-  const long tiles = (n + DA_VX_TILE - 1) / DA_VX_TILE;
+  const long tiles = (da_vx_keyed_count(n, keyedEnd) + DA_VX_TILE - 1) / DA_VX_TILE;
   da_u32 carried = 0u;
   for (long base = 0; base < tiles; base += DA_VX_SCAN_GROUP) {
     const long t = base + lane;
@@ -603,8 +614,9 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   if (j < n && j >= (long)status[1]) da_pc_store(xyzOut, j, DA_NAN, DA_NAN, DA_NAN);
   /* Keys sort missing points last: a tile that starts with one holds nothing else, and
    * the whole work-group leaves before the barriers. */
-  if (keys[first] == DA_VOXEL_INVALID_KEY) return;
-  const da_u64 key = j < n ? keys[j] : DA_VOXEL_INVALID_KEY;
+  const long keyed = da_vx_keyed_count(n, keyedEnd);
+  if (first >= keyed || keys[first] == DA_VOXEL_INVALID_KEY) return;
+  const da_u64 key = j < keyed ? keys[j] : DA_VOXEL_INVALID_KEY;
   da_vx_sums t;
   da_vx_sums_clear(&t);
   if (key != DA_VOXEL_INVALID_KEY)
@@ -612,7 +624,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
                         srgbDecode);
   da_vx_sums_store_lane(&t, lane, laneF, laneW);
   /* A run starts at the tile's first position and wherever the key changes. */
-  laneStarts[lane] = lane == 0 || j >= n || keys[j - 1] != key;
+  laneStarts[lane] = lane == 0 || j >= keyed || keys[j - 1] != key;
   DA_BARRIER();
   /* Each work item sums its run's terms in its block of DA_VX_SUB positions up to
    * itself; then a run's last work item adds those partial sums of the blocks the run
@@ -628,7 +640,7 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   laneFrom[lane] = from;
   DA_BARRIER();
   if (key == DA_VOXEL_INVALID_KEY) return;
-  if (lane != DA_VX_TILE - 1 && j != n - 1 && keys[j + 1] == key) return; /* not the run's last position */
+  if (lane != DA_VX_TILE - 1 && j != keyed - 1 && keys[j + 1] == key) return; /* not the run's last position */
   /* `begin`: the run's first position covered so far. At a block's first position that
    * starts no run, the run goes on in the block before, whose last work item's partial
    * sum starts at the run's start or at that block's first position. */
@@ -641,12 +653,12 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
   /* The run entered from the tile before when the key before the tile's start is its
    * own (keys are sorted: every key between is too). */
   const int entered = first > 0 && keys[first - 1] == key;
-  const int leaves = lane == DA_VX_TILE - 1 && j + 1 < n && keys[j + 1] == key;
+  const int leaves = lane == DA_VX_TILE - 1 && j + 1 < keyed && keys[j + 1] == key;
   if (entered) {
     da_vx_sums_store_share(&t, tile, 0, tileFloats, tileWords);
     return;
   }
-  const long o = da_vx_slot_of(n, minPoints, keys, rank, tileOffsets, first + begin);
+  const long o = da_vx_slot_of(keyed, minPoints, keys, rank, tileOffsets, first + begin);
   if (leaves) {
     da_vx_sums_store_share(&t, tile, 1, tileFloats, tileWords);
     tileVoxel[tile] = o >= 0 ? (da_u32)o : ~0u;
@@ -661,8 +673,9 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
 DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_SPANNING_PARAMS);
   const long k = DA_ID(0);
+  const long keyed = da_vx_keyed_count(n, keyedEnd);
   const long first = k * DA_VX_TILE, next = first + DA_VX_TILE;
-  if (next >= n) return;
+  if (next >= keyed) return;
   const da_u64 key = keys[next - 1];
   if (key == DA_VOXEL_INVALID_KEY || keys[next] != key) return; /* missing points, or the run ends with the tile */
   if (first > 0 && keys[first - 1] == key) return; /* entered from an earlier tile */
@@ -673,7 +686,7 @@ DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
   for (long m = k + 1;; ++m) {
     da_vx_sums_add_share(&t, m, 0, tileFloats, tileWords);
     const long after = (m + 1) * DA_VX_TILE;
-    if (after >= n || keys[after] != key) break;
+    if (after >= keyed || keys[after] != key) break;
   }
   da_vx_store_voxel(&t, (long)tileVoxel[k], hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut,
                     srgbEncode);

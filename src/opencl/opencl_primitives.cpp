@@ -183,9 +183,10 @@ void boundsTiles(QueueImpl& q, BufferRef points, std::size_t n, BufferRef out) {
 /// exclusive scan, then a scatter of each tile that keeps the order of equal digits.
 /// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk. With a
 /// key width word, the kernels of the passes past that width return at once (the first
-/// of them copies the pairs to the outputs when the ping-pong left them elsewhere).
+/// of them copies the pairs to the outputs when the ping-pong left them elsewhere); with
+/// a keyed end word, every kernel skips the entries past it.
 void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-               std::size_t count, int endBit, BufferRef keyBits, bool groups) {
+               std::size_t count, int endBit, BufferRef keyBits, BufferRef keyedEnd, bool groups) {
   static_assert(DA_ALG_RADIX_BITS == 4, "both shapes sort 4 bits a pass");
   const int passes = (endBit + 3) / 4;
   const std::size_t tile = groups ? DA_ALG_SORT_TILE : kChunk;
@@ -202,6 +203,8 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
   BufferRef srcK = keysIn, srcV = valuesIn;
   const bool widthGiven = keyBits.allocation != nullptr;
   const BufferRef width = widthGiven ? keyBits : hist;  // any buffer when there is no word
+  const bool endGiven = keyedEnd.allocation != nullptr;
+  const KernelArg endFlag = KernelArg::i32(endGiven ? 1 : 0), end = buf(endGiven ? keyedEnd : hist);
   for (int pass = 0; pass < passes; ++pass) {
     const bool toOutput = ((passes - 1 - pass) % 2) == 0;
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
@@ -210,19 +213,20 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     const KernelArg given = KernelArg::i32(widthGiven ? 1 : 0), writesOutput = KernelArg::i32(toOutput ? 1 : 0);
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK), buf(hist)});
+                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, end, buf(srcK),
+                    buf(hist)});
       scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), buf(hist),
-                    buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
+                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), endFlag, end,
+                    buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     } else {
       launch1d(q, "da_alg_radix_count", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), buf(srcK),
-                buf(hist)});
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, end,
+                buf(srcK), buf(hist)});
       scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launch1d(q, "da_alg_radix_scatter", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width),
-                buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
+                endFlag, end, buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     }
     srcK = dstK;
     srcV = dstV;
@@ -278,9 +282,11 @@ class OpenCLPrimitives final : public ParallelPrimitives {
       scanLevel(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit, BufferRef keyBits, int /*likelyKeyBits*/) override {
-    // Every pass is gated on the device's key width already: a guess saves nothing here.
-    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, inGroups());
+                         std::size_t count, int endBit, BufferRef keyBits, int /*likelyKeyBits*/, BufferRef keyedEnd,
+                         std::size_t /*likelyKeyedEnd*/) override {
+    // Every pass is gated on the device's key width and keyed end already: guesses save
+    // nothing here.
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, keyedEnd, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));

@@ -141,11 +141,12 @@ DA_KERNEL_GROUP(da_alg_scan_tiles_in_turn, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCA
 #define DA_ALG_COUNT_COPIES 8
 
 /* hist[d * tiles + t] = how many keys of tile t of keys[0, n) have digit d
- * (DA_ALG_RADIX_BITS bits at `shift`); nothing for a pass past the key width
+ * (DA_ALG_RADIX_BITS bits at `shift`), counting the keys before the keyed end only
+ * (endGiven, keyedEnd: see DA_ALG_KEYED_COUNT); nothing for a pass past the key width
  * (widthGiven, width: see DA_ALG_PASS_SORTS). */
 #define DA_ALG_RADIX_TILE_COUNTS_PARAMS(S0, B0, S, B)                                                      \
-  S0(long, n) S(long, tiles) S(int, shift) S(int, widthGiven) B(const da_u32, width) B(const da_u64, keys) \
-      B(da_u32, hist)
+  S0(long, n) S(long, tiles) S(int, shift) S(int, widthGiven) B(const da_u32, width) S(int, endGiven)      \
+      B(const da_u32, keyedEnd) B(const da_u64, keys) B(da_u32, hist)
 DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_COUNTS_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_COUNTS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_DIGITS * DA_ALG_COUNT_COPIES);
@@ -153,11 +154,12 @@ DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADI
   const int item = DA_LOCAL_ID();
   const long t = DA_GROUP_ID();
   const long base = t * DA_ALG_SORT_TILE;
+  const long m = DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd);
   for (int i = item; i < DA_ALG_DIGITS * DA_ALG_COUNT_COPIES; i += DA_ALG_GROUP) counts[i] = 0u;
   DA_BARRIER();
   for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
     const long i = base + k * DA_ALG_GROUP + item;
-    if (i < n) {
+    if (i < m) {
       const int d = (int)((keys[i] >> shift) & (DA_ALG_DIGITS - 1));
       atomic_inc(&counts[d * DA_ALG_COUNT_COPIES + item % DA_ALG_COUNT_COPIES]);
     }
@@ -178,13 +180,13 @@ inline da_u32 da_alg_packed_count(const da_u32* c, int d) {
   return (word >> ((d & 1) * 16)) & 0xFFFFu;
 }
 
-/* Stable scatter of tile t of (keysIn, valuesIn)[0, n): its keys with digit d go, in
- * order, from offsets[d * tiles + t] (the scanned hist of da_alg_radix_tile_counts).
- * A pass past the key width copies the tile instead, or does nothing
- * (DA_ALG_PASS_COPIES). */
+/* Stable scatter of tile t of (keysIn, valuesIn)[0, n), up to the keyed end: its keys
+ * with digit d go, in order, from offsets[d * tiles + t] (the scanned hist of
+ * da_alg_radix_tile_counts). A pass past the key width copies the tile instead, or does
+ * nothing (DA_ALG_PASS_COPIES). */
 #define DA_ALG_RADIX_TILE_SCATTER_PARAMS(S0, B0, S, B)                                                     \
   S0(long, n) S(long, tiles) S(int, shift) S(int, toOutput) S(int, widthGiven) B(const da_u32, width)      \
-      B(const da_u32, offsets) B(const da_u64, keysIn) B(const da_u32, valuesIn) B(da_u64, keysOut)        \
+      S(int, endGiven) B(const da_u32, keyedEnd) B(const da_u32, offsets) B(const da_u64, keysIn) B(const da_u32, valuesIn) B(da_u64, keysOut)        \
       B(da_u32, valuesOut)
 DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_SCATTER_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_SCATTER_PARAMS);
@@ -196,7 +198,9 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
   const int item = DA_LOCAL_ID();
   const long t = DA_GROUP_ID();
   const long base = t * DA_ALG_SORT_TILE;
-  const int size = (int)min((long)DA_ALG_SORT_TILE, n - base);
+  const long m = DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd);
+  if (base >= m) return; /* the whole group: nothing of its tile is sorted */
+  const int size = (int)min((long)DA_ALG_SORT_TILE, m - base);
   if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) {
     if (DA_ALG_PASS_COPIES(widthGiven, width, shift, toOutput))
       for (int j = item; j < size; j += DA_ALG_GROUP) {

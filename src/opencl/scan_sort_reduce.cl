@@ -63,10 +63,13 @@ DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int shift, int wid
 
 /* ---------------------------------------------------------- radix sort ---- */
 
-/* hist[d * chunks + c] = how many keys of chunk c have digit d (4 bits at `shift`). */
+/* hist[d * chunks + c] = how many keys of chunk c have digit d (4 bits at `shift`),
+ * counting the keys before the keyed end (DA_ALG_KEYED_COUNT) only. */
 DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int widthGiven,
-                              DA_BUFFER(const da_u32, width), DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, hist)) {
+                              DA_BUFFER(const da_u32, width), int endGiven, DA_BUFFER(const da_u32, keyedEnd),
+                              DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, hist)) {
   DA_BUFFER_INIT(const da_u32, width);
+  DA_BUFFER_INIT(const da_u32, keyedEnd);
   DA_BUFFER_INIT(const da_u64, keys);
   DA_BUFFER_INIT(da_u32, hist);
   const long c = DA_ID(0);
@@ -74,19 +77,22 @@ DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int wi
   da_u32 count[16];
   for (int d = 0; d < 16; ++d) count[d] = 0u;
   const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
+  const long end = min(begin + chunk, DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd));
   for (long i = begin; i < end; ++i) ++count[(keys[i] >> shift) & 15UL];
   for (int d = 0; d < 16; ++d) hist[d * chunks + c] = count[d];
 }
 
-/* Stable scatter of chunk c: its keys with digit d go, in order, from offsets[d*chunks+c].
+/* Stable scatter of chunk c (its keys before the keyed end): its keys with digit d go,
+ * in order, from offsets[d*chunks+c].
  * A pass past the key width copies the chunk instead, or does nothing
  * (DA_ALG_PASS_COPIES in src/backend/scan_sort_geometry.h). */
 DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int toOutput, int widthGiven,
-                                DA_BUFFER(const da_u32, width), DA_BUFFER(const da_u32, offsets),
-                                DA_BUFFER(const da_u64, keysIn), DA_BUFFER(const da_u32, valuesIn),
-                                DA_BUFFER(da_u64, keysOut), DA_BUFFER(da_u32, valuesOut)) {
+                                DA_BUFFER(const da_u32, width), int endGiven, DA_BUFFER(const da_u32, keyedEnd),
+                                DA_BUFFER(const da_u32, offsets), DA_BUFFER(const da_u64, keysIn),
+                                DA_BUFFER(const da_u32, valuesIn), DA_BUFFER(da_u64, keysOut),
+                                DA_BUFFER(da_u32, valuesOut)) {
   DA_BUFFER_INIT(const da_u32, width);
+  DA_BUFFER_INIT(const da_u32, keyedEnd);
   DA_BUFFER_INIT(const da_u32, offsets);
   DA_BUFFER_INIT(const da_u64, keysIn);
   DA_BUFFER_INIT(const da_u32, valuesIn);
@@ -95,7 +101,7 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int 
   const long c = DA_ID(0);
   if (c >= chunks) return;
   const long begin = c * chunk;
-  const long end = min(begin + chunk, n);
+  const long end = min(begin + chunk, DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd));
   if (!DA_ALG_PASS_SORTS(widthGiven, width, shift)) {
     if (DA_ALG_PASS_COPIES(widthGiven, width, shift, toOutput))
       for (long i = begin; i < end; ++i) {

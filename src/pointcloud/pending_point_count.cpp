@@ -10,31 +10,34 @@
 namespace devicearray::detail {
 
 PointCountWord::PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage,
-                               std::function<void(std::uint32_t)> onRead)
+                               std::size_t wordsAfter, OnRead onRead)
     : storage_(std::move(storage)),
       offset_(offset),
       errorMessage_(std::move(errorMessage)),
-      onRead_(std::move(onRead)) {}
+      wordsAfter_(onRead ? wordsAfter : 0),
+      onRead_(std::move(onRead)) {
+  if (wordsAfter_ > kMaxWordsAfter) fail(ErrorCode::InvalidArgument, "PointCountWord: too many words after the count");
+}
 
 std::size_t PointCountWord::read() {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (count_) return *count_;
-  // The error flag sits right before the count and the reader's word right after it,
-  // so one read brings all three: words = [error flag, count, next], the read from the
-  // first needed to the last. The library queue's read is ordered after the producing
-  // stream's work through the allocation's last event, whatever stream that was.
-  const bool withError = !errorMessage_.empty(), withNext = static_cast<bool>(onRead_);
-  std::uint32_t words[3] = {0, 0, 0};
-  const std::size_t first = withError ? 0 : 1, end = withNext ? 3 : 2;
+  // The error flag sits right before the count and the reader's words right after it,
+  // so one read brings them all: words = [error flag, count, after...], the read from
+  // the first needed to the last. The library queue's read is ordered after the
+  // producing stream's work through the allocation's last event, whatever stream that was.
+  const bool withError = !errorMessage_.empty();
+  std::uint32_t words[2 + kMaxWordsAfter] = {};
+  const std::size_t first = withError ? 0 : 1, end = 2 + wordsAfter_;
   const std::size_t at = offset_ + first * sizeof(std::uint32_t) - sizeof(std::uint32_t);  // where words[first] is
   pc::readBack(*storage_->device()->libraryQueue(), storage_.get(), at, words + first,
                (end - first) * sizeof(std::uint32_t));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, errorMessage_);
   count_ = words[1];
-  if (withNext) {
-    // What the next word feeds (a guess) must not fail a count that was read.
+  if (onRead_) {
+    // What the words after it feed (a guess) must not fail a count that was read.
     try {
-      onRead_(words[2]);
+      onRead_(words + 2);
     } catch (...) {
     }
   }

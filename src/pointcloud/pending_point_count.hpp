@@ -22,10 +22,11 @@ class PointCountWord {
   /// The count is the u32 at `offset` of `storage`. With `errorMessage` non-empty, the
   /// u32 before it is an error flag: non-zero means the producing operation failed on
   /// the device, and reading the count throws InvalidArgument with that message.
-  /// `onRead`, when given, gets the u32 after the count, read with it (the voxel grid
-  /// keeps its key width there).
+  /// `onRead`, when given, gets the `wordsAfter` u32s after the count, read with it (the
+  /// voxel grid keeps its sort's key width and keyed end there).
+  using OnRead = std::function<void(const std::uint32_t* wordsAfter)>;
   PointCountWord(std::shared_ptr<Allocation> storage, std::size_t offset, std::string errorMessage = {},
-                 std::function<void(std::uint32_t)> onRead = {});
+                 std::size_t wordsAfter = 0, OnRead onRead = {});
 
   /// The count, read once (blocking until the producing work is done; later calls
   /// return the value read). Thread-safe. Throws the device-side error.
@@ -34,15 +35,17 @@ class PointCountWord {
   bool isRead() const noexcept;
   /// The same word, not read yet (UnorganizedPointCloud::reread).
   std::shared_ptr<PointCountWord> unread() const {
-    return std::make_shared<PointCountWord>(storage_, offset_, errorMessage_, onRead_);
+    return std::make_shared<PointCountWord>(storage_, offset_, errorMessage_, wordsAfter_, onRead_);
   }
 
  private:
+  static constexpr std::size_t kMaxWordsAfter = 16;
   mutable std::mutex mutex_;
   const std::shared_ptr<Allocation> storage_;  // kept after the read: unread() reads it again
   const std::size_t offset_;
   const std::string errorMessage_;
-  const std::function<void(std::uint32_t)> onRead_;
+  const std::size_t wordsAfter_;
+  const OnRead onRead_;
   std::optional<std::size_t> count_;
 };
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "pointcloud/pending_point_count.hpp"
@@ -35,49 +36,77 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
 }
 
 /// The output block's count words: [overflow flag, voxel count, key width, the sort's
-/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the six bounds
-/// words of da_vx_bounds]. One fill zeroes them all.
-constexpr std::size_t kCountWords = 10;
+/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the words of
+/// da_vx_bounds: six bounds and the keyed end]. One fill zeroes them all.
 constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4;
+constexpr std::size_t kKeyedEndWord = kBoundsWord + DA_VX_KEYED_END;
+constexpr std::size_t kCountWords = kBoundsWord + DA_VX_BOUNDS_WORDS;
 
 /// Work-groups of da_vx_tile_heads, each taking every so many tiles: enough to fill a
 /// large GPU, few enough that the groups past a frame's valid points cost little.
 constexpr std::size_t kTileHeadGroups = 512;
 
-/// The widest key of the voxel grids of each device and voxel size whose width the
-/// host read: the stream form's guess for its sort (ParallelPrimitives::sortPairsU64U32),
-/// so a frame loop on one scene sorts the bits its grids need. The widest, not the
-/// last, and keyed by the voxel size, because a guess too low costs far more than the
-/// pass a right one saves (the bits above it are sorted on one multiprocessor): a
-/// program that alternates scenes or voxel sizes must not guess one from the other.
-/// Only a guess: the sort is right whatever it is, and a device's address reused by a
-/// later device only costs time.
-class KeyWidthGuesses {
+/// What the host guesses of a stream voxel grid's sort: the key width and the keyed end
+/// (one past the last valid point), which it cannot read without waiting.
+struct SortGuess {
+  int keyBits = 0;             ///< 0: none
+  std::size_t keyedEnd = 0;    ///< 0: none
+};
+
+/// The widest key and the largest keyed end of the voxel grids of each device, voxel
+/// size and point count whose words the host read: the stream form's guesses for its
+/// sort (ParallelPrimitives::sortPairsU64U32), so a frame loop on one scene sorts the
+/// bits and the positions its grids need. The largest, not the last, and keyed by the
+/// voxel size and the cloud's size, because a guess too low costs far more than what a
+/// right one saves (the rest is sorted on one multiprocessor): a program that
+/// alternates scenes or voxel sizes must not guess one from the other. Only guesses:
+/// the sort is right whatever they are, and a device's address reused by a later
+/// device only costs time.
+class SortGuesses {
  public:
-  int guess(const DeviceImpl* device, float voxelSize) {
+  SortGuess guess(const DeviceImpl* device, float voxelSize, std::size_t n) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = widths_.find({device, voxelSize});
-    return it == widths_.end() ? 0 : it->second;
+    const auto it = guesses_.find({device, voxelSize, n});
+    if (it == guesses_.end()) return {};
+    SortGuess g = it->second;
+    // Frames of one scene vary: an eighth and a tile more than the largest end seen.
+    if (g.keyedEnd > 0) g.keyedEnd = std::min(n, g.keyedEnd + g.keyedEnd / 8 + DA_VX_TILE);
+    return g;
   }
-  void remember(const DeviceImpl* device, float voxelSize, std::uint32_t width) {
-    if (width < 1 || width > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
+  void remember(const DeviceImpl* device, float voxelSize, std::size_t n, std::uint32_t keyBits,
+                std::uint32_t keyedEnd) {
+    if (keyBits < 1 || keyBits > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (widths_.size() >= kMaxGuesses && widths_.find({device, voxelSize}) == widths_.end()) widths_.clear();
-    int& widest = widths_[{device, voxelSize}];
-    widest = std::max(widest, static_cast<int>(width));
+    const Key key{device, voxelSize, n};
+    if (guesses_.size() >= kMaxGuesses && guesses_.find(key) == guesses_.end()) guesses_.clear();
+    SortGuess& g = guesses_[key];
+    g.keyBits = std::max(g.keyBits, static_cast<int>(keyBits));
+    g.keyedEnd = std::max(g.keyedEnd, std::min<std::size_t>(n, keyedEnd));
   }
 
  private:
+  using Key = std::tuple<const DeviceImpl*, float, std::size_t>;
   /// Programs use a few voxel sizes; one that sweeps thousands starts over now and then.
   static constexpr std::size_t kMaxGuesses = 256;
   std::mutex mutex_;
-  std::map<std::pair<const DeviceImpl*, float>, int> widths_;
+  std::map<Key, SortGuess> guesses_;
 };
 
-KeyWidthGuesses& keyWidthGuesses() {
-  static KeyWidthGuesses* const guesses = new KeyWidthGuesses;  // leaked: grids may run during exit
+SortGuesses& sortGuesses() {
+  static SortGuesses* const guesses = new SortGuesses;  // leaked: grids may run during exit
   return *guesses;
 }
+
+/// How the reduction sorts the keys: `count` positions by bits [0, endBit). With
+/// `onDevice`, the sort reads the key width and the keyed end from the count words and
+/// skips the bits above the one and the positions past the other on the device;
+/// `guess` is the host's guess of both (only the sort's time depends on it).
+struct SortPlan {
+  std::size_t count;
+  int endBit;
+  bool onDevice;
+  SortGuess guess;
+};
 
 /// The voxel grid of the n points of `xyz` (missing ones ignored) as enqueued work, in
 /// two steps: enqueueKeys() ranks every point's voxel, enqueueReduction() sorts by it
@@ -120,11 +149,9 @@ class VoxelGrid {
     use.commit();
   }
 
-  /// Enqueues the sort by bits [0, endBit) of the keys, then the voxels' means; the
-  /// count words get the voxel count. `widthOnDevice`: the sort reads the key width
-  /// from the count words and skips the bits above it on the device; `likelyWidth` is
-  /// the host's guess of that width (0: none), which only changes the sort's time.
-  void enqueueReduction(int minPointsPerVoxel, int endBit, bool widthOnDevice, int likelyWidth = 0) {
+  /// Enqueues the sort of the keys (`plan`), then the voxels' means; the count words
+  /// get the voxel count.
+  void enqueueReduction(int minPointsPerVoxel, const SortPlan& plan) {
     QueueImpl& q = q_;
     const std::size_t n = n_;
     const auto& scratch = scratch_;
@@ -132,29 +159,34 @@ class VoxelGrid {
     const CompactResult& cap = out_;
     const BufferRef status{cap.block.get(), cap.countAt};
     const BufferRef width{cap.block.get(), cap.countAt + kKeyWidthWord * sizeof(std::uint32_t)};
+    const BufferRef keyedEnd{cap.block.get(), cap.countAt + kKeyedEndWord * sizeof(std::uint32_t)};
     const bool color = colors_.isValid(), snr = snrs_.isValid(), normal = normals_.isValid();
     auto& primitives = q.device()->primitives();
     OrderedUse use(q, {storageOf(xyz_), storageOf(colors_), storageOf(snrs_), storageOf(normals_), t,
                        cap.block.get(), tables_.owner.get()});
-    primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, n, endBit,
-                               widthOnDevice ? width : BufferRef{}, widthOnDevice ? likelyWidth : 0);
+    if (plan.onDevice)
+      primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, plan.count,
+                                 plan.endBit, width, plan.guess.keyBits, keyedEnd, plan.guess.keyedEnd);
+    else
+      primitives.sortPairsU64U32(q, {t, keysAt_}, {t, indicesAt_}, {t, sortedKeysAt_}, {t, orderAt_}, plan.count,
+                                 plan.endBit);
     // The voxels' output slots: numbered within each tile of sorted positions, then
     // the tiles, past whose valid points neither kernel reads more than a key.
     launch<kernels::da_vx_tile_heads>(q, LaunchGeometry::groups(std::min(tiles_, kTileHeadGroups), DA_VX_TILE),
-                                      i64(n), minPointsPerVoxel,
+                                      i64(n), minPointsPerVoxel, keyedEnd,
                                       arg(scratch, sortedKeysAt_), arg(scratch, rankAt_), arg(scratch, tileHeadsAt_));
-    launch<kernels::da_vx_tile_offsets>(q, LaunchGeometry::groups(1, DA_VX_SCAN_GROUP), i64(n),
+    launch<kernels::da_vx_tile_offsets>(q, LaunchGeometry::groups(1, DA_VX_SCAN_GROUP), i64(n), keyedEnd,
                                         arg(scratch, sortedKeysAt_), arg(scratch, tileHeadsAt_),
                                         arg(scratch, tileOffsetsAt_), status);
     launch<kernels::da_vx_reduce_tiles>(
         q, LaunchGeometry::groups(tiles_, DA_VX_TILE), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0,
-        normal ? 1 : 0, minPointsPerVoxel, arg(scratch, sortedKeysAt_), arg(scratch, rankAt_),
+        normal ? 1 : 0, minPointsPerVoxel, keyedEnd, arg(scratch, sortedKeysAt_), arg(scratch, rankAt_),
         arg(scratch, tileOffsetsAt_), arg(scratch, orderAt_), arg(xyz_), argOr(colors_, xyz_), argOr(snrs_, xyz_),
         argOr(normals_, xyz_), tables_.decode, arg(scratch, tileFloatsAt_), arg(scratch, tileWordsAt_),
         arg(scratch, tileVoxelAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
         argOr(cap.normals, cap.xyz), tables_.encode, status);
     launch<kernels::da_vx_reduce_spanning>(
-        q, LaunchGeometry::items(tiles_), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0,
+        q, LaunchGeometry::items(tiles_), i64(n), color ? 1 : 0, srgb_ ? 1 : 0, snr ? 1 : 0, normal ? 1 : 0, keyedEnd,
         arg(scratch, sortedKeysAt_), arg(scratch, tileVoxelAt_), arg(scratch, tileFloatsAt_),
         arg(scratch, tileWordsAt_), arg(cap.xyz), argOr(cap.colors, cap.xyz), argOr(cap.snrs, cap.xyz),
         argOr(cap.normals, cap.xyz), tables_.encode);
@@ -195,15 +227,20 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
                                         const char* fn) {
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
   grid.enqueueKeys(voxelSize);
-  // The key width stays on the device: the sort skips the bits above it there, and
-  // sorts those below it as the last grid whose width the host read needed.
+  // The key width and the keyed end stay on the device: the sort skips the bits above
+  // the one and the positions past the other there, and sorts about as many as the
+  // grids whose words the host read needed.
   const DeviceImpl* const key = q.device().get();
-  grid.enqueueReduction(minPointsPerVoxel, kVoxelKeyBits, true, keyWidthGuesses().guess(key, voxelSize));
+  const std::size_t n = source.xyz.size();
+  grid.enqueueReduction(minPointsPerVoxel, {n, kVoxelKeyBits, true, sortGuesses().guess(key, voxelSize, n)});
   const CompactResult& r = grid.output();
-  // Reading the count reads the key width beside it: the next grids' guess.
-  auto remember = [key, voxelSize](std::uint32_t width) { keyWidthGuesses().remember(key, voxelSize, width); };
+  // Reading the count reads the sort's words after it: the next grids' guesses.
+  constexpr std::size_t kWordsAfterCount = kCountWords - 2;
+  auto remember = [key, voxelSize, n](const std::uint32_t* after) {
+    sortGuesses().remember(key, voxelSize, n, after[kKeyWidthWord - 2], after[kKeyedEndWord - 2]);
+  };
   auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
-                                                voxelTooSmallText(voxelSize, fn), std::move(remember));
+                                                voxelTooSmallText(voxelSize, fn), kWordsAfterCount, std::move(remember));
   return UnorganizedPointCloud::fromCapacity(device, r.xyz, r.colors, r.snrs, transform, r.normals, std::move(count),
                                              source.colorSpace);
 }
@@ -213,15 +250,18 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
                                         const char* fn) {
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
   grid.enqueueKeys(voxelSize);
-  // The host waits anyway: it reads the key width, so the sort has exactly the passes
-  // the grid needs (and a grid too fine fails before sorting anything).
-  std::uint32_t words[kKeyWidthWord + 1] = {};
+  // The host waits anyway: it reads the key width and the keyed end, so the sort has
+  // exactly the passes and the positions the grid needs (and a grid too fine fails
+  // before sorting anything).
+  std::uint32_t words[kCountWords] = {};
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
-  keyWidthGuesses().remember(q.device().get(), voxelSize, words[kKeyWidthWord]);
-  grid.enqueueReduction(minPointsPerVoxel, static_cast<int>(words[kKeyWidthWord]), false);
-  readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
-  const CompactResult r = trimmed(q, grid.output(), source.xyz.size(), words[1], fn);
+  const std::size_t n = source.xyz.size();
+  sortGuesses().remember(q.device().get(), voxelSize, n, words[kKeyWidthWord], words[kKeyedEndWord]);
+  grid.enqueueReduction(minPointsPerVoxel,
+                        {std::min<std::size_t>(n, words[kKeyedEndWord]), static_cast<int>(words[kKeyWidthWord]), false, {}});
+  readBack(q, grid.output().block.get(), grid.output().countAt, words, 2 * sizeof(std::uint32_t));
+  const CompactResult r = trimmed(q, grid.output(), n, words[1], fn);
   UnorganizedPointCloud out =
       UnorganizedPointCloud::fromParts(device, r.xyz, r.colors, r.snrs, transform, r.normals, source.colorSpace);
   finishDeviceQueue(device);
