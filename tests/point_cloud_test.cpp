@@ -503,13 +503,13 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
 }
 
 TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyedEnd) {
-  // The stream form sorts the positions up to about the largest keyed end (one past
-  // the last valid point) of the grids of its device, voxel size and cloud size whose
-  // count the host read (on CUDA: CUB sorts those, and when the guess was low the
-  // device sorts them all again on one block). Frames of one size whose valid points
-  // end at 10 %, then 90 % (the guess too low), 20 % (too high) and 100 % of the cloud,
-  // missing points among them, each grid on a stream first (then read: the next guess),
-  // must be the blocking grid's bytes and the host reference's.
+  // The stream form packs the valid points' keys first and sorts about as many
+  // positions as the most valid points of the grids of its device, voxel size and cloud
+  // size whose count the host read (on CUDA: CUB sorts those, and when the guess was low
+  // the device sorts them all again on one block). Frames of one size whose valid
+  // points end at 10 %, then 90 % (the guess too low), 20 % (too high) and 100 % of the
+  // cloud, missing points among them, each grid on a stream first (then read: the next
+  // guess), must be the blocking grid's bytes and the host reference's.
   const float voxelSize = 23.125f;  // no other test's: the first frame has no guess
   for (const double endsAt : {0.1, 0.9, 0.2, 1.0}) {
     SCOPED_TRACE(testing::Message() << "valid points end at " << endsAt);

@@ -36,18 +36,19 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
 }
 
 /// The output block's count words: [overflow flag, voxel count, key width, the sort's
-/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the words of
-/// da_vx_bounds: six bounds and the keyed end]. One fill zeroes them all.
-constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4;
-constexpr std::size_t kKeyedEndWord = kBoundsWord + DA_VX_KEYED_END;
-constexpr std::size_t kCountWords = kBoundsWord + DA_VX_BOUNDS_WORDS;
+/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the six bounds
+/// words of da_vx_bounds, the valid points' count (the sort's keyed end)]. One fill
+/// zeroes them all.
+constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4, kKeyedEndWord = DA_VX_KEYED_END_WORD;
+constexpr std::size_t kCountWords = kKeyedEndWord + 1;
+static_assert(kKeyedEndWord == kBoundsWord + 6, "the keyed end follows the bounds");
 
 /// Work-groups of da_vx_tile_heads, each taking every so many tiles: enough to fill a
 /// large GPU, few enough that the groups past a frame's valid points cost little.
 constexpr std::size_t kTileHeadGroups = 512;
 
 /// What the host guesses of a stream voxel grid's sort: the key width and the keyed end
-/// (one past the last valid point), which it cannot read without waiting.
+/// (the valid points' count), which it cannot read without waiting.
 struct SortGuess {
   int keyBits = 0;             ///< 0: none
   std::size_t keyedEnd = 0;    ///< 0: none
@@ -118,6 +119,7 @@ class VoxelGrid {
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
         n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
+    offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -132,9 +134,10 @@ class VoxelGrid {
     out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, kCountWords);
   }
 
-  /// Enqueues the bounds and the voxel keys; the count words get the overflow flag and
-  /// the key width.
-  void enqueueKeys(float voxelSize) {
+  /// Enqueues the bounds and the valid points' voxel keys, packed in their order; the
+  /// positions from their count up to `fill` get missing keys. The count words get the
+  /// overflow flag, the key width and the count.
+  void enqueueKeys(float voxelSize, std::size_t fill) {
     QueueImpl& q = q_;
     Allocation* const t = scratch_.get();
     Allocation* const status = out_.block.get();
@@ -144,8 +147,10 @@ class VoxelGrid {
     const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
     const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
     launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
-    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, bounds, arg(xyz_),
-                                arg(scratch_, keysAt_), arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
+    q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
+    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, i64(fill), bounds, arg(xyz_),
+                                arg(scratch_, offsetsAt_), arg(scratch_, keysAt_), arg(scratch_, indicesAt_),
+                                BufferRef{status, out_.countAt});
     use.commit();
   }
 
@@ -206,7 +211,7 @@ class VoxelGrid {
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
   ScratchLayout layout_;
-  std::size_t keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0, tileHeadsAt_ = 0,
+  std::size_t offsetsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0, tileHeadsAt_ = 0,
               tileOffsetsAt_ = 0, tileVoxelAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<Allocation> scratch_;
   CompactResult out_;
@@ -225,14 +230,16 @@ void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn)
 UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
-  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize);
-  // The key width and the keyed end stay on the device: the sort skips the bits above
-  // the one and the positions past the other there, and sorts about as many as the
-  // grids whose words the host read needed.
+  // The key width and the valid count stay on the device: the sort skips the bits
+  // above the one and the positions past the other there, and sorts about as many as
+  // the grids whose words the host read needed (the keys past the count up to that
+  // many are missing).
   const DeviceImpl* const key = q.device().get();
   const std::size_t n = source.xyz.size();
-  grid.enqueueReduction(minPointsPerVoxel, {n, kVoxelKeyBits, true, sortGuesses().guess(key, voxelSize, n)});
+  const SortGuess guess = sortGuesses().guess(key, voxelSize, n);
+  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
+  grid.enqueueKeys(voxelSize, guess.keyedEnd > 0 ? guess.keyedEnd : n);
+  grid.enqueueReduction(minPointsPerVoxel, {n, kVoxelKeyBits, true, guess});
   const CompactResult& r = grid.output();
   // Reading the count reads the sort's words after it: the next grids' guesses.
   constexpr std::size_t kWordsAfterCount = kCountWords - 2;
@@ -249,8 +256,8 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize);
-  // The host waits anyway: it reads the key width and the keyed end, so the sort has
+  grid.enqueueKeys(voxelSize, 0);
+  // The host waits anyway: it reads the key width and the valid count, so the sort has
   // exactly the passes and the positions the grid needs (and a grid too fine fails
   // before sorting anything).
   std::uint32_t words[kCountWords] = {};
