@@ -454,8 +454,8 @@ TEST_P(PointCloudTest, VoxelGridsAtTheEdgeOfAKeyWidth) {
 }
 
 TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
-  // The stream form sorts as many key bits as the widest grid of its device, voxel
-  // size and cloud size whose width the host read needed (on CUDA: CUB sorts those, the device the
+  // The stream form sorts as many key bits as the widest grid of its device and voxel
+  // size whose width the host read needed (on CUDA: CUB sorts those, the device the
   // rest). About 2 mm voxels over the cloud scaled by 0.05 (about 50 x 50 x 60 mm) need
   // 15 key bits, over the cloud as it is (1000 x 1000 x 1200 mm) 28, scaled by 5 35.
   // Each case has a voxel size of its own (no earlier guess): a grid of the first scene
@@ -503,30 +503,41 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
 }
 
 TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyedEnd) {
-  // The stream form packs the valid points' keys first and sorts about as many
-  // positions as the most valid points of the grids of its device, voxel size and cloud
-  // size whose count the host read (on CUDA: CUB sorts those, and when the guess was low
-  // the device sorts them all again on one block). Frames of one size whose valid
-  // points end at 10 %, then 90 % (the guess too low), 20 % (too high) and 100 % of the
-  // cloud, missing points among them, each grid on a stream first (then read: the next
-  // guess), must be the blocking grid's bytes and the host reference's.
-  const float voxelSize = 23.125f;  // no other test's: the first frame has no guess
-  for (const double endsAt : {0.1, 0.9, 0.2, 1.0}) {
-    SCOPED_TRACE(testing::Message() << "valid points end at " << endsAt);
-    pcref::Cloud c = randomCloud(120, 150, 7, 0.1);
-    const std::size_t end = static_cast<std::size_t>(endsAt * static_cast<double>(c.xyz.size()));
-    for (std::size_t i = end; i < c.xyz.size(); ++i) c.xyz[i] = pcref::nanPoint();
-    const PointCloud frame = upload(c, dev());
-    const UnorganizedPointCloud onStream = frame.voxelDownsampled(voxelSize, 1, sq());
-    const std::size_t count = onStream.size();
-    const UnorganizedPointCloud blocking = frame.voxelDownsampled(voxelSize, 1);
-    const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, 1);
-    ASSERT_EQ(count, want.xyz.size());
-    ASSERT_EQ(blocking.size(), want.xyz.size());
-    expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
-    expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
-    EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
-    EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+  // The stream form sorts about as many positions as the largest keyed end of the
+  // grids of its device and voxel size whose count the host read (on CUDA: CUB sorts
+  // those, and when the guess was low the device sorts them all again on one block).
+  // An organized frame's grid packs its valid points' keys first (the keyed end is
+  // their count); an unorganized cloud's stops after its last valid point. Frames of
+  // one size whose valid points end at 10 %, then 90 % (the guess too low), 20 % (too
+  // high) and 100 % of the cloud, missing points among them, each grid on a stream
+  // first (then read: the next guess), must be the blocking grid's bytes and the host
+  // reference's. Each form has a voxel size no other test uses: the first frame has
+  // no guess.
+  for (const bool organized : {true, false}) {
+    const float voxelSize = organized ? 23.125f : 23.25f;
+    for (const double endsAt : {0.1, 0.9, 0.2, 1.0}) {
+      SCOPED_TRACE(testing::Message() << (organized ? "organized" : "unorganized") << ", valid points end at "
+                                      << endsAt);
+      pcref::Cloud c = randomCloud(120, 150, 7, 0.1);
+      const std::size_t end = static_cast<std::size_t>(endsAt * static_cast<double>(c.xyz.size()));
+      for (std::size_t i = end; i < c.xyz.size(); ++i) c.xyz[i] = pcref::nanPoint();
+      const PointCloud frame = upload(c, dev());
+      const UnorganizedPointCloud points(DeviceArray<PointXYZ>::fromHost(c.xyz.data(), c.xyz.size(), dev()),
+                                         DeviceArray<ColorRGBA>::fromHost(c.rgba.data(), c.rgba.size(), dev()),
+                                         DeviceArray<SNR>::fromHost(c.snr.data(), c.snr.size(), dev()));
+      const UnorganizedPointCloud onStream =
+          organized ? frame.voxelDownsampled(voxelSize, 1, sq()) : points.voxelDownsampled(voxelSize, 1, sq());
+      const std::size_t count = onStream.size();
+      const UnorganizedPointCloud blocking =
+          organized ? frame.voxelDownsampled(voxelSize, 1) : points.voxelDownsampled(voxelSize, 1);
+      const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, 1);
+      ASSERT_EQ(count, want.xyz.size());
+      ASSERT_EQ(blocking.size(), want.xyz.size());
+      expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
+      expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
+      EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
+      EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+    }
   }
 }
 

@@ -58,21 +58,26 @@
 /* The voxel grid's bounds as words the caller zeroed (0 = no valid point):
  * bounds[c] = the largest ~da_vx_ordered(p[c]) over the valid points p, which is
  * ~da_vx_ordered of the min corner's coordinate c, and bounds[3 + c] the largest
- * da_vx_ordered(p[c]), the max corner's. Work-groups of DA_VX_BOUNDS_GROUP work items,
- * each taking DA_VX_BOUNDS_ITEMS points, add at most six atomic maxima each. */
+ * da_vx_ordered(p[c]), the max corner's; bounds[DA_VX_KEYED_END] = one past the last
+ * valid point's index, past which every key is missing, so the sort and the reduction
+ * stop there (a compaction's capacity holds its valid points first). Work-groups of
+ * DA_VX_BOUNDS_GROUP work items, each taking DA_VX_BOUNDS_ITEMS points, add at most
+ * DA_VX_BOUNDS_WORDS atomic maxima each. */
 #define DA_VX_BOUNDS_GROUP 256
 #define DA_VX_BOUNDS_ITEMS 8
+#define DA_VX_BOUNDS_WORDS 7
+#define DA_VX_KEYED_END 6
 #define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds)
 
-/* Voxel keys (and point indices) of the valid points, packed in their order at
- * offsets[i] (ParallelPrimitives::validPointOffsets of the points): each point's voxel
- * ranked in the grid anchored at the min corner of `bounds` (da_vx_bounds' words);
- * missing keys from the valid count up to `fill`. status[0] = 1 on overflow, status[2]
- * = the key width (the bits of the grid's cell count), status[DA_VX_KEYED_END_WORD] =
- * the valid count: the sort's keyed end. */
-#define DA_VX_KEYED_END_WORD 10
+/* Voxel keys (and point indices): each point's voxel ranked in the grid anchored at
+ * the min corner of `bounds` (da_vx_bounds' words); with `pack`, the valid points'
+ * keys only, in their order at offsets[i] (ParallelPrimitives::validPointOffsets of
+ * the points), missing keys from their count up to `fill`, and the count written over
+ * bounds[DA_VX_KEYED_END] (`offsets` and `fill` are not read without `pack`).
+ * status[0] = 1 on overflow, status[2] = the key width (the bits of the grid's cell
+ * count). */
 #define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(float, voxelSize) S(da_i64, fill) B(const da_u32, bounds) B(const float, xyz)                    \
+  S0(da_i64, n) S(float, voxelSize) S(int, pack) S(da_i64, fill) B(da_u32, bounds) B(const float, xyz)            \
   B(const da_u32, offsets) B(da_u64, keys) B(da_u32, indices) B(da_u32, status)
 
 /* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles loads a tile's
@@ -82,9 +87,8 @@
  * the tiles' voxels, so the voxels' output slots need no device-wide scan of every
  * sorted position: the tiles past the valid points (missing keys sort last) are
  * skipped, and a frame's voxel grid runs over a compaction's whole capacity. Each
- * kernel reads the sorted keys only before keyedEnd[0] (the valid count, which
- * da_vx_keys copies; the sort orders only the positions before it) and takes every
- * later key as missing. */
+ * kernel reads the sorted keys only before keyedEnd[0] (bounds[DA_VX_KEYED_END]; the
+ * sort orders only the positions before it) and takes every later key as missing. */
 #define DA_VX_TILE 256
 /* Positions of a tile's blocks: da_vx_reduce_tiles adds a run's terms within each block
  * in parallel, then the blocks' sums. */

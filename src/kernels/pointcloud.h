@@ -334,14 +334,15 @@ DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
 }
 
 /* One pass instead of a device-wide reduction: each work-group folds its points'
- * corners in local memory and adds them to the zeroed words with one atomic max per
- * coordinate. A reduction would need a second launch (or a second level) to combine
- * the groups; the atomics make the grid's bounds one launch of the voxel grid. */
+ * corners (and its last valid point's position) in local memory and adds them to the
+ * zeroed words with one atomic max per word. A reduction would need a second launch
+ * (or a second level) to combine the groups; the atomics make the grid's bounds one
+ * launch of the voxel grid. */
 DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_BOUNDS_PARAMS);
-  DA_LOCAL_ARRAY(da_u32, lanes, 6 * DA_VX_BOUNDS_GROUP);
+  DA_LOCAL_ARRAY(da_u32, lanes, DA_VX_BOUNDS_WORDS * DA_VX_BOUNDS_GROUP);
   const int lane = DA_LOCAL_ID();
-  da_u32 m[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+  da_u32 m[DA_VX_BOUNDS_WORDS] = {0u, 0u, 0u, 0u, 0u, 0u, 0u};
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
   /* All of the work item's loads first, then the folds: one wait for memory instead of
    * one per point (a loop that tests each point as it loads it waits for each). */
@@ -363,17 +364,18 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
       m[c] = da_vx_max_u32(m[c], ~o[c]);
       m[3 + c] = da_vx_max_u32(m[3 + c], o[c]);
     }
+    m[DA_VX_KEYED_END] = (da_u32)(first + (long)k * DA_VX_BOUNDS_GROUP + 1); /* k ascends: the last is the largest */
   }
-  for (int c = 0; c < 6; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
+  for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
   for (int step = DA_VX_BOUNDS_GROUP / 2; step > 0; step /= 2) {
     DA_BARRIER();
     if (lane < step)
-      for (int c = 0; c < 6; ++c)
+      for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c)
         lanes[c * DA_VX_BOUNDS_GROUP + lane] =
             da_vx_max_u32(lanes[c * DA_VX_BOUNDS_GROUP + lane], lanes[c * DA_VX_BOUNDS_GROUP + lane + step]);
   }
   DA_BARRIER();
-  if (lane < 6) {
+  if (lane < DA_VX_BOUNDS_WORDS) {
     const da_u32 folded = lanes[lane * DA_VX_BOUNDS_GROUP];
     if (folded != 0u) da_vx_atomic_max(bounds + lane, folded);
   }
@@ -382,12 +384,14 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
 /* Voxel keys: the rank of the point's voxel in the grid anchored at the cloud's min
  * corner (bounds[0..2], from da_vx_bounds; bounds[3..5] the max corner), x-major,
  * then y, then z: ((ix * ny) + iy) * nz + iz, with the point index as the sort value.
- * The valid points' keys are packed in the points' order at offsets[i] (the exclusive
- * scan of their validity, offsets[n] their count, copied to status[keyedEnd]), so the
- * sort and the reduction need only the first offsets[n] positions: a frame's grid
- * after a region of interest keeps about a tenth of its points. The positions from the
- * count up to `fill` get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and
- * dropped), for a sort that takes more positions than the count (a host's guess of it).
+ * Missing points get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and dropped).
+ * With `pack`, only the valid points' keys are written, in the points' order, at
+ * offsets[i] (the exclusive scan of their validity, offsets[n] their count, which
+ * replaces da_vx_bounds' keyed end), so the sort and the reduction need only the
+ * first offsets[n] positions: an organized frame after a region of interest keeps a
+ * tenth of its points, anywhere in the grid. The positions from the count up to `fill`
+ * then get missing keys, for a sort that takes more positions than the count (the
+ * host's guess of it).
  * status[2] = the key width: the bits of the grid's cell count, so every key of a valid
  * point is below 2^width - 1 and the sort needs no pass above it (a frame's grid of 10
  * mm voxels needs about 17 bits, not the 63 of three 21-bit indices). status[0] = 1
@@ -397,8 +401,8 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  const da_u32 count = offsets[n];
-  if (i >= (long)count && i < fill) keys[i] = DA_VOXEL_INVALID_KEY;
+  const da_u32 count = pack ? offsets[n] : 0u;
+  if (pack && i >= (long)count && i < fill) keys[i] = DA_VOXEL_INVALID_KEY;
   const float lo[3] = {da_vx_bound(bounds, 0), da_vx_bound(bounds, 1), da_vx_bound(bounds, 2)};
   const da_u64 ny = da_vx_axis_voxels(lo[1], da_vx_bound(bounds, 4), voxelSize);
   const da_u64 nz = da_vx_axis_voxels(lo[2], da_vx_bound(bounds, 5), voxelSize);
@@ -408,12 +412,17 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
     da_u32 width = 1u;
     while (width < 63u && (cells >> width) != 0UL) ++width;
     status[2] = width;
-    status[DA_VX_KEYED_END_WORD] = count;
+    if (pack) bounds[DA_VX_KEYED_END] = count;
   }
   const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-  if (!da_pc_valid(x, y, z)) return;
-  const long slot = (long)offsets[i];
+  const int valid = da_pc_valid(x, y, z);
+  if (pack && !valid) return;
+  const long slot = pack ? (long)offsets[i] : i;
   indices[slot] = (da_u32)i;
+  if (!valid) {
+    keys[slot] = DA_VOXEL_INVALID_KEY;
+    return;
+  }
   const float fx = da_floorf((x - lo[0]) / voxelSize);
   const float fy = da_floorf((y - lo[1]) / voxelSize);
   const float fz = da_floorf((z - lo[2]) / voxelSize);
@@ -428,9 +437,10 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   keys[slot] = (ix * ny + iy) * nz + iz;
 }
 
-/* How many sorted positions the voxel kernels read: those before keyedEnd[0] (the
- * valid points' count, which da_vx_keys copies). Every key past it is missing, and the
- * sort orders only the positions before it, so the keys after them may be anything. */
+/* How many sorted positions the voxel kernels read: those before keyedEnd[0] (one past
+ * the last valid point, or their count when da_vx_keys packs them). Every key past it
+ * is missing, and the sort orders only the positions before it, so the keys after
+ * them may be anything. */
 DA_FN long da_vx_keyed_count(long n, DA_GLOBAL const da_u32* keyedEnd) {
   const long end = (long)keyedEnd[0];
   return end < n ? end : n;

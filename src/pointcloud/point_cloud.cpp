@@ -497,7 +497,7 @@ constexpr const char* kVoxelDownsampled = "PointCloud::voxelDownsampled";
 
 /// The cloud's arrays (and `normals`, empty or the cloud's) as a voxel grid reads them.
 pc::VoxelSource voxelSourceOf(const PointCloud& cloud, const DeviceArray<NormalXYZ>& normals) {
-  return {cloud.storedXYZ(), cloud.storedColors(), cloud.colorSpace(), cloud.storedSNRs(), normals};
+  return {cloud.storedXYZ(), cloud.storedColors(), cloud.colorSpace(), cloud.storedSNRs(), normals, true};
 }
 
 void checkVoxelCall(const PointCloud& cloud, float voxelSize, int minPointsPerVoxel) {

@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "pointcloud/pending_point_count.hpp"
@@ -36,38 +35,39 @@ std::string voxelTooSmallText(float voxelSize, const char* fn) {
 }
 
 /// The output block's count words: [overflow flag, voxel count, key width, the sort's
-/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the six bounds
-/// words of da_vx_bounds, the valid points' count (the sort's keyed end)]. One fill
-/// zeroes them all.
-constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4, kKeyedEndWord = DA_VX_KEYED_END_WORD;
-constexpr std::size_t kCountWords = kKeyedEndWord + 1;
-static_assert(kKeyedEndWord == kBoundsWord + 6, "the keyed end follows the bounds");
+/// zero word after the width (ParallelPrimitives::sortPairsU64U32), the words of
+/// da_vx_bounds: six bounds and the keyed end]. One fill zeroes them all.
+constexpr std::size_t kKeyWidthWord = 2, kBoundsWord = 4;
+constexpr std::size_t kKeyedEndWord = kBoundsWord + DA_VX_KEYED_END;
+constexpr std::size_t kCountWords = kBoundsWord + DA_VX_BOUNDS_WORDS;
 
 /// Work-groups of da_vx_tile_heads, each taking every so many tiles: enough to fill a
 /// large GPU, few enough that the groups past a frame's valid points cost little.
 constexpr std::size_t kTileHeadGroups = 512;
 
 /// What the host guesses of a stream voxel grid's sort: the key width and the keyed end
-/// (the valid points' count), which it cannot read without waiting.
+/// (the valid points' count, or one past the last of them), which it cannot read
+/// without waiting.
 struct SortGuess {
   int keyBits = 0;             ///< 0: none
   std::size_t keyedEnd = 0;    ///< 0: none
 };
 
-/// The widest key and the largest keyed end of the voxel grids of each device, voxel
-/// size and point count whose words the host read: the stream form's guesses for its
-/// sort (ParallelPrimitives::sortPairsU64U32), so a frame loop on one scene sorts the
-/// bits and the positions its grids need. The largest, not the last, and keyed by the
-/// voxel size and the cloud's size, because a guess too low costs far more than what a
-/// right one saves (the rest is sorted on one multiprocessor): a program that
-/// alternates scenes or voxel sizes must not guess one from the other. Only guesses:
-/// the sort is right whatever they are, and a device's address reused by a later
-/// device only costs time.
+/// The widest key and the largest keyed end of the voxel grids of each device and
+/// voxel size whose words the host read: the stream form's guesses for its sort
+/// (ParallelPrimitives::sortPairsU64U32), so a frame loop on one scene sorts the bits
+/// and the positions its grids need (a scene's frame, organized or compacted, has
+/// about the same valid points). The largest, not the last, and keyed by the voxel
+/// size, because a guess too low costs far more than what a right one saves (the rest
+/// is sorted on one multiprocessor): a program that alternates scenes or voxel sizes
+/// must not guess one from the other. Only guesses: the sort is right whatever they
+/// are (a keyed end guessed past a cloud's size sorts it all), and a device's address
+/// reused by a later device only costs time.
 class SortGuesses {
  public:
   SortGuess guess(const DeviceImpl* device, float voxelSize, std::size_t n) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = guesses_.find({device, voxelSize, n});
+    const auto it = guesses_.find({device, voxelSize});
     if (it == guesses_.end()) return {};
     SortGuess g = it->second;
     // Frames of one scene vary: an eighth and a tile more than the largest end seen.
@@ -78,7 +78,7 @@ class SortGuesses {
                 std::uint32_t keyedEnd) {
     if (keyBits < 1 || keyBits > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
     const std::lock_guard<std::mutex> lock(mutex_);
-    const Key key{device, voxelSize, n};
+    const Key key{device, voxelSize};
     if (guesses_.size() >= kMaxGuesses && guesses_.find(key) == guesses_.end()) guesses_.clear();
     SortGuess& g = guesses_[key];
     g.keyBits = std::max(g.keyBits, static_cast<int>(keyBits));
@@ -86,7 +86,7 @@ class SortGuesses {
   }
 
  private:
-  using Key = std::tuple<const DeviceImpl*, float, std::size_t>;
+  using Key = std::pair<const DeviceImpl*, float>;
   /// Programs use a few voxel sizes; one that sweeps thousands starts over now and then.
   static constexpr std::size_t kMaxGuesses = 256;
   std::mutex mutex_;
@@ -119,7 +119,7 @@ class VoxelGrid {
             ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
       : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
         n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
-    offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // only a packing grid's
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -134,10 +134,10 @@ class VoxelGrid {
     out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, kCountWords);
   }
 
-  /// Enqueues the bounds and the valid points' voxel keys, packed in their order; the
-  /// positions from their count up to `fill` get missing keys. The count words get the
-  /// overflow flag, the key width and the count.
-  void enqueueKeys(float voxelSize, std::size_t fill) {
+  /// Enqueues the bounds and the voxel keys, with `pack` the valid points' only, packed
+  /// in their order (the positions from their count up to `fill` get missing keys). The
+  /// count words get the overflow flag, the key width and the keyed end.
+  void enqueueKeys(float voxelSize, bool pack, std::size_t fill) {
     QueueImpl& q = q_;
     Allocation* const t = scratch_.get();
     Allocation* const status = out_.block.get();
@@ -147,9 +147,9 @@ class VoxelGrid {
     const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
     const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
     launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
-    q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
-    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, i64(fill), bounds, arg(xyz_),
-                                arg(scratch_, offsetsAt_), arg(scratch_, keysAt_), arg(scratch_, indicesAt_),
+    if (pack) q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
+    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, pack ? 1 : 0, i64(fill), bounds,
+                                arg(xyz_), arg(scratch_, offsetsAt_), arg(scratch_, keysAt_), arg(scratch_, indicesAt_),
                                 BufferRef{status, out_.countAt});
     use.commit();
   }
@@ -230,15 +230,15 @@ void checkVoxelArguments(float voxelSize, int minPointsPerVoxel, const char* fn)
 UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
-  // The key width and the valid count stay on the device: the sort skips the bits
-  // above the one and the positions past the other there, and sorts about as many as
-  // the grids whose words the host read needed (the keys past the count up to that
-  // many are missing).
+  // The key width and the keyed end stay on the device: the sort skips the bits above
+  // the one and the positions past the other there, and sorts about as many as the
+  // grids whose words the host read needed (packed keys past the count up to that many
+  // are missing).
   const DeviceImpl* const key = q.device().get();
   const std::size_t n = source.xyz.size();
   const SortGuess guess = sortGuesses().guess(key, voxelSize, n);
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize, guess.keyedEnd > 0 ? guess.keyedEnd : n);
+  grid.enqueueKeys(voxelSize, source.packValidKeys, guess.keyedEnd > 0 ? guess.keyedEnd : n);
   grid.enqueueReduction(minPointsPerVoxel, {n, kVoxelKeyBits, true, guess});
   const CompactResult& r = grid.output();
   // Reading the count reads the sort's words after it: the next grids' guesses.
@@ -256,8 +256,8 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
   VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize, 0);
-  // The host waits anyway: it reads the key width and the valid count, so the sort has
+  grid.enqueueKeys(voxelSize, source.packValidKeys, 0);
+  // The host waits anyway: it reads the key width and the keyed end, so the sort has
   // exactly the passes and the positions the grid needs (and a grid too fine fails
   // before sorting anything).
   std::uint32_t words[kCountWords] = {};

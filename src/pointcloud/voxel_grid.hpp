@@ -18,6 +18,11 @@ struct VoxelSource {
   ColorSpace colorSpace;
   const DeviceArray<SNR>& snrs;
   const DeviceArray<NormalXYZ>& normals;
+  /// Whether the grid packs the valid points' keys before sorting them (a scan more):
+  /// for an organized frame, whose missing points lie anywhere. Without it, the sort
+  /// and the reduction stop after the last valid point, which suits a cloud whose
+  /// valid points come first (a compaction's capacity, or no missing point at all).
+  bool packValidKeys = false;
 };
 
 /// Throws InvalidArgument naming `fn` for voxelSize not finite and > 0 or
