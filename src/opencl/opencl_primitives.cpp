@@ -184,11 +184,17 @@ void boundsTiles(QueueImpl& q, BufferRef points, std::size_t n, BufferRef out) {
 /// A tile is a work-group's (scan_sort_groups.cl) when `groups`, else a chunk. With a
 /// key width word, the kernels of the passes past that width return at once (the first
 /// of them copies the pairs to the outputs when the ping-pong left them elsewhere); with
-/// a keyed end word, every kernel skips the entries past it.
+/// a keyed end word, every kernel skips the entries past it. In work-groups, with a
+/// guess of the width too, the host launches the passes up to the guess only and then
+/// da_alg_radix_rest, which sorts any bits past it in one work-group: a pass past the
+/// width is three launches that do nothing, and on a GPU each costs more device time
+/// than its kernels (a frame's voxel keys need 5 of 16 passes).
 void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-               std::size_t count, int endBit, BufferRef keyBits, BufferRef keyedEnd, bool groups) {
+               std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits, BufferRef keyedEnd, bool groups) {
   static_assert(DA_ALG_RADIX_BITS == 4, "both shapes sort 4 bits a pass");
   const int passes = (endBit + 3) / 4;
+  const bool widthGiven = keyBits.allocation != nullptr;
+  const int launched = groups && widthGiven && likelyKeyBits > 0 ? std::min(passes, (likelyKeyBits + 3) / 4) : passes;
   const std::size_t tile = groups ? DA_ALG_SORT_TILE : kChunk;
   const std::size_t tiles = tilesOf(count, tile);
   Temporaries temps(q);
@@ -199,14 +205,13 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     tmpValues = temps.allocate(count * sizeof(std::uint32_t));
   }
   // Ping-pong between the outputs and the temporaries, arranged so that the last pass
-  // writes the outputs and the inputs are only read.
+  // launched writes the outputs and the inputs are only read.
   BufferRef srcK = keysIn, srcV = valuesIn;
-  const bool widthGiven = keyBits.allocation != nullptr;
   const BufferRef width = widthGiven ? keyBits : hist;  // any buffer when there is no word
   const bool endGiven = keyedEnd.allocation != nullptr;
   const KernelArg endFlag = KernelArg::i32(endGiven ? 1 : 0), end = buf(endGiven ? keyedEnd : hist);
-  for (int pass = 0; pass < passes; ++pass) {
-    const bool toOutput = ((passes - 1 - pass) % 2) == 0;
+  for (int pass = 0; pass < launched; ++pass) {
+    const bool toOutput = ((launched - 1 - pass) % 2) == 0;
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
     const BufferRef dstV = toOutput ? valuesOut : tmpValues;
     const int shift = 4 * pass;
@@ -231,12 +236,16 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     srcK = dstK;
     srcV = dstV;
   }
+  if (launched < passes)
+    launchGroups(q, "da_alg_radix_rest", 1,
+                 {i64(count), KernelArg::i32(DA_ALG_RADIX_BITS * launched), KernelArg::i32(endBit), buf(width),
+                  endFlag, end, buf(keysOut), buf(valuesOut), buf(tmpKeys), buf(tmpValues)});
 }
 
 /// The kernels of scan_sort_groups.cl, which all run in work-groups of DA_ALG_GROUP.
 constexpr const char* kGroupKernels[] = {"da_alg_scan_tile_sums", "da_alg_scan_tiles", "da_alg_scan_tiles_in_turn",
                                          "da_alg_radix_tile_counts", "da_alg_bounds_tiles",
-                                         "da_alg_radix_tile_scatter"};
+                                         "da_alg_radix_tile_scatter", "da_alg_radix_rest"};
 
 /// DEVICEARRAY_OPENCL_PRIMITIVES: "gpu" or "cpu" runs every OpenCL device's primitives
 /// in that shape (how the tests run the work-group shape on a CPU device), anything
@@ -282,11 +291,11 @@ class OpenCLPrimitives final : public ParallelPrimitives {
       scanLevel(q, temps, in, out, count, ScanGate{0, false, in});  // ungated
   }
   void doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
-                         std::size_t count, int endBit, BufferRef keyBits, int /*likelyKeyBits*/, BufferRef keyedEnd,
+                         std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits, BufferRef keyedEnd,
                          std::size_t /*likelyKeyedEnd*/) override {
-    // Every pass is gated on the device's key width and keyed end already: guesses save
-    // nothing here.
-    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, keyedEnd, inGroups());
+    // The passes skip the entries past the keyed end on the device: its guess saves
+    // nothing here. The width's guess saves the launches of the passes past it.
+    radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits, keyedEnd, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {
     reduceLevels(q, "da_alg_sum", xyz, count, out, 4 * sizeof(double));

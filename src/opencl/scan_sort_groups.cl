@@ -279,6 +279,81 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
   }
 }
 
+/* The rest of a sort whose passes the host launched only up to its guess of the key
+ * width: one work-group sorts keys / values [0, n) (up to the keyed end), already
+ * sorted by the bits below fromShift, by the bits from fromShift up to the width,
+ * DA_ALG_RADIX_BITS a pass, and leaves the result in keys / values (altKeys /
+ * altValues hold n entries). It returns at once when the width is within the guess,
+ * which is what the host's guess is for: one launch instead of three per pass past it.
+ * A pass counts the digits of all entries, then scatters tile after tile of
+ * DA_ALG_GROUP entries, each ranked among its tile's entries of its digit with the
+ * packed counts of da_alg_radix_tile_scatter, behind the tiles before it: stable.
+ * One work-group is slow (a guess too low costs far more than a right one saves), and
+ * it needs no second launch to order its tiles. */
+#define DA_ALG_RADIX_REST_PARAMS(S0, B0, S, B)                                                           \
+  S0(long, n) S(int, fromShift) S(int, endBit) B(const da_u32, width) S(int, endGiven)                  \
+      B(const da_u32, keyedEnd) B(da_u64, keys) B(da_u32, values) B(da_u64, altKeys) B(da_u32, altValues)
+DA_KERNEL_GROUP(da_alg_radix_rest, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_REST_PARAMS)) {
+  DA_BUFFERS_INIT(DA_ALG_RADIX_REST_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_COUNT_WORDS * DA_ALG_GROUP);
+  DA_LOCAL_ARRAY(da_u32, digitStart, DA_ALG_DIGITS);
+  const int top = min((int)width[0], endBit);
+  if (top <= fromShift) return; /* the whole group */
+  const int item = DA_LOCAL_ID();
+  const long m = DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd);
+  DA_GLOBAL da_u64* srcK = keys;
+  DA_GLOBAL da_u32* srcV = values;
+  DA_GLOBAL da_u64* dstK = altKeys;
+  DA_GLOBAL da_u32* dstV = altValues;
+  for (int shift = fromShift; shift < top; shift += DA_ALG_RADIX_BITS) {
+    /* Where each digit's entries start: the exclusive scan of the pass's histogram. */
+    if (item < DA_ALG_DIGITS) digitStart[item] = 0u;
+    DA_BARRIER();
+    for (long i = item; i < m; i += DA_ALG_GROUP)
+      atomic_inc(&digitStart[(int)((srcK[i] >> shift) & (DA_ALG_DIGITS - 1))]);
+    DA_BARRIER();
+    if (item == 0) {
+      da_u32 sum = 0u;
+      for (int d = 0; d < DA_ALG_DIGITS; ++d) {
+        const da_u32 c = digitStart[d];
+        digitStart[d] = sum;
+        sum += c;
+      }
+    }
+    for (long base = 0; base < m; base += DA_ALG_GROUP) {
+      const long i = base + item;
+      const int d = i < m ? (int)((srcK[i] >> shift) & (DA_ALG_DIGITS - 1)) : DA_ALG_DIGITS;
+      da_u32 mine[DA_ALG_COUNT_WORDS];
+      for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) {
+        mine[w] = d < DA_ALG_DIGITS && w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;
+        counts[w * DA_ALG_GROUP + item] = mine[w];
+      }
+      da_group_inclusive_scan(counts, DA_ALG_COUNT_WORDS, DA_ALG_GROUP); /* barriers first and last */
+      if (d < DA_ALG_DIGITS) {
+        da_u32 earlier[DA_ALG_COUNT_WORDS];
+        for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) earlier[w] = counts[w * DA_ALG_GROUP + item] - mine[w];
+        const da_u32 to = digitStart[d] + da_alg_packed_count(earlier, d);
+        dstK[to] = srcK[i];
+        dstV[to] = srcV[i];
+      }
+      DA_BARRIER(); /* every item has read digitStart before it moves past the tile */
+      if (item < DA_ALG_DIGITS)
+        digitStart[item] += (counts[(item >> 1) * DA_ALG_GROUP + DA_ALG_GROUP - 1] >> ((item & 1) * 16)) & 0xFFFFu;
+      DA_BARRIER(); /* and the tile's counts before the next tile writes them */
+    }
+    DA_GLOBAL da_u64* const k = srcK;
+    DA_GLOBAL da_u32* const v = srcV;
+    srcK = dstK, srcV = dstV, dstK = k, dstV = v;
+    /* The pass's global writes are visible to the next pass's (and the copy's) reads. */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  }
+  if (srcK != keys)
+    for (long i = item; i < m; i += DA_ALG_GROUP) {
+      keys[i] = srcK[i];
+      values[i] = srcV[i];
+    }
+}
+
 /* ------------------------------------------------------------- bounds ---- */
 
 /* out[6 t .. 6 t + 5] = (min x, y, z, max x, y, z) over tile t: of the valid points
