@@ -70,11 +70,13 @@ void delayCudaStream(void* stream, int device, double microseconds);
 /// The device's own time for `body`: its calls are enqueued behind a delay on the
 /// device, so the device runs them back to back instead of waiting for the host to
 /// enqueue each one. The delay is a kernel that spins for a millisecond on CUDA
-/// devices, a 1 GiB copy elsewhere. Sets the counters queued_us (the median event
-/// span of a few runs), queued_delay_us (the delay's span) and enqueue_us (the host's
-/// time to make the calls). Runs where the host did not finish enqueuing before the
-/// delay ended are dropped (their span would be the host's again); queued_us is 0 if
-/// all were.
+/// devices, a 1 GiB copy elsewhere; after a run where the host did not finish
+/// enqueuing before the delay ended, the next delay is twice as long (up to 16 times),
+/// because a body of many launches (an OpenCL pipeline) can take the host longer than
+/// one copy. Sets the counters queued_us (the median event span of the runs kept),
+/// queued_delay_us (the delay's span) and enqueue_us (the host's time to make the
+/// calls). The runs where the host was late are dropped (their span would be the
+/// host's again); queued_us is 0 if all were.
 template <class Body>
 void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body) {
   namespace da = devicearray;
@@ -91,13 +93,15 @@ void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body
     to = da::GpuMatND({kBytes}, da::makeType(da::Depth::U8, 1), device);
   }
   std::vector<double> spans, delays, enqueues;
+  int lengths = 1;  // the delay, in spins of a millisecond or copies
   for (int run = 0; run < 9; ++run) {
     da::Event delayStart(device), start(device), stop(device);
     delayStart.record(stream);
 #if defined(DEVICEARRAY_HAS_CUDA)
-    if (spin) delayCudaStream(stream.handle().stream, device.ordinal(), 1000.0);
+    if (spin) delayCudaStream(stream.handle().stream, device.ordinal(), 1000.0 * lengths);
 #endif
-    if (!spin) from.copyTo(to, stream);
+    if (!spin)
+      for (int copy = 0; copy < lengths; ++copy) from.copyTo(to, stream);
     start.record(stream);
     const auto t0 = std::chrono::steady_clock::now();
     body();
@@ -105,7 +109,10 @@ void timeQueued(benchmark::State& state, devicearray::Stream& stream, Body& body
     stop.record(stream);
     stop.waitForCompletion();
     const double delay = da::Event::elapsedTime(delayStart, start) * 1e-3;
-    if (hostSeconds >= delay) continue;
+    if (hostSeconds >= delay) {
+      lengths = std::min(2 * lengths, 16);
+      continue;
+    }
     spans.push_back(static_cast<double>(da::Event::elapsedTime(start, stop)) * 1e3);
     delays.push_back(delay * 1e6);
     enqueues.push_back(hostSeconds * 1e6);
