@@ -541,6 +541,19 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyedEnd) {
   }
 }
 
+TEST_P(PointCloudTest, VoxelGridsOfCloudsWithoutAValidPointAreEmpty) {
+  // No valid point: the keyed end is 0 (no position to sort) on both paths, organized
+  // (packed keys) and unorganized, blocking and on a stream.
+  pcref::Cloud c = randomCloud(30, 40, 3, 0.0);
+  for (PointXYZ& p : c.xyz) p = pcref::nanPoint();
+  const PointCloud frame = upload(c, dev());
+  const UnorganizedPointCloud points(DeviceArray<PointXYZ>::fromHost(c.xyz.data(), c.xyz.size(), dev()));
+  EXPECT_EQ(frame.voxelDownsampled(5.0f, 1).size(), 0u);
+  EXPECT_EQ(frame.voxelDownsampled(5.0f, 1, sq()).size(), 0u);
+  EXPECT_EQ(points.voxelDownsampled(5.0f, 1).size(), 0u);
+  EXPECT_EQ(points.voxelDownsampled(5.0f, 1, sq()).size(), 0u);
+}
+
 TEST_P(PointCloudTest, VoxelGridsOfLargeCloudsNumberEveryVoxelOnce) {
   // 400 k points (1,563 tiles of 256 sorted positions, more than the tile-numbering
   // kernel has work-groups, so each numbers several) with 30 % missing: the voxels'

@@ -59,6 +59,15 @@ TEST_P(CountWord, ReadsTheCountAndHandsTheNextWordsToItsReader) {
   EXPECT_EQ(plain.read(), 4242u);
 }
 
+TEST_P(CountWord, RefusesMoreWordsAfterTheCountThanItReads) {
+  const auto block = wordsOnDevice(std::vector<std::uint32_t>(20, 0u));
+  expectErrorCode(ErrorCode::InvalidArgument,
+                  [&] { PointCountWord(block, sizeof(std::uint32_t), {}, 17, [](const std::uint32_t*) {}); },
+                  "17 words after the count");
+  PointCountWord sixteen(block, sizeof(std::uint32_t), {}, 16, [](const std::uint32_t*) {});
+  EXPECT_EQ(sixteen.read(), 0u);
+}
+
 TEST_P(CountWord, AReaderThatThrowsDoesNotFailTheCount) {
   const auto block = wordsOnDevice({0u, 7u, 3u});
   PointCountWord word(block, sizeof(std::uint32_t), "failed", 1, [](const std::uint32_t*) { throw std::bad_alloc(); });

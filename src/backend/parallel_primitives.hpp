@@ -54,16 +54,18 @@ class ParallelPrimitives {
   /// depend on it; only the time does.
   ///
   /// `keyedEnd`, when given, is a uint32 in device memory that earlier work on `q`
-  /// wrote: every entry at and past it is missing (its key's bits [0, endBit) all ones).
-  /// The sort then orders only the entries before min(count, *keyedEnd) and may leave
-  /// the outputs at and past that position unwritten: a caller whose entries are mostly
-  /// missing (a compaction's capacity) reads only the positions before it. The word
-  /// overlaps none of the other buffers.
+  /// wrote: the entries from it on are missing. The sort then orders only the entries
+  /// before min(count, *keyedEnd) and may leave the outputs at and past that position
+  /// unwritten: a caller whose entries are mostly missing (a compaction's capacity)
+  /// reads only the positions before it. The entries from *keyedEnd up to
+  /// `likelyKeyedEnd` (up to `count` without a guess) must be written as missing keys
+  /// (bits [0, endBit) all ones), since a backend may sort that many; the entries past
+  /// both are never read. The word overlaps none of the other buffers.
   ///
   /// `likelyKeyedEnd` (with `keyedEnd` only; 0 = no guess, else 1..count) is the host's
   /// guess of *keyedEnd: a backend whose fastest sort takes its count from the host
   /// sorts that many entries that way, and when the guess was low, all of them again on
-  /// one multiprocessor (far slower: guess high). Again only the time depends on it.
+  /// one multiprocessor (far slower: guess high). Only the time depends on it.
   void sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef keysOut, BufferRef valuesOut,
                        std::size_t count, int endBit, BufferRef keyBits = {}, int likelyKeyBits = 0,
                        BufferRef keyedEnd = {}, std::size_t likelyKeyedEnd = 0);

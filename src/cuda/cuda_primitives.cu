@@ -92,17 +92,20 @@ struct MaxOf {
 };
 
 /// The part of a sort that only the device can size, one launch after CUB's sort of the
-/// first `sorted` entries by bits [0, lowBits), which every block leaves at once unless
-/// - the keyed end (*keyedEnd, count without it) lies past `sorted`: the host's guess of
-///   it was low. Block 0 then sorts the inputs' [0, end) alone, by bits [0, width).
-/// - or the keys are wider than lowBits bits (*keyBits; lowBits without it): the
+/// first `cubCount` entries by bits [0, lowBits), which every block leaves at once
+/// unless
+/// - the keyed end (*keyedEnd, count without it) lies past `cubCount`: the host's guess
+///   of it was low. Block 0 then sorts the inputs' [0, end) alone, by bits [0, width).
+/// - or the keys are wider than lowBits bits (*keyBits): the
 ///   entries, already sorted by bits [0, lowBits), are sorted by the bits up to the
 ///   width. Each block finds one past its last key whose bits [0, endBit) are not all
 ///   ones (missing entries: the low bits put them after every key whose low bits are not
 ///   all ones, so the sort can stop there; with few low bits more keys tie with them and
-///   the end moves towards `sorted`, which costs time, not order); the last block to
+///   the end moves towards `cubCount`, which costs time, not order); the last block to
 ///   finish (counted in *ticket, the zero word after the width, which it zeroes again)
 ///   takes the largest as the end and sorts [0, end) alone.
+/// Without a key width word, lowBits is endBit (CUB sorted every bit): the width is
+/// taken as lowBits, so only a re-sort can run, by all endBit bits.
 /// Either sort runs in passes of 8 bits: each tile of 4096 keys is ranked with CUB's
 /// BlockRadixRankMatch and scattered behind the tiles before it, so every pass is stable.
 /// The result is in keys / values; altKeys / altValues hold count entries.
@@ -111,14 +114,14 @@ struct MaxOf {
 /// the device) launches a kernel per pass even for an empty segment, each costing the
 /// host more than this whole kernel costs the device.
 __global__ void __launch_bounds__(kHighSortThreads)
-    sortOnDevice(const std::uint32_t* keyBits, const std::uint32_t* keyedEnd, int lowBits, int endBit, int sorted,
+    sortOnDevice(const std::uint32_t* keyBits, const std::uint32_t* keyedEnd, int lowBits, int endBit, int cubCount,
                  int count, const std::uint64_t* keysIn, const std::uint32_t* valuesIn, std::uint64_t* keys,
                  std::uint32_t* values, std::uint64_t* altKeys, std::uint32_t* altValues, int* blockEnds,
                  unsigned* ticket) {
   const int width = keyBits != nullptr ? static_cast<int>(*keyBits) : lowBits;
   const unsigned givenEnd = keyedEnd != nullptr ? *keyedEnd : static_cast<unsigned>(count);
   const int keyed = givenEnd < static_cast<unsigned>(count) ? static_cast<int>(givenEnd) : count;
-  const bool resort = keyed > sorted;
+  const bool resort = keyed > cubCount;
   if (resort ? blockIdx.x != 0 : width <= lowBits) return;
   using BlockMax = cub::BlockReduce<int, kHighSortThreads>;
   using Rank = cub::BlockRadixRankMatch<kHighSortThreads, kHighSortDigitBits, false>;
@@ -136,7 +139,7 @@ __global__ void __launch_bounds__(kHighSortThreads)
   if (!resort) {
     const std::uint64_t allOnes = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
     int last = 0;
-    for (int i = static_cast<int>(blockIdx.x) * kHighSortThreads + tid; i < sorted;
+    for (int i = static_cast<int>(blockIdx.x) * kHighSortThreads + tid; i < cubCount;
          i += static_cast<int>(gridDim.x) * kHighSortThreads)
       if ((keys[i] & allOnes) != allOnes) last = i + 1;
     last = BlockMax(temp.max).Reduce(last, MaxOf{});
@@ -285,14 +288,14 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   // CUB sorts the guessed keyed end's entries by the guessed width's bits; sortOnDevice
   // does the rest, if any, from the words themselves.
   const bool endOnDevice = keyedEnd.allocation != nullptr;
-  const int sorted = endOnDevice && likelyKeyedEnd > 0 ? static_cast<int>(likelyKeyedEnd) : n;
+  const int cubCount = endOnDevice && likelyKeyedEnd > 0 ? static_cast<int>(likelyKeyedEnd) : n;
   const int lowBits = cubSortedLowBits(likelyKeyBits, endBit);
   const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
-  const int lowEnd = highBitsOnDevice ? lowBits : endBit;
+  const int lowEnd = highBitsOnDevice ? lowBits : endBit;  // endBit without a width word
   c.run([&](void* temp, std::size_t& bytes) {
-    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, sorted, 0, lowEnd, c.stream);
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, kin, kout, vin, vout, cubCount, 0, lowEnd, c.stream);
   });
-  if (!highBitsOnDevice && !(endOnDevice && sorted < n)) return;
+  if (!highBitsOnDevice && !(endOnDevice && cubCount < n)) return;
 
   // Pool memory for the blocks' ends and the other half of the double buffer,
   // [ends | keys | values]; the blocks count themselves in the zero word after the
@@ -304,9 +307,9 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
                     valuesAt = keysAt + aligned(count * sizeof(std::uint64_t)),
                     bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
   auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
-  const int blocks = std::min((sorted + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
+  const int blocks = std::min((cubCount + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
   sortOnDevice<<<blocks, kHighSortThreads, 0, c.stream>>>(
-      bits, end, lowEnd, endBit, sorted, n, kin, vin, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
+      bits, end, lowEnd, endBit, cubCount, n, kin, vin, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
       reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block),
       bits != nullptr ? bits + 1 : nullptr);
   const cudaError_t err = cudaGetLastError();

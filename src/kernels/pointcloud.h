@@ -342,7 +342,7 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
   DA_BUFFERS_INIT(DA_VX_BOUNDS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, lanes, DA_VX_BOUNDS_WORDS * DA_VX_BOUNDS_GROUP);
   const int lane = DA_LOCAL_ID();
-  da_u32 m[DA_VX_BOUNDS_WORDS] = {0u, 0u, 0u, 0u, 0u, 0u, 0u};
+  da_u32 m[DA_VX_BOUNDS_WORDS] = {0u}; /* all zero */
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
   /* All of the work item's loads first, then the folds: one wait for memory instead of
    * one per point (a loop that tests each point as it loads it waits for each). */
@@ -402,7 +402,10 @@ DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   const long i = DA_ID(0);
   if (i >= n) return;
   const da_u32 count = pack ? offsets[n] : 0u;
-  if (pack && i >= (long)count && i < fill) keys[i] = DA_VOXEL_INVALID_KEY;
+  if (pack && i >= (long)count && i < fill) {
+    keys[i] = DA_VOXEL_INVALID_KEY;
+    indices[i] = (da_u32)i; /* sorted with the keys: written, though no voxel reads it */
+  }
   const float lo[3] = {da_vx_bound(bounds, 0), da_vx_bound(bounds, 1), da_vx_bound(bounds, 2)};
   const da_u64 ny = da_vx_axis_voxels(lo[1], da_vx_bound(bounds, 4), voxelSize);
   const da_u64 nz = da_vx_axis_voxels(lo[2], da_vx_bound(bounds, 5), voxelSize);

@@ -209,7 +209,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
   BufferRef srcK = keysIn, srcV = valuesIn;
   const BufferRef width = widthGiven ? keyBits : hist;  // any buffer when there is no word
   const bool endGiven = keyedEnd.allocation != nullptr;
-  const KernelArg endFlag = KernelArg::i32(endGiven ? 1 : 0), end = buf(endGiven ? keyedEnd : hist);
+  const KernelArg endFlag = KernelArg::i32(endGiven ? 1 : 0), endWord = buf(endGiven ? keyedEnd : hist);
   for (int pass = 0; pass < launched; ++pass) {
     const bool toOutput = ((launched - 1 - pass) % 2) == 0;
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
@@ -218,20 +218,20 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     const KernelArg given = KernelArg::i32(widthGiven ? 1 : 0), writesOutput = KernelArg::i32(toOutput ? 1 : 0);
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, end, buf(srcK),
+                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, endWord, buf(srcK),
                     buf(hist)});
       scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), endFlag, end,
+                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), endFlag, endWord,
                     buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     } else {
       launch1d(q, "da_alg_radix_count", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, end,
+               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, endWord,
                 buf(srcK), buf(hist)});
       scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launch1d(q, "da_alg_radix_scatter", tiles,
                {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width),
-                endFlag, end, buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
+                endFlag, endWord, buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     }
     srcK = dstK;
     srcV = dstV;
@@ -239,7 +239,7 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
   if (launched < passes)
     launchGroups(q, "da_alg_radix_rest", 1,
                  {i64(count), KernelArg::i32(DA_ALG_RADIX_BITS * launched), KernelArg::i32(endBit), buf(width),
-                  endFlag, end, buf(keysOut), buf(valuesOut), buf(tmpKeys), buf(tmpValues)});
+                  endFlag, endWord, buf(keysOut), buf(valuesOut), buf(tmpKeys), buf(tmpValues)});
 }
 
 /// The kernels of scan_sort_groups.cl, which all run in work-groups of DA_ALG_GROUP.
@@ -294,7 +294,8 @@ class OpenCLPrimitives final : public ParallelPrimitives {
                          std::size_t count, int endBit, BufferRef keyBits, int likelyKeyBits, BufferRef keyedEnd,
                          std::size_t /*likelyKeyedEnd*/) override {
     // The passes skip the entries past the keyed end on the device: its guess saves
-    // nothing here. The width's guess saves the launches of the passes past it.
+    // nothing here. In work-groups, the width's guess saves the launches of the passes
+    // past it; the chunked shape (CPUs, where a launch costs little) ignores it.
     radixSort(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits, keyedEnd, inGroups());
   }
   void doSumValidXYZ(QueueImpl& q, BufferRef xyz, std::size_t count, BufferRef out) override {

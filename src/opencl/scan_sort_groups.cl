@@ -186,8 +186,8 @@ inline da_u32 da_alg_packed_count(const da_u32* c, int d) {
  * nothing (DA_ALG_PASS_COPIES). */
 #define DA_ALG_RADIX_TILE_SCATTER_PARAMS(S0, B0, S, B)                                                     \
   S0(long, n) S(long, tiles) S(int, shift) S(int, toOutput) S(int, widthGiven) B(const da_u32, width)      \
-      S(int, endGiven) B(const da_u32, keyedEnd) B(const da_u32, offsets) B(const da_u64, keysIn) B(const da_u32, valuesIn) B(da_u64, keysOut)        \
-      B(da_u32, valuesOut)
+      S(int, endGiven) B(const da_u32, keyedEnd) B(const da_u32, offsets) B(const da_u64, keysIn)          \
+      B(const da_u32, valuesIn) B(da_u64, keysOut) B(da_u32, valuesOut)
 DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_SCATTER_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_SCATTER_PARAMS);
   DA_LOCAL_ARRAY(da_u64, tileKeys, DA_ALG_SORT_TILE);

@@ -115,11 +115,11 @@ struct SortPlan {
 /// arrays hold the voxels, then missing points up to n.
 class VoxelGrid {
  public:
-  VoxelGrid(QueueImpl& q, const DeviceArray<PointXYZ>& xyz, const DeviceArray<ColorRGBA>& colors,
-            ColorSpace colorSpace, const DeviceArray<SNR>& snrs, const DeviceArray<NormalXYZ>& normals, const char* fn)
-      : q_(q), xyz_(xyz), colors_(colors), srgb_(colorSpace == ColorSpace::srgb), snrs_(snrs), normals_(normals),
-        n_(xyz.size()), tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
-    offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);  // only a packing grid's
+  VoxelGrid(QueueImpl& q, const VoxelSource& source, const char* fn)
+      : q_(q), xyz_(source.xyz), colors_(source.colors), srgb_(source.colorSpace == ColorSpace::srgb),
+        snrs_(source.snrs), normals_(source.normals), pack_(source.packValidKeys), n_(xyz_.size()),
+        tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
+    if (pack_) offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -131,13 +131,14 @@ class VoxelGrid {
     tileFloatsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_FLOATS, sizeof(float), fn);
     tileWordsAt_ = layout_.add(tiles_ * 2 * DA_VX_SUM_WORDS, sizeof(std::uint64_t), fn);
     scratch_ = layout_.allocate(q);
-    out_ = allocateAttributes(q, n_, colors.isValid(), snrs.isValid(), normals.isValid(), fn, kCountWords);
+    out_ = allocateAttributes(q, n_, colors_.isValid(), snrs_.isValid(), normals_.isValid(), fn, kCountWords);
   }
 
-  /// Enqueues the bounds and the voxel keys, with `pack` the valid points' only, packed
-  /// in their order (the positions from their count up to `fill` get missing keys). The
+  /// Enqueues the bounds and the voxel keys; when packing, the valid points' only, in
+  /// their order (the positions from their count up to `fill` get missing keys). The
   /// count words get the overflow flag, the key width and the keyed end.
-  void enqueueKeys(float voxelSize, bool pack, std::size_t fill) {
+  void enqueueKeys(float voxelSize, std::size_t fill) {
+    const bool pack = pack_;
     QueueImpl& q = q_;
     Allocation* const t = scratch_.get();
     Allocation* const status = out_.block.get();
@@ -148,9 +149,11 @@ class VoxelGrid {
     const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
     launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
     if (pack) q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
+    // Without packing the offsets are not read: a scratch array the kernel does not
+    // otherwise touch stands in.
     launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, pack ? 1 : 0, i64(fill), bounds,
-                                arg(xyz_), arg(scratch_, offsetsAt_), arg(scratch_, keysAt_), arg(scratch_, indicesAt_),
-                                BufferRef{status, out_.countAt});
+                                arg(xyz_), arg(scratch_, pack ? offsetsAt_ : tileHeadsAt_), arg(scratch_, keysAt_),
+                                arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
     use.commit();
   }
 
@@ -207,6 +210,7 @@ class VoxelGrid {
   bool srgb_;
   const DeviceArray<SNR>& snrs_;
   const DeviceArray<NormalXYZ>& normals_;
+  bool pack_;  ///< the valid points' keys are packed first (VoxelSource::packValidKeys)
   std::size_t n_;
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
@@ -237,8 +241,8 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
   const DeviceImpl* const key = q.device().get();
   const std::size_t n = source.xyz.size();
   const SortGuess guess = sortGuesses().guess(key, voxelSize, n);
-  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize, source.packValidKeys, guess.keyedEnd > 0 ? guess.keyedEnd : n);
+  VoxelGrid grid(q, source, fn);
+  grid.enqueueKeys(voxelSize, guess.keyedEnd > 0 ? guess.keyedEnd : n);
   grid.enqueueReduction(minPointsPerVoxel, {n, kVoxelKeyBits, true, guess});
   const CompactResult& r = grid.output();
   // Reading the count reads the sort's words after it: the next grids' guesses.
@@ -255,8 +259,8 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
 UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& q, const VoxelSource& source,
                                         const Matrix4x4& transform, float voxelSize, int minPointsPerVoxel,
                                         const char* fn) {
-  VoxelGrid grid(q, source.xyz, source.colors, source.colorSpace, source.snrs, source.normals, fn);
-  grid.enqueueKeys(voxelSize, source.packValidKeys, 0);
+  VoxelGrid grid(q, source, fn);
+  grid.enqueueKeys(voxelSize, 0);
   // The host waits anyway: it reads the key width and the keyed end, so the sort has
   // exactly the passes and the positions the grid needs (and a grid too fine fails
   // before sorting anything).
