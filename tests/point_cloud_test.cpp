@@ -371,6 +371,19 @@ std::vector<unsigned char> bytesOf(const DeviceArray<F>& a) {
   return bytes;
 }
 
+/// A stream voxel grid (its count read as `count`) against the blocking grid of the
+/// same cloud and the host reference: the reference's count, points and colours, and
+/// the blocking grid's bytes.
+void expectStreamGridAsBlocking(const UnorganizedPointCloud& onStream, std::size_t count,
+                                const UnorganizedPointCloud& blocking, const pcref::Cloud& want) {
+  ASSERT_EQ(count, want.xyz.size());
+  ASSERT_EQ(blocking.size(), want.xyz.size());
+  expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
+  expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
+  EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
+  EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+}
+
 TEST_P(PointCloudTest, VoxelGridOfTheCameraGridSkipsTheCompaction) {
   // PointCloud::voxelDownsampled must give the voxels of the compacted cloud bit for bit
   // (missing points skipped where they are) and agree with the host reference; 0.4 mm
@@ -491,14 +504,9 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyWidth) {
     // The first scene again, its guess from the stream grid's count.
     const UnorganizedPointCloud back = previous.voxelDownsampled(voxelSize, 1, sq());
     EXPECT_EQ(bytesOf(back.storedXYZ()), bytesOf(previous.voxelDownsampled(voxelSize, 1).storedXYZ()));
-    const UnorganizedPointCloud blocking = grid.voxelDownsampled(voxelSize, 1);
-    const pcref::Cloud want = pcref::voxel(pcref::compact(scene), voxelSize, 1);
-    ASSERT_EQ(count, want.xyz.size());
-    ASSERT_EQ(blocking.size(), want.xyz.size());
-    expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
-    expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
-    EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
-    EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+    expectStreamGridAsBlocking(onStream, count, grid.voxelDownsampled(voxelSize, 1),
+                               pcref::voxel(pcref::compact(scene), voxelSize, 1));
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -528,15 +536,10 @@ TEST_P(PointCloudTest, StreamVoxelGridsAreRightWhateverTheGuessedKeyedEnd) {
       const UnorganizedPointCloud onStream =
           organized ? frame.voxelDownsampled(voxelSize, 1, sq()) : points.voxelDownsampled(voxelSize, 1, sq());
       const std::size_t count = onStream.size();
-      const UnorganizedPointCloud blocking =
-          organized ? frame.voxelDownsampled(voxelSize, 1) : points.voxelDownsampled(voxelSize, 1);
-      const pcref::Cloud want = pcref::voxel(pcref::compact(c), voxelSize, 1);
-      ASSERT_EQ(count, want.xyz.size());
-      ASSERT_EQ(blocking.size(), want.xyz.size());
-      expectPointsNear(onStream.storedXYZ().toHost(), want.xyz, "voxel xyz");
-      expectColorsEqual(onStream.storedColors().toHost(), want.rgba);
-      EXPECT_EQ(bytesOf(onStream.storedXYZ()), bytesOf(blocking.storedXYZ()));
-      EXPECT_EQ(bytesOf(onStream.storedSNRs()), bytesOf(blocking.storedSNRs()));
+      expectStreamGridAsBlocking(
+          onStream, count, organized ? frame.voxelDownsampled(voxelSize, 1) : points.voxelDownsampled(voxelSize, 1),
+          pcref::voxel(pcref::compact(c), voxelSize, 1));
+      if (HasFatalFailure()) return;
     }
   }
 }
