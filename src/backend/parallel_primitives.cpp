@@ -141,10 +141,11 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
     if (keyBits.allocation != nullptr)
       call.disjoint("key width", keyBits, 2 * sizeof(std::uint32_t), "keyed end", keyedEnd, wordBytes);
   }
-  if (likelyKeyedEnd != 0 && (keyedEnd.allocation == nullptr || likelyKeyedEnd > count))
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyedEnd " + std::to_string(likelyKeyedEnd) +
-                                         (keyedEnd.allocation == nullptr ? " without a keyed end word"
-                                                                         : " is above the count " + std::to_string(count)));
+  if (likelyKeyedEnd != 0 && (keyedEnd.allocation == nullptr || likelyKeyedEnd > count)) {
+    const std::string why = keyedEnd.allocation == nullptr ? " without a keyed end word"
+                                                           : " is above the count " + std::to_string(count);
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyedEnd " + std::to_string(likelyKeyedEnd) + why);
+  }
   faultPoint(FaultKind::kernelLaunch, fn);
   if (count == 0) return;
   doSortPairsU64U32(q, keysIn, valuesIn, keysOut, valuesOut, count, endBit, keyBits, likelyKeyBits, keyedEnd,

@@ -49,8 +49,8 @@ constexpr std::size_t kTileHeadGroups = 512;
 /// (the valid points' count, or one past the last of them), which it cannot read
 /// without waiting.
 struct SortGuess {
-  int keyBits = 0;             ///< 0: none
-  std::size_t keyedEnd = 0;    ///< 0: none
+  int keyBits = 0;           ///< 0: none
+  std::size_t keyedEnd = 0;  ///< 0: none
 };
 
 /// The widest key and the largest keyed end of the voxel grids of each device and
@@ -215,8 +215,8 @@ class VoxelGrid {
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
   ScratchLayout layout_;
-  std::size_t offsetsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0, tileHeadsAt_ = 0,
-              tileOffsetsAt_ = 0, tileVoxelAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
+  std::size_t offsetsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0,
+              tileHeadsAt_ = 0, tileOffsetsAt_ = 0, tileVoxelAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<Allocation> scratch_;
   CompactResult out_;
 };
@@ -251,7 +251,8 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
     sortGuesses().remember(key, voxelSize, n, after[kKeyWidthWord - 2], after[kKeyedEndWord - 2]);
   };
   auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
-                                                voxelTooSmallText(voxelSize, fn), kWordsAfterCount, std::move(remember));
+                                                voxelTooSmallText(voxelSize, fn), kWordsAfterCount,
+                                                std::move(remember));
   return UnorganizedPointCloud::fromCapacity(device, r.xyz, r.colors, r.snrs, transform, r.normals, std::move(count),
                                              source.colorSpace);
 }
@@ -269,8 +270,8 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
   const std::size_t n = source.xyz.size();
   sortGuesses().remember(q.device().get(), voxelSize, n, words[kKeyWidthWord], words[kKeyedEndWord]);
-  grid.enqueueReduction(minPointsPerVoxel,
-                        {std::min<std::size_t>(n, words[kKeyedEndWord]), static_cast<int>(words[kKeyWidthWord]), false, {}});
+  const std::size_t keyedEnd = std::min<std::size_t>(n, words[kKeyedEndWord]);
+  grid.enqueueReduction(minPointsPerVoxel, {keyedEnd, static_cast<int>(words[kKeyWidthWord]), false, {}});
   readBack(q, grid.output().block.get(), grid.output().countAt, words, 2 * sizeof(std::uint32_t));
   const CompactResult r = trimmed(q, grid.output(), n, words[1], fn);
   UnorganizedPointCloud out =
