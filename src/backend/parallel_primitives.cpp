@@ -118,28 +118,23 @@ void ParallelPrimitives::sortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferR
   call.disjoint("output values", valuesOut, valueBytes, "input keys", keysIn, keyBytes);
   call.disjoint("output values", valuesOut, valueBytes, "input values", valuesIn, valueBytes);
   call.disjoint("output keys", keysOut, keyBytes, "output values", valuesOut, valueBytes);
-  if (keyBits.allocation != nullptr) {
-    // The width and the zero word after it.
-    constexpr std::size_t wordsBytes = 2 * sizeof(std::uint32_t);
-    call.buffer("key width", keyBits, wordsBytes);
-    call.disjoint("input keys", keysIn, keyBytes, "key width", keyBits, wordsBytes);
-    call.disjoint("input values", valuesIn, valueBytes, "key width", keyBits, wordsBytes);
-    call.disjoint("output keys", keysOut, keyBytes, "key width", keyBits, wordsBytes);
-    call.disjoint("output values", valuesOut, valueBytes, "key width", keyBits, wordsBytes);
-  }
+  // A word of the caller's: in a buffer of this device, apart from the four arrays.
+  auto wordApart = [&](const char* name, BufferRef word, std::size_t bytes) {
+    call.buffer(name, word, bytes);
+    call.disjoint("input keys", keysIn, keyBytes, name, word, bytes);
+    call.disjoint("input values", valuesIn, valueBytes, name, word, bytes);
+    call.disjoint("output keys", keysOut, keyBytes, name, word, bytes);
+    call.disjoint("output values", valuesOut, valueBytes, name, word, bytes);
+  };
+  constexpr std::size_t widthBytes = 2 * sizeof(std::uint32_t);  // the width and the zero word after it
+  if (keyBits.allocation != nullptr) wordApart("key width", keyBits, widthBytes);
   if (likelyKeyBits != 0 && (keyBits.allocation == nullptr || likelyKeyBits < 1 || likelyKeyBits > endBit))
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": likelyKeyBits " + std::to_string(likelyKeyBits) +
                                          (keyBits.allocation == nullptr ? " without a key width word"
                                                                         : " is outside [1, " + std::to_string(endBit) + "]"));
   if (keyedEnd.allocation != nullptr) {
-    constexpr std::size_t wordBytes = sizeof(std::uint32_t);
-    call.buffer("keyed end", keyedEnd, wordBytes);
-    call.disjoint("input keys", keysIn, keyBytes, "keyed end", keyedEnd, wordBytes);
-    call.disjoint("input values", valuesIn, valueBytes, "keyed end", keyedEnd, wordBytes);
-    call.disjoint("output keys", keysOut, keyBytes, "keyed end", keyedEnd, wordBytes);
-    call.disjoint("output values", valuesOut, valueBytes, "keyed end", keyedEnd, wordBytes);
-    if (keyBits.allocation != nullptr)
-      call.disjoint("key width", keyBits, 2 * sizeof(std::uint32_t), "keyed end", keyedEnd, wordBytes);
+    wordApart("keyed end", keyedEnd, sizeof(std::uint32_t));
+    call.disjoint("key width", keyBits, widthBytes, "keyed end", keyedEnd, sizeof(std::uint32_t));
   }
   if (likelyKeyedEnd != 0 && (keyedEnd.allocation == nullptr || likelyKeyedEnd > count)) {
     const std::string why = keyedEnd.allocation == nullptr ? " without a keyed end word"

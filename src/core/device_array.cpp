@@ -176,16 +176,19 @@ void enqueueConversion(FormatId toId, const ArraySpan& dst, FormatId fromId, con
   use.add(tables.get());
   // A table of the device's ColorTables (color_tables.hpp), by member.
   auto table = [&](std::size_t offset) { return BufferRef{tables.get(), offset}; };
-  if (u8ToU8Items) {
-    detail::launch<kernels::da_convert_color_u8_u8_items>(
-        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
-        dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
-        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
-  } else if (u8ToU8) {
-    detail::launch<kernels::da_convert_color_u8_u8>(
-        q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
-        dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
-        table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear) : offsetof(detail::ColorTables, linearToSrgb)));
+  if (u8ToU8) {
+    // Both 8-bit kernels take the same arguments (DA_CONVERT_COLOR_U8_U8_PARAMS).
+    auto launchU8ToU8 = [&](auto kernel) {
+      detail::launch<decltype(kernel)>(
+          q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,
+          dst.buffer, to.channels, to.red, to.green, to.blue, to.alpha, dstAlign, from.isSRGB != to.isSRGB ? 1 : 0,
+          table(from.isSRGB ? offsetof(detail::ColorTables, srgbToLinear)
+                            : offsetof(detail::ColorTables, linearToSrgb)));
+    };
+    if (u8ToU8Items)
+      launchU8ToU8(kernels::da_convert_color_u8_u8_items{});
+    else
+      launchU8ToU8(kernels::da_convert_color_u8_u8{});
   } else if (from.depth == Depth::U8) {  // -> ColorRGBAf
     detail::launch<kernels::da_convert_color_u8_f32>(
         q, tiles, count, tile, src.buffer, from.channels, from.red, from.green, from.blue, from.alpha, srcAlign,

@@ -135,6 +135,9 @@ DA_KERNEL_GROUP(da_alg_scan_tiles_in_turn, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCA
 
 /* ---------------------------------------------------------- radix sort ---- */
 
+/* The digit of `key` that the pass at `shift` sorts by. */
+inline int da_alg_digit(da_u64 key, int shift) { return (int)((key >> shift) & (DA_ALG_DIGITS - 1)); }
+
 /* Counter copies per digit in da_alg_radix_tile_counts: work items spread their
  * increments over them, so that keys of one digit (say, all high bits zero) do not
  * all wait on one local atomic. */
@@ -160,7 +163,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADI
   for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
     const long i = base + k * DA_ALG_GROUP + item;
     if (i < m) {
-      const int d = (int)((keys[i] >> shift) & (DA_ALG_DIGITS - 1));
+      const int d = da_alg_digit(keys[i], shift);
       atomic_inc(&counts[d * DA_ALG_COUNT_COPIES + item % DA_ALG_COUNT_COPIES]);
     }
   }
@@ -235,7 +238,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
     if (j < size) {
       key[e] = tileKeys[j];
       value[e] = tileValues[j];
-      const int d = (int)((key[e] >> shift) & (DA_ALG_DIGITS - 1));
+      const int d = da_alg_digit(key[e], shift);
       digit[e] = d;
       before[e] = da_alg_packed_count(mine, d);
       for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) mine[w] += w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;
@@ -271,7 +274,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
     const int j = k * DA_ALG_GROUP + item;
     if (j < size) {
       const da_u64 k64 = tileKeys[j];
-      const int d = (int)((k64 >> shift) & (DA_ALG_DIGITS - 1));
+      const int d = da_alg_digit(k64, shift);
       const da_u32 position = digitOffset[d] + (da_u32)j - digitStart[d];
       keysOut[position] = k64;
       valuesOut[position] = tileValues[j];
@@ -310,7 +313,7 @@ DA_KERNEL_GROUP(da_alg_radix_rest, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_REST_
     if (item < DA_ALG_DIGITS) digitStart[item] = 0u;
     DA_BARRIER();
     for (long i = item; i < m; i += DA_ALG_GROUP)
-      atomic_inc(&digitStart[(int)((srcK[i] >> shift) & (DA_ALG_DIGITS - 1))]);
+      atomic_inc(&digitStart[da_alg_digit(srcK[i], shift)]);
     DA_BARRIER();
     if (item == 0) {
       da_u32 sum = 0u;
@@ -322,7 +325,7 @@ DA_KERNEL_GROUP(da_alg_radix_rest, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_REST_
     }
     for (long base = 0; base < m; base += DA_ALG_GROUP) {
       const long i = base + item;
-      const int d = i < m ? (int)((srcK[i] >> shift) & (DA_ALG_DIGITS - 1)) : DA_ALG_DIGITS;
+      const int d = i < m ? da_alg_digit(srcK[i], shift) : DA_ALG_DIGITS;
       da_u32 mine[DA_ALG_COUNT_WORDS];
       for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) {
         mine[w] = d < DA_ALG_DIGITS && w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;

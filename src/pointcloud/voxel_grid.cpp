@@ -74,15 +74,14 @@ class SortGuesses {
     if (g.keyedEnd > 0) g.keyedEnd = std::min(n, g.keyedEnd + g.keyedEnd / 8 + DA_VX_TILE);
     return g;
   }
-  void remember(const DeviceImpl* device, float voxelSize, std::size_t n, std::uint32_t keyBits,
-                std::uint32_t keyedEnd) {
+  void remember(const DeviceImpl* device, float voxelSize, std::uint32_t keyBits, std::uint32_t keyedEnd) {
     if (keyBits < 1 || keyBits > static_cast<std::uint32_t>(kVoxelKeyBits)) return;  // not written: a failed grid
     const std::lock_guard<std::mutex> lock(mutex_);
     const Key key{device, voxelSize};
     if (guesses_.size() >= kMaxGuesses && guesses_.find(key) == guesses_.end()) guesses_.clear();
     SortGuess& g = guesses_[key];
     g.keyBits = std::max(g.keyBits, static_cast<int>(keyBits));
-    g.keyedEnd = std::max(g.keyedEnd, std::min<std::size_t>(n, keyedEnd));
+    g.keyedEnd = std::max<std::size_t>(g.keyedEnd, keyedEnd);  // guess() bounds it by the cloud's size
   }
 
  private:
@@ -138,7 +137,6 @@ class VoxelGrid {
   /// their order (the positions from their count up to `fill` get missing keys). The
   /// count words get the overflow flag, the key width and the keyed end.
   void enqueueKeys(float voxelSize, std::size_t fill) {
-    const bool pack = pack_;
     QueueImpl& q = q_;
     Allocation* const t = scratch_.get();
     Allocation* const status = out_.block.get();
@@ -148,11 +146,11 @@ class VoxelGrid {
     const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
     const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
     launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
-    if (pack) q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
+    if (pack_) q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
     // Without packing the offsets are not read: a scratch array the kernel does not
     // otherwise touch stands in.
-    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, pack ? 1 : 0, i64(fill), bounds,
-                                arg(xyz_), arg(scratch_, pack ? offsetsAt_ : tileHeadsAt_), arg(scratch_, keysAt_),
+    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, pack_ ? 1 : 0, i64(fill), bounds,
+                                arg(xyz_), arg(scratch_, pack_ ? offsetsAt_ : tileHeadsAt_), arg(scratch_, keysAt_),
                                 arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
     use.commit();
   }
@@ -247,8 +245,8 @@ UnorganizedPointCloud voxelGridOnStream(const ComputeDevice& device, QueueImpl& 
   const CompactResult& r = grid.output();
   // Reading the count reads the sort's words after it: the next grids' guesses.
   constexpr std::size_t kWordsAfterCount = kCountWords - 2;
-  auto remember = [key, voxelSize, n](const std::uint32_t* after) {
-    sortGuesses().remember(key, voxelSize, n, after[kKeyWidthWord - 2], after[kKeyedEndWord - 2]);
+  auto remember = [key, voxelSize](const std::uint32_t* after) {
+    sortGuesses().remember(key, voxelSize, after[kKeyWidthWord - 2], after[kKeyedEndWord - 2]);
   };
   auto count = std::make_shared<PointCountWord>(r.block, r.countAt + sizeof(std::uint32_t),
                                                 voxelTooSmallText(voxelSize, fn), kWordsAfterCount,
@@ -269,7 +267,7 @@ UnorganizedPointCloud voxelGridBlocking(const ComputeDevice& device, QueueImpl& 
   readBack(q, grid.output().block.get(), grid.output().countAt, words, sizeof(words));
   if (words[0] != 0) fail(ErrorCode::InvalidArgument, voxelTooSmallText(voxelSize, fn));
   const std::size_t n = source.xyz.size();
-  sortGuesses().remember(q.device().get(), voxelSize, n, words[kKeyWidthWord], words[kKeyedEndWord]);
+  sortGuesses().remember(q.device().get(), voxelSize, words[kKeyWidthWord], words[kKeyedEndWord]);
   const std::size_t keyedEnd = std::min<std::size_t>(n, words[kKeyedEndWord]);
   grid.enqueueReduction(minPointsPerVoxel, {keyedEnd, static_cast<int>(words[kKeyWidthWord]), false, {}});
   readBack(q, grid.output().block.get(), grid.output().countAt, words, 2 * sizeof(std::uint32_t));
