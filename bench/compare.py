@@ -97,9 +97,10 @@ CONVERSION_BOUNDS = {
 }
 # Why a frame-size conversion misses where its 64M row passes: it moves 16-46 MB
 # against the copy's 74 MB, so the start and drain of one kernel weigh more.
+_SMALL_FRAME_CONVERSION = "16 MB against the copy's 74 MB: the ~2 µs start and drain of a kernel weigh 4.6× as much"
 FRAME_CONVERSION_BOUNDS = {
-    "RGBA_to_BGR": "16 MB against the copy's 74 MB: the ~2 µs start and drain of a kernel weigh 4.6× as much",
-    "RGB_to_BGRA": "16 MB against the copy's 74 MB: the ~2 µs start and drain of a kernel weigh 4.6× as much",
+    "RGBA_to_BGR": _SMALL_FRAME_CONVERSION,
+    "RGB_to_BGRA": _SMALL_FRAME_CONVERSION,
     "RGBAf_to_RGBA_SRGB": "four bucket lookups per element at data-dependent addresses, in a 46 MB transfer",
 }
 COPY_CONVERSION = "XYZW_to_XYZW"  # the identity conversion: the copy bandwidth reference
