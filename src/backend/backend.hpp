@@ -271,10 +271,10 @@ struct KernelLaunch {
   std::size_t localSize = 0;
   std::vector<KernelArg> args;
 
-  /// Throws InvalidArgument naming `fn` unless localSize is 0, or divides the global
-  /// size of a 1-D launch and is at most maxLocalSize.
-  void checkWorkGroup(const std::string& fn,
-                      std::size_t maxLocalSize = std::numeric_limits<std::size_t>::max()) const;
+  /// Throws InvalidArgument naming `fn` and the kernel unless localSize is 0, or
+  /// divides the global size of a 1-D launch and is at most maxLocalSize. Every launch
+  /// passes here, so nothing is formatted unless it throws.
+  void checkWorkGroup(const char* fn, std::size_t maxLocalSize = std::numeric_limits<std::size_t>::max()) const;
 };
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {

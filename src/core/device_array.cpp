@@ -51,11 +51,11 @@ void requireDevice(const ComputeDevice& device, const char* fn) {
                                                   "ComputeDevice::defaultDevice() or another factory");
 }
 
-/// The one place where the DeviceArray layout (docs/data-layout.md) is computed and overflow-checked.
-ArrayLayout layoutFor(FormatId id, const ArrayGeometry& g, const char* fn) {
+/// Throws unless `g` is a DeviceArray geometry of `id` whose sizes fit their types:
+/// layoutFor's checks, without building the layout (every array a call allocates or
+/// wraps passes here).
+void checkGeometry(FormatId id, const ArrayGeometry& g, const char* fn) {
   const FormatInfo& f = formatInfo(id);
-  const auto valueBytes = static_cast<int>(depthSize(f.depth));
-  ArrayLayout layout;
   if (g.organized) {
     if (g.height <= 0 || g.width <= 0)
       fail(ErrorCode::InvalidArgument, prefix(fn) + "height " + std::to_string(g.height) + " and width " +
@@ -68,15 +68,26 @@ ArrayLayout layoutFor(FormatId id, const ArrayGeometry& g, const char* fn) {
     if (static_cast<std::size_t>(g.height) > std::numeric_limits<std::size_t>::max() / rowBytes)
       fail(ErrorCode::OutOfRange, prefix(fn) + std::to_string(g.height) + " x " + std::to_string(g.width) + " " +
                                       formatName(id) + " overflows the byte count");
+    return;
+  }
+  if (g.count == 0) fail(ErrorCode::InvalidArgument, prefix(fn) + "the element count must be positive, got 0");
+  if (g.count > static_cast<std::size_t>(INT_MAX))
+    fail(ErrorCode::OutOfRange, prefix(fn) + "element count " + std::to_string(g.count) +
+                                    " exceeds INT_MAX (shape entries are int)");
+}
+
+/// The one place where the DeviceArray layout (docs/data-layout.md) is computed and overflow-checked.
+ArrayLayout layoutFor(FormatId id, const ArrayGeometry& g, const char* fn) {
+  checkGeometry(id, g, fn);
+  const FormatInfo& f = formatInfo(id);
+  const auto valueBytes = static_cast<int>(depthSize(f.depth));
+  ArrayLayout layout;
+  if (g.organized) {
     layout.size = static_cast<std::size_t>(g.height) * static_cast<std::size_t>(g.width);
-    layout.sizeInBytes = static_cast<std::size_t>(g.height) * rowBytes;
+    layout.sizeInBytes = layout.size * f.bytes;
     layout.shape = {g.height, g.width};
     layout.strides = {g.width * f.channels};
   } else {
-    if (g.count == 0) fail(ErrorCode::InvalidArgument, prefix(fn) + "the element count must be positive, got 0");
-    if (g.count > static_cast<std::size_t>(INT_MAX))
-      fail(ErrorCode::OutOfRange, prefix(fn) + "element count " + std::to_string(g.count) +
-                                      " exceeds INT_MAX (shape entries are int)");
     layout.size = g.count;
     layout.sizeInBytes = g.count * f.bytes;  // < 2^31 * 16: cannot overflow a 64-bit size_t
     layout.shape = {static_cast<int>(g.count)};
@@ -287,7 +298,7 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
   const bool organized = mat.dims == 2;
   const ArrayGeometry g = organized ? ArrayGeometry{true, mat.size[0], mat.size[1], 0}
                                     : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(mat.size[0])};
-  (void)layoutFor(format, g, fn);
+  checkGeometry(format, g, fn);
   const std::size_t offset = detail::offsetOf(mat);
   const std::uintptr_t address = alignmentAddress(mat.backend(), detail::allocationOf(mat)->handle(), offset);
   if (address % depthSize(f.depth) != 0)

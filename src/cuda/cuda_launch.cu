@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,9 +24,15 @@ struct KernelEntry {
   bool duplicate = false;
 };
 
+/// Hashes names as string_views, so a launch finds its kernel without making a string.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
+};
+
 struct KernelTable {
   std::mutex mutex;
-  std::unordered_map<std::string, KernelEntry> kernels;
+  std::unordered_map<std::string, KernelEntry, NameHash, std::equal_to<>> kernels;
   std::vector<const void*> preloads;  ///< kernels launched directly, not by name
 };
 
@@ -134,47 +142,61 @@ int CudaDevice::blockSizeFor(const void* kernel, const char* name) {
 void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   cudaStream_t stream = streamOf(q, "launch");
   if (launch.name == nullptr) fail(ErrorCode::InvalidArgument, "launch: the kernel name is null");
-  const std::string name = launch.name;
-  const std::string fn = "launch(" + name + ")";
+  const std::string_view name = launch.name;
+  // Every launch of every frame passes here: messages are formatted only when one throws.
+  const auto fn = [&] { return "launch(" + std::string(name) + ")"; };
   KernelEntry entry;
   {
     KernelTable& table = kernelTable();
     std::lock_guard<std::mutex> lock(table.mutex);
     auto it = table.kernels.find(name);
     if (it == table.kernels.end())
-      fail(ErrorCode::Unsupported, "launch: no CUDA kernel named '" + name + "' is registered (DA_CUDA_REGISTER)");
+      fail(ErrorCode::Unsupported,
+           "launch: no CUDA kernel named '" + std::string(name) + "' is registered (DA_CUDA_REGISTER)");
     entry = it->second;
   }
   if (entry.duplicate)
-    fail(ErrorCode::InvalidState, fn + ": two different kernels are registered under this name");
+    fail(ErrorCode::InvalidState, fn() + ": two different kernels are registered under this name");
   if (launch.workDims < 1 || launch.workDims > 3)
-    fail(ErrorCode::InvalidArgument, fn + ": workDims is " + std::to_string(launch.workDims) + "; expected 1..3");
+    fail(ErrorCode::InvalidArgument, fn() + ": workDims is " + std::to_string(launch.workDims) + "; expected 1..3");
   if (static_cast<int>(launch.args.size()) != entry.paramCount)
-    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(launch.args.size()) +
+    fail(ErrorCode::InvalidArgument, fn() + ": " + std::to_string(launch.args.size()) +
                                          " arguments given; the kernel takes " + std::to_string(entry.paramCount));
 
-  std::vector<ArgSlot> slots(launch.args.size());
-  std::vector<void*> pointers(launch.args.size());
+  // The kernels' own parameter lists are short: their slots stay on the stack.
+  constexpr std::size_t kStackArgs = 48;
+  ArgSlot stackSlots[kStackArgs];
+  void* stackPointers[kStackArgs];
+  std::vector<ArgSlot> heapSlots;
+  std::vector<void*> heapPointers;
+  ArgSlot* slots = stackSlots;
+  void** pointers = stackPointers;
+  if (launch.args.size() > kStackArgs) {
+    heapSlots.resize(launch.args.size());
+    heapPointers.resize(launch.args.size());
+    slots = heapSlots.data();
+    pointers = heapPointers.data();
+  }
   for (std::size_t i = 0; i < launch.args.size(); ++i) {
     const KernelArg& arg = launch.args[i];
     const ParamKind want = entry.params[i];
     if (want == ParamKind::unsupported)
-      fail(ErrorCode::Unsupported, fn + ": parameter " + std::to_string(i) +
+      fail(ErrorCode::Unsupported, fn() + ": parameter " + std::to_string(i) +
                                        " has a type launch() cannot pass (see kernel_registry.hpp)");
     if (kindOf(arg.kind) != want)
-      fail(ErrorCode::InvalidArgument, fn + ": argument " + std::to_string(i) + " is " + kindName(kindOf(arg.kind)) +
+      fail(ErrorCode::InvalidArgument, fn() + ": argument " + std::to_string(i) + " is " + kindName(kindOf(arg.kind)) +
                                            "; the kernel parameter is " + kindName(want));
     ArgSlot& slot = slots[i];
     slot.u64 = 0;
     switch (arg.kind) {
       case KernelArg::Kind::buffer: {
         if (arg.buffer == nullptr)
-          fail(ErrorCode::InvalidArgument, fn + ": buffer argument " + std::to_string(i) + " is null");
+          fail(ErrorCode::InvalidArgument, fn() + ": buffer argument " + std::to_string(i) + " is null");
         if (arg.buffer->bytes() != 0 && arg.offset > arg.buffer->bytes())
-          fail(ErrorCode::OutOfRange, fn + ": buffer argument " + std::to_string(i) + " has offset " +
+          fail(ErrorCode::OutOfRange, fn() + ": buffer argument " + std::to_string(i) + " has offset " +
                                           std::to_string(arg.offset) + " beyond its " +
                                           std::to_string(arg.buffer->bytes()) + " bytes");
-        slot.pointer = address(MemRef::dev(arg.buffer, arg.offset), fn.c_str());
+        slot.pointer = address(MemRef::dev(arg.buffer, arg.offset), "launch");
         break;
       }
       case KernelArg::Kind::i32: slot.i32 = arg.value.i32; break;
@@ -187,7 +209,7 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
     pointers[i] = &slot;
   }
 
-  launch.checkWorkGroup(fn, 1024);  // CUDA's limit on threads per block
+  launch.checkWorkGroup("launch", 1024);  // CUDA's limit on threads per block
   for (int d = 0; d < launch.workDims; ++d)
     if (launch.globalSize[d] == 0) return;  // empty index space: nothing to run
 
@@ -195,7 +217,7 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   // The occupancy-optimal 1-D block size doubles as the thread budget of 2-/3-D
   // blocks, which are 32 wide so rows of an image stay coalesced.
   const int budget = launch.localSize != 0 ? static_cast<int>(launch.localSize)
-                                           : blockSizeFor(entry.function, name.c_str());
+                                           : blockSizeFor(entry.function, launch.name);
   dim3 block(1, 1, 1);
   if (launch.workDims == 1) {
     block.x = static_cast<unsigned>(budget);
@@ -215,14 +237,14 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   for (int d = 0; d < launch.workDims; ++d) {
     const std::uint64_t g = (static_cast<std::uint64_t>(launch.globalSize[d]) + blockDims[d] - 1) / blockDims[d];
     if (g > limits[d])
-      fail(ErrorCode::Unsupported, fn + ": global size " + std::to_string(launch.globalSize[d]) + " along axis " +
+      fail(ErrorCode::Unsupported, fn() + ": global size " + std::to_string(launch.globalSize[d]) + " along axis " +
                                        std::to_string(d) + " needs " + std::to_string(g) +
                                        " blocks; CUDA allows " + std::to_string(limits[d]));
     gridDims[d] = static_cast<unsigned>(g);
   }
   const dim3 grid(gridDims[0], gridDims[1], gridDims[2]);
-  const cudaError_t err = cudaLaunchKernel(entry.function, grid, block, pointers.data(), 0, stream);
-  if (err != cudaSuccess) throwCudaError((fn + ": cudaLaunchKernel").c_str(), err);
+  const cudaError_t err = cudaLaunchKernel(entry.function, grid, block, pointers, 0, stream);
+  if (err != cudaSuccess) throwCudaError((fn() + ": cudaLaunchKernel").c_str(), err);
 }
 
 }  // namespace devicearray::detail::cuda

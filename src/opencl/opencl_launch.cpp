@@ -219,16 +219,18 @@ void OpenCLDevice::enqueue(KernelSlot& k, const char* fn, const char* name, Open
                                          " OpenCL arguments but " + std::to_string(args.size()) +
                                          " were given (a buffer counts as two: cl_mem and byte offset)");
   std::lock_guard<std::mutex> lock(k.mutex);
+  // Messages are formatted only on failure: every launch of every frame passes here.
   for (std::size_t i = 0; i < args.size(); ++i) {
     const cl_int err = clSetKernelArg(k.kernel, static_cast<cl_uint>(i), args[i].size, args[i].value);
+    if (err == CL_SUCCESS) continue;
     if (err == CL_INVALID_ARG_SIZE || err == CL_INVALID_ARG_VALUE || err == CL_INVALID_MEM_OBJECT)
       fail(ErrorCode::InvalidArgument, std::string(fn) + ": argument " + std::to_string(i) + " of kernel '" + name +
                                            "' does not match its parameter (" + clErrorMessage("clSetKernelArg", err) +
                                            ")");
     checkCl(err, std::string(fn) + ": clSetKernelArg(" + name + ", " + std::to_string(i) + ")");
   }
-  checkCl(clEnqueueNDRangeKernel(q.queue(), k.kernel, workDims, nullptr, global, local, 0, nullptr, nullptr),
-          std::string(fn) + ": clEnqueueNDRangeKernel(" + name + ")");
+  const cl_int err = clEnqueueNDRangeKernel(q.queue(), k.kernel, workDims, nullptr, global, local, 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) checkCl(err, std::string(fn) + ": clEnqueueNDRangeKernel(" + name + ")");
 }
 
 void OpenCLDevice::doLaunch(const KernelLaunch& l, QueueImpl& qi) {
@@ -242,7 +244,7 @@ void OpenCLDevice::enqueueLaunch(const char* fn, const KernelLaunch& l, OpenCLQu
   if (l.workDims < 1 || l.workDims > 3)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": " + l.name + ": workDims " + std::to_string(l.workDims) +
                                          " is not 1, 2 or 3");
-  l.checkWorkGroup(std::string(fn) + ": " + l.name);
+  l.checkWorkGroup(fn);
   for (int i = 0; i < l.workDims; ++i)
     if (l.globalSize[static_cast<std::size_t>(i)] == 0) return;  // an empty index space launches nothing
   KernelSlot& k = kernel(l.name);

@@ -136,6 +136,12 @@ void OpenCLQueue::doWaitEvent(EventImpl& e) {
          "Stream::waitEvent: the event belongs to another OpenCL context than the queue (a queue can only wait "
          "for events of its own context)");
   cl_event native = event->native();
+  // Finished work needs no wait: a barrier is a command the queue would still have to
+  // process. A failed command is waited for, so the queue reports its error.
+  cl_int status = CL_QUEUED;
+  if (clGetEventInfo(native, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr) == CL_SUCCESS &&
+      status == CL_COMPLETE)
+    return;
   checkCl(clEnqueueBarrierWithWaitList(queue(), 1, &native, nullptr), "Stream::waitEvent: clEnqueueBarrierWithWaitList");
 }
 
