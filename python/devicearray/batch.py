@@ -40,13 +40,29 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                     "each output, in OUTDIR under its input's file name, is byte for byte what `devicearray process` "
                     "writes for that input. A rerun skips the frames already done with the same stages (resume).")
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="frame files (PLY), glob patterns (quote them; ** recurses) or manifests listing one path or "
-                        "pattern per line")
+                   help="frame files (PLY, PCD or XYZ), glob patterns (quote them; ** recurses) or manifests listing "
+                        "one path or pattern per line")
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="directory of the outputs (created)")
     stages = p.add_argument_group("stages (as `devicearray process`)")
+    stages.add_argument("--snr-threshold", action=_StageOption, metavar="SNR",
+                        help="points with an SNR below this become missing")
+    stages.add_argument("--remove-outliers", action=_StageOption, metavar="MM",
+                        help="points farther than this from every valid grid neighbour become missing")
+    stages.add_argument("--smooth", action=_StageOption, metavar="SIGMA",
+                        help="Gaussian smoothing of depth along the camera rays with this sigma (pixels), not across "
+                             "depth steps larger than --max-depth-step")
+    stages.add_argument("--smooth-radius", action=_StageOption, metavar="PIXELS",
+                        help="window radius of --smooth (default ceil(2 sigma))")
+    stages.add_argument("--fill-holes", action=_StageOption, metavar="N",
+                        help="fill row and column gaps of at most N missing points by interpolation")
+    stages.add_argument("--max-depth-step", action=_StageOption, metavar="MM",
+                        help="depth difference that --smooth and --fill-holes treat as an edge (default 10)")
     stages.add_argument("--downsample", action=_StageOption, metavar="2x2|3x3|4x4",
                         help="block-average k x k points (SNR^2-weighted)")
     stages.add_argument("--normals", action=_StageOption, nargs=0, help="estimate normals from the grid and write them")
+    stages.add_argument("--normal-window", action=_StageOption, metavar="N",
+                        help="fit each normal's plane to this N x N window (odd, 3..15) instead of central "
+                             "differences (needs --normals)")
     stages.add_argument("--transform", action=_StageOption, metavar="M",
                         help="affine 4x4 matrix: 16 comma-separated numbers, row-major, or a file holding them")
     stages.add_argument("--roi", action=_StageOption, metavar="ox,oy,oz,ax,ay,az,bx,by,bz,min,max",

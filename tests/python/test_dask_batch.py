@@ -246,3 +246,41 @@ def test_inputs_are_files_globs_and_manifests(frames, tmp_path):
         batch.process_frames([str(manifest)], tmp_path / "o", STAGES)
     with pytest.raises(ValueError):
         batch.process_frames(frames, tmp_path / "o", ["--voxel", "-1"])
+
+
+# Every stage of process, the camera filters included, with values that change the frames.
+FILTER_STAGES = ["--snr-threshold", "0.5", "--remove-outliers", "200", "--smooth", "1", "--smooth-radius", "2",
+                 "--fill-holes", "2", "--max-depth-step", "15", "--downsample", "2x2", "--normals",
+                 "--normal-window", "5", "--voxel", "60", "--min-points", "1"]
+
+
+def test_the_batch_takes_every_stage_option_of_process(frames, client, tmp_path):
+    cli = command_path()
+    if cli is None:
+        pytest.skip("the devicearray command is not built next to this package (set DEVICEARRAY_CLI)")
+    # The options of process that are not stages: its input and output, the frame loop, the device.
+    not_stages = {"--help", "--output", "--frames", "--in-flight", "--pinned-frames", "--device", "--format"}
+    helped = subprocess.run([str(cli), "process", "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0, helped.stderr
+    import re
+    options = set(re.findall(r"^\s+(?:-\w,)?(--[a-z-]+)", helped.stdout, re.MULTILINE)) - not_stages
+    assert {"--snr-threshold", "--smooth", "--normal-window", "--voxel"} <= options, options
+    batch_help = subprocess.run([sys.executable, "-m", "devicearray.batch", "--help"], capture_output=True, text=True,
+                                env=batch_env(), timeout=120)
+    assert batch_help.returncode == 0, batch_help.stderr
+    assert options <= set(re.findall(r"(--[a-z-]+)", batch_help.stdout)), options
+
+    # Their outputs are process's, byte for byte.
+    out = tmp_path / "out"
+    for path in frames[:2]:
+        target = tmp_path / pathlib.Path(path).name
+        run = subprocess.run([str(cli), "process", path, *FILTER_STAGES, "-o", str(target)], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+    run = subprocess.run([sys.executable, "-m", "devicearray.batch", *frames[:2], "-o", str(out), *FILTER_STAGES,
+                          "--scheduler", client.scheduler.address], capture_output=True, text=True, env=batch_env(),
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    for path in frames[:2]:
+        name = pathlib.Path(path).name
+        assert (out / name).read_bytes() == (tmp_path / name).read_bytes(), name
