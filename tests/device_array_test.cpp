@@ -333,6 +333,33 @@ TEST_P(DeviceArrayTest, FromGpuMatNDRejectsWhatIsNotADeviceArray) {
   EXPECT_TRUE(DeviceArray<da::PointXYZ>::fromGpuMatND(da::GpuMatND()).isEmpty());
 }
 
+TEST_P(DeviceArrayTest, FromGpuMatNDChecksTheStepsAndTheMemoryNotTheFlags) {
+  // The header's fields are public (as OpenCV's): flags, sizes and steps edited by hand
+  // must not let a DeviceArray reach past its memory or read a strided view as packed.
+  const ComputeDevice device = GetParam();
+  constexpr int kTypeMask = 0xFFF;
+  da::GpuMatND bytes({1000}, da::makeType(da::Depth::U8, 1), device);
+  da::GpuMatND claimsColors = bytes;
+  claimsColors.flags = (claimsColors.flags & ~kTypeMask) | da::makeType(da::Depth::U8, 4);
+  ASSERT_EQ(claimsColors.type(), da::makeType(da::Depth::U8, 4));
+  datest::expectError(ErrorCode::InvalidArgument,
+                      [&] { DeviceArray<da::ColorRGBA>::fromGpuMatND(claimsColors); }, "steps");
+
+  const da::GpuMatND big({4, 6}, da::makeType(da::Depth::F32, 3), device);
+  da::GpuMatND columns = big({da::Range(1, 3), da::Range(2, 5)});
+  ASSERT_FALSE(columns.isContinuous());
+  columns.flags |= da::GpuMatND::CONTINUOUS_FLAG;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { DeviceArray<da::PointXYZ>::fromGpuMatND(columns); }, "steps");
+
+  // Packed steps, but more rows than the memory holds.
+  da::GpuMatND tall = big;
+  tall.size[0] = 5;
+  datest::expectError(ErrorCode::OutOfRange, [&] { DeviceArray<da::PointXYZ>::fromGpuMatND(tall); },
+                      "of a 288-byte buffer");
+  // The untouched header still wraps.
+  EXPECT_EQ(DeviceArray<da::PointXYZ>::fromGpuMatND(big).size(), 24u);
+}
+
 // ------------------------------------------------------------------- views --
 
 TEST_P(DeviceArrayTest, DestroyingAViewLeavesTheOwnerIntact) {

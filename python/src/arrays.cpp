@@ -7,10 +7,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <bit>
 #include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,14 +55,26 @@ std::vector<std::size_t> canonicalSteps(const std::vector<int>& shape, const std
 
 }  // namespace
 
+/// Throws unless every axis length is in [1, INT_MAX] (a device layout's lengths are int).
+void checkAxisLengths(const std::vector<Py_ssize_t>& shape, const char* fn) {
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] < 1 || shape[i] > INT_MAX)
+      throw Error(shape[i] < 1 ? ErrorCode::InvalidArgument : ErrorCode::OutOfRange,
+                  std::string(fn) + ": axis " + std::to_string(i) + " has length " + std::to_string(shape[i]) +
+                      "; lengths must be in [1, " + std::to_string(INT_MAX) + "]");
+}
+
 HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
   HostInput in;
   nb::object np = numpy();
   in.keep = np.attr("asarray")(obj);
   in.depth = depthFromDtype(in.keep.attr("dtype"), fn);
-  // Checked before packing: numpy.ascontiguousarray turns a 0-d array into shape (1,).
+  // Checked before packing: numpy.ascontiguousarray turns a 0-d array into shape (1,),
+  // and would first allocate a broadcast view's every element (terabytes for a
+  // zero-stride axis longer than any device layout).
   if (nb::cast<int>(in.keep.attr("ndim")) == 0)
     throw Error(ErrorCode::InvalidArgument, std::string(fn) + ": a 0-d array (scalar) has no device layout");
+  checkAxisLengths(nb::cast<std::vector<Py_ssize_t>>(in.keep.attr("shape")), fn);
   if (packed) in.keep = np.attr("ascontiguousarray")(in.keep);
   for (int attempt = 0;; ++attempt) {
     Py_buffer view;
@@ -69,13 +84,8 @@ HostInput hostInput(nb::handle obj, bool packed, const char* fn) {
     std::vector<Py_ssize_t> strides(view.strides, view.strides + view.ndim);
     std::vector<Py_ssize_t> shape(view.shape, view.shape + view.ndim);
     PyBuffer_Release(&view);  // `keep` owns the memory; the buffer view itself is not needed
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      if (shape[i] < 1 || shape[i] > INT_MAX)
-        throw Error(shape[i] < 1 ? ErrorCode::InvalidArgument : ErrorCode::OutOfRange,
-                    std::string(fn) + ": axis " + std::to_string(i) + " has length " + std::to_string(shape[i]) +
-                        "; lengths must be in [1, " + std::to_string(INT_MAX) + "]");
-      in.shape.push_back(static_cast<int>(shape[i]));
-    }
+    checkAxisLengths(shape, fn);
+    for (Py_ssize_t length : shape) in.shape.push_back(static_cast<int>(length));
     bool usable = false;
     in.steps = canonicalSteps(in.shape, strides, depthSize(in.depth), usable);
     if (usable) return in;
@@ -107,6 +117,8 @@ struct HostDestination {
   nb::object keep;
   void* data = nullptr;
   std::size_t bytes = 0;
+  std::size_t itemsize = 1;
+  const char* format = "B";  ///< the buffer's struct format, alive as long as `keep`
 };
 
 HostDestination hostDestination(nb::handle dst, const char* fn) {
@@ -128,7 +140,38 @@ HostDestination hostDestination(nb::handle dst, const char* fn) {
                               .c_str());
   out.data = b->buf;
   out.bytes = static_cast<std::size_t>(b->len);
+  out.itemsize = static_cast<std::size_t>(b->itemsize);
+  out.format = b->format != nullptr ? b->format : "B";
   return out;
+}
+
+/// Whether `dst`'s items are the values of a format of `depth` (float32 or uint8):
+/// their buffer format, without a native or little-endian byte-order prefix.
+bool holdsValuesOf(const HostDestination& dst, Depth depth) {
+  std::string_view code = dst.format;
+  if (!code.empty() && (code[0] == '@' || code[0] == '=' || (code[0] == '<' && std::endian::native == std::endian::little)))
+    code.remove_prefix(1);
+  if (depth == Depth::F32) return code == "f" && dst.itemsize == 4;
+  return (code == "B" || code == "b" || code == "c") && dst.itemsize == 1;
+}
+
+/// A typed destination gets exactly the array's values; bytes (uint8, bytearray) take
+/// its bytes whatever they hold, as the documented raw copy does. Anything else would
+/// be filled with reinterpreted bytes (float32 values read as float64, say).
+template <class F>
+void checkTypedDestination(const HostDestination& dst, const DeviceArray<F>& a, const char* fn) {
+  const Depth depth = std::is_same_v<typename F::ValueType, float> ? Depth::F32 : Depth::U8;
+  const bool bytes = holdsValuesOf(dst, Depth::U8);
+  if (!bytes && !holdsValuesOf(dst, depth))
+    throw nb::value_error((std::string(fn) + ": dst holds '" + dst.format + "' items of " +
+                           std::to_string(dst.itemsize) + " bytes; the array's values are " +
+                           (depth == Depth::F32 ? "float32" : "uint8") + " (or pass a uint8 array for the raw bytes)")
+                              .c_str());
+  const std::size_t values = a.size() * static_cast<std::size_t>(F::channels);
+  if (!bytes && dst.bytes / dst.itemsize != values)
+    throw nb::value_error((std::string(fn) + ": dst holds " + std::to_string(dst.bytes / dst.itemsize) +
+                           " values; the array has " + std::to_string(values))
+                              .c_str());
 }
 
 
@@ -338,7 +381,9 @@ void bindArrays(nb::module_& m) {
            nb::arg("size"), nb::arg("type"), nb::arg("device") = nb::none(),
            "Allocates `size` (one entry per axis) of `type` (an OpenCV type code, or a numpy dtype for one "
            "channel) on `device` (default device). Contents are uninitialized.")
-      .def_rw("flags", &GpuMatND::flags)
+      .def_ro("flags", &GpuMatND::flags,
+              "OpenCV-style flags: the type code and the CONTINUOUS / SUBMATRIX bits (read only: they describe the "
+              "memory, which a new value would not change)")
       .def_ro("dims", &GpuMatND::dims)
       .def_ro("size", &GpuMatND::size, "Length of each axis (without the channel axis).")
       .def_ro("step", &GpuMatND::step, "Byte step of each axis (step[-1] == elem_size()).")
@@ -510,15 +555,17 @@ void bindArrays(nb::module_& m) {
              {
                nb::gil_scoped_release release;
                a.visit([&]<class F>(const DeviceArray<F>& x) {
+                 checkTypedDestination(out, x, "DeviceArray.copy_to_host");
                  x.copyToHost(static_cast<F*>(out.data), out.bytes, stream.handle());
                });
              }
              holdUntilComplete(stream, out.keep);
            },
            nb::arg("dst"), nb::arg("stream"),
-           "Enqueues a copy into the writable, C-contiguous host array `dst` (numpy; at least size_in_bytes() bytes) "
-           "on `stream`; the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
-           "A non-contiguous or read-only `dst` is a ValueError.")
+           "Enqueues a copy into the writable, C-contiguous host array `dst` on `stream`: numpy of the array's value "
+           "type (float32 or uint8) with as many values, or any uint8 buffer of at least size_in_bytes() bytes (the "
+           "raw bytes); the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
+           "A non-contiguous, read-only or differently typed `dst` is a ValueError.")
       .def("to_gpu_mat_nd", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.toGpuMatND(); }); },
            "A GpuMatND sharing this memory (size (H, W) or (N,), channels in the type).")
       .def_static(

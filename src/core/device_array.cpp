@@ -299,7 +299,24 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
   const ArrayGeometry g = organized ? ArrayGeometry{true, mat.size[0], mat.size[1], 0}
                                     : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(mat.size[0])};
   checkGeometry(format, g, fn);
+  // A header's fields are public, as OpenCV's are: the flags may say "continuous" of
+  // steps that are not, so the steps themselves must pack the elements, and the
+  // elements must lie inside the memory (when its size is known: not for a bare
+  // external pointer).
+  const std::size_t elem = f.bytes;
+  const auto axes = static_cast<std::size_t>(mat.dims);
+  const bool packed = mat.size.size() == axes && mat.step.size() == axes && mat.step[axes - 1] == elem &&
+                      (!organized || mat.step[0] == static_cast<std::size_t>(mat.size[1]) * elem);
+  if (!packed)
+    fail(ErrorCode::InvalidArgument, prefix(fn) + "the GpuMatND's steps do not pack " + formatName(format) +
+                                         " elements (its flags say continuous, its steps do not)");
   const std::size_t offset = detail::offsetOf(mat);
+  const std::size_t bytes = detail::allocationOf(mat)->bytes();
+  const std::size_t span = (organized ? static_cast<std::size_t>(mat.size[0]) * mat.step[0]
+                                      : static_cast<std::size_t>(mat.size[0]) * elem);
+  if (bytes != 0 && (offset > bytes || span > bytes - offset))
+    fail(ErrorCode::OutOfRange, prefix(fn) + "the elements end at byte " + std::to_string(offset) + " + " +
+                                    std::to_string(span) + " of a " + std::to_string(bytes) + "-byte buffer");
   const std::uintptr_t address = alignmentAddress(mat.backend(), detail::allocationOf(mat)->handle(), offset);
   if (address % depthSize(f.depth) != 0)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is at byte offset " + std::to_string(offset) +

@@ -411,3 +411,92 @@ streams = [da.Stream(d) for d in devices]
 print(len(devices))
 """)
     assert int(out) == DEVICE_COUNT
+
+
+# --------------------------- headers and tensors that misdescribe their memory --
+
+def test_gpu_mat_nd_flags_are_read_only(device):
+    # The flags describe the memory (type, continuity); a new value would not change it,
+    # and DeviceArray.from_gpu_mat_nd would have trusted it.
+    m = da.GpuMatND([10], np.uint8, device)
+    flags = m.flags
+    with pytest.raises(AttributeError):
+        m.flags = flags | 3 << 3  # claims four channels
+    assert m.flags == flags
+
+
+def test_copy_to_host_refuses_a_destination_of_another_type_or_size(device):
+    host = reference((10, 3), np.float32)
+    src = da.from_numpy(host, format=da.Format.PointXYZ, device=device)
+    stream = da.Stream(device)
+    for wrong in (np.zeros((10, 3), np.float64), np.zeros((10, 3), np.int32), np.zeros((11, 3), np.float32)):
+        with pytest.raises(ValueError, match="dst holds"):
+            src.copy_to_host(wrong, stream)
+        stream.wait_for_completion()
+        assert not wrong.any()  # nothing reinterpreted, nothing written
+    # The same values in another shape, and raw bytes, are what the copy gives.
+    flat, raw = np.zeros(30, np.float32), np.zeros(120, np.uint8)
+    src.copy_to_host(flat, stream)
+    src.copy_to_host(raw, stream)
+    stream.wait_for_completion()
+    np.testing.assert_array_equal(flat.reshape(10, 3), host)
+    np.testing.assert_array_equal(raw.view(np.float32).reshape(10, 3), host)
+
+
+def test_from_numpy_refuses_an_axis_too_long_before_packing_it(device):
+    # A zero-stride view of 2^40 points: packing it first would ask numpy for 12 TiB.
+    huge = np.lib.stride_tricks.as_strided(np.zeros(3, np.float32), shape=(2**40, 3), strides=(0, 4))
+    for fmt in (None, da.Format.PointXYZ):
+        with pytest.raises(IndexError, match="axis 0 has length 1099511627776"):
+            da.from_numpy(huge, format=fmt, device=device) if fmt else da.from_numpy(huge, device=device)
+
+
+def test_host_tensors_whose_extent_no_process_can_address_are_refused(device):
+    out = run_isolated(child(device, """
+import ctypes
+class DLDevice(ctypes.Structure): _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+class DLDataType(ctypes.Structure): _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+class Version(ctypes.Structure): _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+class Managed(ctypes.Structure):
+    _fields_ = [("version", Version), ("ctx", ctypes.c_void_p), ("deleter", DELETER), ("flags", ctypes.c_uint64),
+                ("dl_tensor", DLTensor)]
+new_capsule = ctypes.pythonapi.PyCapsule_New
+new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+deleted = []
+deleter = DELETER(lambda p: deleted.append(p))
+keep = []
+buf = np.arange(4, dtype=np.float32)
+
+class Producer:
+    # A kDLCPU float32 tensor over buf with the given shape, strides (elements) and byte offset.
+    def __init__(self, shape, strides, byte_offset):
+        shp = (ctypes.c_int64 * len(shape))(*shape)
+        st = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
+        t = DLTensor(buf.ctypes.data, DLDevice(1, 0), len(shape), DLDataType(2, 32, 1),
+                     ctypes.cast(shp, ctypes.POINTER(ctypes.c_int64)),
+                     None if st is None else ctypes.cast(st, ctypes.POINTER(ctypes.c_int64)), byte_offset)
+        self.m = Managed(Version(1, 0), None, deleter, 0, t)
+        keep.extend([shp, st, self.m])
+    def __dlpack__(self, **kw): return new_capsule(ctypes.addressof(self.m), b"dltensor_versioned", None)
+    def __dlpack_device__(self): return (1, 0)
+
+for shape, strides, offset in (([2, 2], [2**60, 1], 0), ([4], None, 2**63), ([2**31 - 1, 2**31 - 1, 2**31 - 1], None, 0)):
+    try:
+        da.from_dlpack(Producer(shape, strides, offset), device=dev)
+    except (IndexError, OverflowError, ValueError) as e:
+        assert "addressable" in str(e), e
+        print("refused", shape)
+    else:
+        raise SystemExit("accepted " + repr((shape, strides, offset)))
+# The honest tensor over the same memory still imports.
+got = da.from_dlpack(Producer([2, 2], [2, 1], 0), device=dev).to_numpy()
+assert (got.reshape(-1) == buf).all(), got
+print("deleters", len(deleted))
+"""))
+    assert out.count("refused") == 3, out
+    assert "deleters 4" in out, out
