@@ -47,6 +47,8 @@ nb::tuple tupleArgument(nb::handle value, std::size_t n, const char* what) {
   return t;
 }
 
-bool plausiblePointer(std::uintptr_t handle) { return handle >= 4096 && handle % alignof(void*) == 0; }
+// Below 64 KiB nothing is mapped (Linux's default vm.mmap_min_addr; Windows reserves
+// the same): such a "handle" is a small integer, not a stream or queue.
+bool plausiblePointer(std::uintptr_t handle) { return handle >= 65536 && handle % alignof(void*) == 0; }
 
 }  // namespace devicearray::python

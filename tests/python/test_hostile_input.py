@@ -164,7 +164,7 @@ da.from_numpy(np.ones((512, 512), np.float32), format=da.Format.SNR, device=dev)
 
 # ------------------------------------------- stream numbers (item 5) --
 
-@pytest.mark.parametrize("stream", [1, 2, 3, 4095, 2**70])
+@pytest.mark.parametrize("stream", [1, 2, 3, 4095, 4096, 65528, 2**70])
 def test_opencl_export_refuses_cuda_stream_numbers(stream):
     for dev in opencl_devices():
         arr = da.from_numpy(np.zeros(4, np.float32), device=dev)
@@ -172,7 +172,7 @@ def test_opencl_export_refuses_cuda_stream_numbers(stream):
             arr.__dlpack__(stream=stream)
 
 
-@pytest.mark.parametrize("handle", [0, 1, 2, 7])
+@pytest.mark.parametrize("handle", [0, 1, 2, 7, 4096, 65528])
 def test_wrapping_a_non_queue_on_opencl_is_refused(handle):
     for dev in opencl_devices():
         with pytest.raises(ValueError, match="cl_command_queue"):
@@ -185,7 +185,7 @@ def test_stream_numbers_never_crash(device):
     out = run_isolated(child(device, """
 arr = da.from_numpy(np.zeros(4, np.float32), device=dev)
 refused = 0
-for s in (1, 2, 3, 8, 4095, -2, 2**64, True, 1.5, "1"):
+for s in (1, 2, 3, 8, 4095, 4096, 65528, -2, 2**64, True, 1.5, "1"):
     try:
         arr.__dlpack__(stream=s)
     except (BufferError, ValueError, TypeError):
@@ -193,7 +193,7 @@ for s in (1, 2, 3, 8, 4095, -2, 2**64, True, 1.5, "1"):
 print(refused)
 """))
     # On OpenCL every value is refused; on CUDA 1 and 2 are the default streams.
-    expected = 10 if device.backend() == da.ComputeBackend.opencl else 8
+    expected = 12 if device.backend() == da.ComputeBackend.opencl else 10
     assert int(out) == expected
 
 
