@@ -145,6 +145,14 @@ HostDestination hostDestination(nb::handle dst, const char* fn) {
   return out;
 }
 
+/// A packed deep copy of `a` on its own device (copy.copy / copy.deepcopy). Blocking.
+AnyDeviceArray deepCopy(const AnyDeviceArray& a) {
+  return a.visit([](const auto& x) {
+    nb::gil_scoped_release release;
+    return AnyDeviceArray{x.isEmpty() ? x : x.clone(x.device())};
+  });
+}
+
 /// Whether `dst`'s items are the values of a format of `depth` (float32 or uint8):
 /// their buffer format, without a native or little-endian byte-order prefix.
 bool holdsValuesOf(const HostDestination& dst, Depth depth) {
@@ -394,6 +402,14 @@ void bindArrays(nb::module_& m) {
              return readReleased(self, [&](const GpuMatND& m) { return m.clone(s); });
            },
            nb::arg("stream"), "Continuous deep copy enqueued on `stream`. Non-blocking.")
+      // copy.copy and copy.deepcopy give a deep copy on the same device, as numpy's do
+      // (Open3D users write copy.deepcopy(cloud) before transforming one).
+      .def("__copy__", [](const GpuMatND& self) { return readReleased(self, [](const GpuMatND& m) { return m.clone(); }); })
+      .def("__deepcopy__",
+           [](const GpuMatND& self, nb::handle) {
+             return readReleased(self, [](const GpuMatND& m) { return m.clone(); });
+           },
+           nb::arg("memo"))
       .def("to",
            [](const GpuMatND& self, const ComputeDevice& device) {
              return readReleased(self, [&](const GpuMatND& m) {
@@ -536,6 +552,8 @@ void bindArrays(nb::module_& m) {
            [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.isOrganized(); }); })
       .def("height", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.height(); }); })
       .def("width", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.width(); }); })
+      .def("__copy__", [](const AnyDeviceArray& a) { return deepCopy(a); })
+      .def("__deepcopy__", [](const AnyDeviceArray& a, nb::handle) { return deepCopy(a); }, nb::arg("memo"))
       .def("to",
            [](const AnyDeviceArray& a, const ComputeDevice& device) {
              return a.visit([&]<class F>(const DeviceArray<F>& x) {

@@ -155,6 +155,12 @@ bool fastMatrix(PyObject* obj, Matrix4x4& m) {
   return true;
 }
 
+/// A deep copy of `cloud` on its own device (copy.copy / copy.deepcopy). Blocking.
+template <class Cloud>
+Cloud deepCopy(const Cloud& cloud) {
+  return readReleased(cloud, [](const Cloud& c) { return c.isEmpty() ? c : c.clone(c.device()); });
+}
+
 }  // namespace
 
 Matrix4x4 matrixFrom(nb::handle obj, const char* fn) {
@@ -245,6 +251,10 @@ void bindPointClouds(nb::module_& m) {
       .def("has_colors", &PointCloud::hasColors)
       .def("has_snrs", &PointCloud::hasSNRs)
       .def("device", &PointCloud::device)
+      // copy.copy and copy.deepcopy: a deep copy on the same device (Open3D users write
+      // copy.deepcopy(cloud) before transforming one).
+      .def("__copy__", [](const PointCloud& self) { return deepCopy(self); })
+      .def("__deepcopy__", [](const PointCloud& self, nb::handle) { return deepCopy(self); }, nb::arg("memo"))
       .def("to",
            [](const PointCloud& self, const ComputeDevice& device) {
              return readReleased(self, [&](const PointCloud& c) { return c.device() == device ? c : c.clone(device); });
@@ -458,6 +468,9 @@ void bindPointClouds(nb::module_& m) {
       .def("has_colors", &UnorganizedPointCloud::hasColors)
       .def("has_snrs", &UnorganizedPointCloud::hasSNRs)
       .def("device", &UnorganizedPointCloud::device)
+      .def("__copy__", [](const UnorganizedPointCloud& self) { return deepCopy(self); })
+      .def("__deepcopy__", [](const UnorganizedPointCloud& self, nb::handle) { return deepCopy(self); },
+           nb::arg("memo"))
       .def("to",
            [](const UnorganizedPointCloud& self, const ComputeDevice& device) {
              return readReleased(self, [&](const UnorganizedPointCloud& c) {

@@ -1066,3 +1066,31 @@ def test_outlier_removal_refuses_bad_parameters(device):
                 lambda: u.radius_outliers_removed(5.0, 0)]:
         with pytest.raises(ValueError):
             bad()
+
+
+def test_copy_and_deepcopy_are_deep_copies_on_the_same_device(device):
+    # Open3D scripts copy.deepcopy(cloud) before transforming one of the two.
+    import copy
+    xyz = reference((3, 4, 3), np.float32)
+    rgba = reference((3, 4, 4), np.uint8)
+    pose = np.eye(4, dtype=np.float32)
+    pose[:3, 3] = (10, 20, 30)
+    for make, points, colors in ((upload, xyz, rgba), (upload_unorganized, xyz.reshape(-1, 3), rgba.reshape(-1, 4))):
+        for duplicate in (copy.copy, copy.deepcopy):
+            cloud = make(device, points, colors)
+            twin = duplicate(cloud)
+            assert type(twin) is type(cloud) and twin.device() == cloud.device()
+            cloud.transform(pose)  # moves the original only
+            np.testing.assert_array_equal(twin.device_points_xyz().to_numpy(), points)
+            np.testing.assert_array_equal(twin.transformation_matrix(), np.eye(4, dtype=np.float32))
+            np.testing.assert_array_equal(cloud.transformation_matrix(), pose)
+            colors_of = twin.image_device_array if make is upload else twin.device_colors
+            np.testing.assert_array_equal(colors_of(da.Format.ColorRGBA).to_numpy(), colors)
+    for duplicate in (copy.copy, copy.deepcopy):
+        arr = da.from_numpy(xyz.reshape(-1, 3), format=da.Format.PointXYZ, device=device)
+        mat = arr.to_gpu_mat_nd()  # shares arr's memory
+        twin_arr, twin_mat = duplicate(arr), duplicate(mat)
+        mat.upload(np.zeros((12, 3), np.float32))  # overwrites arr, not the copies
+        np.testing.assert_array_equal(arr.to_numpy(), 0)
+        np.testing.assert_array_equal(twin_arr.to_numpy(), xyz.reshape(-1, 3))
+        np.testing.assert_array_equal(twin_mat.download().reshape(-1, 3), xyz.reshape(-1, 3))
