@@ -355,7 +355,7 @@ TEST_P(DeviceArrayTest, FromGpuMatNDChecksTheStepsAndTheMemoryNotTheFlags) {
   da::GpuMatND tall = big;
   tall.size[0] = 5;
   datest::expectError(ErrorCode::OutOfRange, [&] { DeviceArray<da::PointXYZ>::fromGpuMatND(tall); },
-                      "of a 288-byte buffer");
+                      "up to 360 of a 288-byte buffer");
   // The untouched header still wraps.
   EXPECT_EQ(DeviceArray<da::PointXYZ>::fromGpuMatND(big).size(), 24u);
 }

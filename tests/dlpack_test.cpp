@@ -243,6 +243,30 @@ TEST_P(DLPack, StepThatIsNotAMultipleOfTheChannelSizeCannotBeExported) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::toDLPack(g); });
 }
 
+TEST_P(DLPack, HeaderEditedPastItsMemoryIsNotExported) {
+  // The header's fields are public (as OpenCV's); a consumer would read whatever the
+  // tensor describes, so a header that reaches past the memory is refused.
+  const GpuMatND base({4, 6}, makeType(Depth::F32, 3), device());  // 288 bytes
+  GpuMatND tall = base;
+  tall.size[0] = 1000;
+  GpuMatND wide = base;
+  wide.step[0] *= 10;
+  GpuMatND fourChannels = base;
+  fourChannels.flags = (fourChannels.flags & ~0xFFF) | makeType(Depth::F32, 4);
+  GpuMatND negative = base;
+  negative.size[0] = -3;
+  for (const GpuMatND* g : {&tall, &wide}) {
+    datest::expectError(ErrorCode::OutOfRange, [&] { devicearray::toDLPackVersioned(*g); }, "of a 288-byte buffer");
+    datest::expectError(ErrorCode::OutOfRange, [&] { devicearray::toDLPack(*g); }, "of a 288-byte buffer");
+  }
+  datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::toDLPackVersioned(fourChannels); },
+                      "last step 12 must equal the element size 16");
+  datest::expectError(ErrorCode::InvalidArgument, [&] { devicearray::toDLPackVersioned(negative); });
+  DLManagedTensorVersioned* fine = devicearray::toDLPackVersioned(base);
+  EXPECT_EQ(fine->dl_tensor.shape[0], 4);
+  fine->deleter(fine);
+}
+
 TEST_P(DLPack, ExportedTensorKeepsTheMemoryAlive) {
   GpuMatND g = randomDeviceArray({5, 7}, makeType(Depth::U8, 3), device(), 11);
   const auto expected = datest::downloadPacked(g);

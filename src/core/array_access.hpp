@@ -74,6 +74,12 @@ inline std::size_t offsetOf(const GpuMat& m) { return ArrayAccess::offset(m); }
 inline BufferRef bufferOf(const GpuMatND& m) { return BufferRef{allocationOf(m).get(), offsetOf(m)}; }
 inline BufferRef bufferOf(const GpuMat& m) { return BufferRef{allocationOf(m).get(), offsetOf(m)}; }
 
+/// Throws unless `m`'s header (dims, size, step: public fields, as OpenCV's) is
+/// consistent and every element it describes lies inside its memory, when the memory's
+/// size is known (not for a bare external pointer). For the paths that hand the header
+/// to code which cannot check it (a DLPack consumer, the kernels of a DeviceArray).
+void checkHeaderInsideMemory(const GpuMatND& m, const char* fn);
+
 inline GpuMatND makeGpuMatND(std::shared_ptr<Allocation> storage, std::size_t offset, GpuMatND::SizeArray size,
                              int type, GpuMatND::StepArray step) {
   return ArrayAccess::makeGpuMatND(std::move(storage), offset, std::move(size), type, std::move(step));

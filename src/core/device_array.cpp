@@ -310,13 +310,8 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
   if (!packed)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "the GpuMatND's steps do not pack " + formatName(format) +
                                          " elements (its flags say continuous, its steps do not)");
+  detail::checkHeaderInsideMemory(mat, fn);
   const std::size_t offset = detail::offsetOf(mat);
-  const std::size_t bytes = detail::allocationOf(mat)->bytes();
-  const std::size_t span = (organized ? static_cast<std::size_t>(mat.size[0]) * mat.step[0]
-                                      : static_cast<std::size_t>(mat.size[0]) * elem);
-  if (bytes != 0 && (offset > bytes || span > bytes - offset))
-    fail(ErrorCode::OutOfRange, prefix(fn) + "the elements end at byte " + std::to_string(offset) + " + " +
-                                    std::to_string(span) + " of a " + std::to_string(bytes) + "-byte buffer");
   const std::uintptr_t address = alignmentAddress(mat.backend(), detail::allocationOf(mat)->handle(), offset);
   if (address % depthSize(f.depth) != 0)
     fail(ErrorCode::InvalidArgument, prefix(fn) + "element 0 is at byte offset " + std::to_string(offset) +

@@ -113,6 +113,26 @@ GpuMatND::GpuMatND(SizeArray sz, int type, OpenCLBufferPtr data, const ComputeDe
   updateFlags();
 }
 
+namespace detail {
+
+void checkHeaderInsideMemory(const GpuMatND& m, const char* fn) {
+  const std::shared_ptr<Allocation>& storage = allocationOf(m);
+  if (!storage) return;  // empty: nothing to reach
+  if (m.dims < 1 || m.size.size() != static_cast<std::size_t>(m.dims))
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the header's dims (" + std::to_string(m.dims) + ") and its " +
+                                         std::to_string(m.size.size()) + " sizes disagree");
+  validateType(fn, m.type());
+  const std::size_t es = elemSizeOf(m.type());
+  validateShape(fn, m.size, es);
+  const std::vector<std::size_t> steps = normalizeSteps(fn, m.size, es, depthSize(depthOf(m.type())), m.step);
+  const std::size_t need = checkedAdd(offsetOf(m), spanBytes(m.size, steps, es), fn);
+  if (storage->bytes() != 0 && need > storage->bytes())
+    fail(ErrorCode::OutOfRange, std::string(fn) + ": the header describes bytes up to " + std::to_string(need) +
+                                    " of a " + std::to_string(storage->bytes()) + "-byte buffer");
+}
+
+}  // namespace detail
+
 GpuMatND ArrayAccess::makeGpuMatND(std::shared_ptr<detail::Allocation> storage, std::size_t offset,
                                    GpuMatND::SizeArray sz, int type, GpuMatND::StepArray st) {
   constexpr const char* fn = "GpuMatND header";

@@ -183,6 +183,9 @@ DLTensor tensorOf(ExportContext& ctx, int depth) {
 std::unique_ptr<ExportContext> exportDevice(const GpuMatND& array, const char* fn) {
   if (array.empty() || !detail::allocationOf(array))
     raise(ErrorCode::InvalidArgument, std::string(fn) + ": the array is empty; there is nothing to export");
+  // The consumer reads whatever the tensor describes: a header edited past its memory
+  // (its fields are public) must not be handed on.
+  detail::checkHeaderInsideMemory(array, fn);
   detail::faultPoint(detail::FaultKind::hostAllocation, fn);
   auto ctx = std::make_unique<ExportContext>();
   ctx->array = array;
