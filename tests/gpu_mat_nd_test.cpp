@@ -943,6 +943,35 @@ TEST_P(GpuMatNDErrors, BadSizesAreInvalidArgument) {
   EXPECT_EQ(GpuMatND(maxDims, t, device()).dims, 32) << "32 axes are allowed (CV_MAX_DIM)";
 }
 
+TEST_P(GpuMatNDErrors, HostMatHeaderEditedPastItsMemoryIsRefused) {
+  // HostMat's fields are public (as OpenCV's Mat's): a header that claims more rows than
+  // the library allocated must not make a transfer read or write past that memory.
+  const int t = makeType(Depth::F32, 1);
+  HostMat tall({4, 6}, t);  // 96 bytes
+  tall.size[0] = 400;
+  const GpuMatND rows({400, 6}, t, device());
+  GpuMatND target;
+  for (const char* fn : {"GpuMatND::upload", "GpuMatND::download", "GpuMat::upload", "HostMat::clone"}) {
+    const std::string name = fn;
+    datest::expectError(ErrorCode::OutOfRange, [&] {
+      if (name == "GpuMatND::upload") target.upload(tall);
+      if (name == "GpuMatND::download") rows.download(tall);
+      if (name == "GpuMat::upload") GpuMat().upload(tall);
+      if (name == "HostMat::clone") (void)tall.clone();
+    }, "describes 9600 bytes of its 96-byte memory");
+  }
+  EXPECT_TRUE(target.empty());
+  // A view deeper into the memory keeps the rest of it: its rows still upload.
+  HostMat whole({4, 6}, t);
+  for (int i = 0; i < 24; ++i) reinterpret_cast<float*>(whole.data())[i] = static_cast<float>(i);
+  const HostMat lastRows = whole({Range(2, 4), Range::all()});
+  target.upload(lastRows);
+  HostMat back;
+  target.download(back);
+  EXPECT_EQ(reinterpret_cast<const float*>(back.data())[0], 12.0f);
+  EXPECT_EQ(reinterpret_cast<const float*>(back.data())[11], 23.0f);
+}
+
 TEST_P(GpuMatNDErrors, BadTypeCodesAreInvalidArgument) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { GpuMatND({2, 2}, makeType(Depth::U8, 0), device()); },
                       "0 channels");

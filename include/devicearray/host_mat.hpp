@@ -75,8 +75,13 @@ class HostMat {
   StepArray step;  ///< bytes between neighbours along each axis; step.back() == elemSize()
 
  private:
+  friend struct ArrayAccess;  // the library's own access (src/core/array_access.hpp)
+
   std::shared_ptr<void> storage_;
   uchar* data_ = nullptr;
+  /// Bytes of the library's own memory from data_ to its end; 0 for a view of user
+  /// memory, whose size the library does not know.
+  std::size_t capacity_ = 0;
   bool pinned_ = false;
 };
 

@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "devicearray/device_array.hpp"
 #include "devicearray/gpu_mat_nd.hpp"
+#include "devicearray/host_mat.hpp"
 
 namespace devicearray {
 
@@ -46,6 +47,10 @@ struct ArrayAccess {
   static GpuMat makeGpuMat(std::shared_ptr<detail::Allocation> storage, std::size_t offset, int rows, int cols,
                            int type, std::size_t step);
 
+  // ------------------------------------------------------------------ HostMat --
+  /// Bytes of the library's own memory from data() on; 0 for a view of user memory.
+  static std::size_t capacity(const HostMat& m) { return m.capacity_; }
+
   // -------------------------------------------------- DeviceArray and its view --
   /// The memory and geometry of a non-empty array (device_array.cpp).
   static detail::ArraySpan span(const UntypedDeviceArray& a);
@@ -79,6 +84,9 @@ inline BufferRef bufferOf(const GpuMat& m) { return BufferRef{allocationOf(m).ge
 /// size is known (not for a bare external pointer). For the paths that hand the header
 /// to code which cannot check it (a DLPack consumer, the kernels of a DeviceArray).
 void checkHeaderInsideMemory(const GpuMatND& m, const char* fn);
+/// The same for a HostMat of the library's own memory (a view of user memory has no
+/// known size, and is the caller's to describe).
+void checkHeaderInsideMemory(const HostMat& m, const char* fn);
 
 inline GpuMatND makeGpuMatND(std::shared_ptr<Allocation> storage, std::size_t offset, GpuMatND::SizeArray size,
                              int type, GpuMatND::StepArray step) {

@@ -97,6 +97,7 @@ void GpuMat::upload(const HostMat& src) {
   constexpr const char* fn = "GpuMat::upload";
   if (src.empty() || src.dims > 2)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source must be a non-empty 1-D or 2-D HostMat");
+  detail::checkHeaderInsideMemory(src, fn);  // before the 1-D view below forgets the memory's size
   const int r = src.dims == 1 ? 1 : src.size[0];
   const int c = src.dims == 1 ? src.size[0] : src.size[1];
   const HostMat view2d = src.dims == 2 ? src : HostMat({1, c}, src.type(), src.data());
@@ -114,6 +115,7 @@ void GpuMat::upload(const HostMat& src, Stream& stream) {
   constexpr const char* fn = "GpuMat::upload";
   if (src.empty() || src.dims > 2)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source must be a non-empty 1-D or 2-D HostMat");
+  detail::checkHeaderInsideMemory(src, fn);  // before the 1-D view below forgets the memory's size
   const int r = src.dims == 1 ? 1 : src.size[0];
   const int c = src.dims == 1 ? src.size[0] : src.size[1];
   const HostMat view2d = src.dims == 2 ? src : HostMat({1, c}, src.type(), src.data());

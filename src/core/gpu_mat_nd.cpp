@@ -24,7 +24,12 @@ void requireNonEmpty(const GpuMatND& m, const char* fn) {
 
 detail::Region regionOf(const GpuMatND& m) { return detail::Region::device(detail::allocationOf(m), detail::offsetOf(m), m.step); }
 
-detail::Region regionOf(const HostMat& m) { return detail::Region::host(m.data(), m.step); }
+/// The host side of a copy; a header edited past the library's own memory (its fields
+/// are public) is refused, since host memory has no bounds the copy could check.
+detail::Region regionOf(const HostMat& m, const char* fn) {
+  detail::checkHeaderInsideMemory(m, fn);
+  return detail::Region::host(m.data(), m.step);
+}
 
 /// New continuous memory of `size` x `type` on the device of `q`, its first use
 /// recorded on `q` (so work enqueued on `q` needs no other queue to use it).
@@ -129,6 +134,22 @@ void checkHeaderInsideMemory(const GpuMatND& m, const char* fn) {
   if (storage->bytes() != 0 && need > storage->bytes())
     fail(ErrorCode::OutOfRange, std::string(fn) + ": the header describes bytes up to " + std::to_string(need) +
                                     " of a " + std::to_string(storage->bytes()) + "-byte buffer");
+}
+
+void checkHeaderInsideMemory(const HostMat& m, const char* fn) {
+  const std::size_t capacity = ArrayAccess::capacity(m);
+  if (m.empty() || capacity == 0) return;
+  if (m.dims < 1 || m.size.size() != static_cast<std::size_t>(m.dims))
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the HostMat header's dims (" + std::to_string(m.dims) +
+                                         ") and its " + std::to_string(m.size.size()) + " sizes disagree");
+  validateType(fn, m.type());
+  const std::size_t es = elemSizeOf(m.type());
+  validateShape(fn, m.size, es);
+  const std::vector<std::size_t> steps = normalizeSteps(fn, m.size, es, depthSize(depthOf(m.type())), m.step);
+  const std::size_t need = spanBytes(m.size, steps, es);
+  if (need > capacity)
+    fail(ErrorCode::OutOfRange, std::string(fn) + ": the HostMat header describes " + std::to_string(need) +
+                                    " bytes of its " + std::to_string(capacity) + "-byte memory");
 }
 
 }  // namespace detail
@@ -305,11 +326,11 @@ void GpuMatND::download(HostMat& dst) const {
   detail::requireNotForked(fn);
   Stream s(data_->device()->libraryQueue());
   if (!dst.empty() && dst.size == size && dst.type() == type()) {
-    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst), regionOf(*this), true)->synchronize();
+    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(dst, fn), regionOf(*this), true)->synchronize();
     return;
   }
   HostMat fresh(size, type());
-  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(fresh), regionOf(*this), true)->synchronize();
+  detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(fresh, fn), regionOf(*this), true)->synchronize();
   dst = std::move(fresh);
 }
 
@@ -318,13 +339,13 @@ void GpuMatND::download(HostMat& dst, Stream& stream) const {
   requireNonEmpty(*this, fn);
   auto& q = detail::queueFor(fn, stream, data_->device());
   if (!dst.empty() && dst.size == size && dst.type() == type()) {
-    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst), regionOf(*this));
+    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(dst, fn), regionOf(*this));
     return;
   }
   // A copy that fails to enqueue leaves nothing writing into `fresh` (the backends'
   // contract), so dropping it is safe; on success dst takes its memory over.
   HostMat fresh(size, type());
-  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(fresh), regionOf(*this));
+  detail::enqueueCopy(fn, q, size, elemSize(), regionOf(fresh, fn), regionOf(*this));
   dst = std::move(fresh);
 }
 
@@ -334,12 +355,12 @@ void GpuMatND::upload(const HostMat& src) {
   detail::requireNotForked(fn);
   if (!empty() && src.size == size && src.type() == type()) {
     Stream s(data_->device()->libraryQueue());
-    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src), true)->synchronize();
+    detail::enqueueCopy(fn, *s.impl(), size, elemSize(), regionOf(*this), regionOf(src, fn), true)->synchronize();
     return;
   }
   GpuMatND fresh(src.size, src.type(), empty() ? ComputeDevice::defaultDevice() : device());
   Stream s(fresh.data_->device()->libraryQueue());
-  detail::enqueueCopy(fn, *s.impl(), fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src), true)
+  detail::enqueueCopy(fn, *s.impl(), fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src, fn), true)
       ->synchronize();
   swap(fresh);
 }
@@ -349,7 +370,7 @@ void GpuMatND::upload(const HostMat& src, Stream& stream) {
   if (src.empty()) fail(ErrorCode::InvalidArgument, std::string(fn) + ": the source HostMat is empty");
   if (!empty() && src.size == size && src.type() == type()) {
     auto& q = detail::queueFor(fn, stream, data_->device());
-    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src));
+    detail::enqueueCopy(fn, q, size, elemSize(), regionOf(*this), regionOf(src, fn));
     return;
   }
   // Allocate on the stream's device, in the stream's own order: memory from the
@@ -359,7 +380,7 @@ void GpuMatND::upload(const HostMat& src, Stream& stream) {
   detail::requireNotForked(fn);
   auto& q = detail::queueFor(fn, stream, dev);
   GpuMatND fresh = continuousOn(src.size, src.type(), q, fn);
-  detail::enqueueCopy(fn, q, fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src));
+  detail::enqueueCopy(fn, q, fresh.size, fresh.elemSize(), regionOf(fresh), regionOf(src, fn));
   swap(fresh);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/backend_registry.hpp"
+#include "core/array_access.hpp"
 #include "core/layout.hpp"
 
 namespace devicearray {
@@ -75,6 +76,7 @@ HostMat HostMat::pinned(SizeArray sz, int type) {
   m.storage_ = allocateHost(total * es, true, locked, fn);
   m.pinned_ = locked;
   m.data_ = static_cast<uchar*>(m.storage_.get());
+  m.capacity_ = total * es;
   m.step = detail::continuousSteps(sz, es);
   m.size = std::move(sz);
   m.dims = static_cast<int>(m.size.size());
@@ -93,6 +95,7 @@ void HostMat::create(SizeArray sz, int type) {
   storage_ = std::move(storage);
   pinned_ = false;
   data_ = static_cast<uchar*>(storage_.get());
+  capacity_ = total * es;
   step = detail::continuousSteps(sz, es);
   size = std::move(sz);
   dims = static_cast<int>(size.size());
@@ -101,6 +104,7 @@ void HostMat::create(SizeArray sz, int type) {
 
 HostMat HostMat::clone() const {
   if (empty()) return HostMat();
+  detail::checkHeaderInsideMemory(*this, "HostMat::clone");
   HostMat out(size, type());
   // Copy row-runs of the innermost contiguous extent.
   const std::size_t es = elemSize();
@@ -140,6 +144,7 @@ HostMat HostMat::operator()(const std::vector<Range>& ranges) const {
     if (r[i].size() != size[i]) sub = true;
   }
   v.data_ = data_ + off;
+  v.capacity_ = capacity_ > off ? capacity_ - off : 0;
   v.flags = kMagic | type() | (detail::isPacked(v.size, v.step, elemSize()) ? kContinuous : 0) |
             (sub ? kSubmatrix : 0);
   return v;
