@@ -2,7 +2,12 @@
 // run the built binary (DEVICEARRAY_CLI_PATH, from tools/CMakeLists.txt) on small
 // synthetic views taken from known poses.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -44,6 +49,64 @@ TEST(StitchCommand, BadArgumentsFailWithOneLine) {
   std::ofstream(text) << "1 2 3\n";
   expectOneLineFailure(run("stitch " + q(text) + " -o " + q(tempDir() / "x.ply")), ".ply");
   expectOneLineFailure(run("synth --rotate 1,2 -o " + q(tempDir() / "y.ply")), "--rotate");
+}
+
+/// Two small views of the synthetic scene, the second from a pose 4 degrees and 20 mm
+/// off the first, made once; `pose` is the second view's pose as synth prints it.
+struct TwoViews {
+  fs::path a, b;
+  std::string pose;
+};
+
+const TwoViews& twoViews() {
+  static const TwoViews views = [] {
+    TwoViews v{tempDir() / "small_a.ply", tempDir() / "small_b.ply", {}};
+    EXPECT_EQ(run("synth -H 60 -W 96 --no-snr -o " + q(v.a)).status, 0);
+    const Result b = run("synth -H 60 -W 96 --no-snr --rotate 0,-4,0 --translate 20,0,0 -o " + q(v.b));
+    EXPECT_EQ(b.status, 0) << b.err;
+    v.pose = b.out.substr(b.out.find("[["), b.out.rfind("]]") + 2 - b.out.find("[["));
+    return v;
+  }();
+  return views;
+}
+
+/// `devicearray ARGS` as run() runs it, killed after `seconds` (status 124), with `before`
+/// (shell commands) run first in the same shell.
+Result runWithin(int seconds, const std::string& before, const std::string& args) {
+  const fs::path out = tempDir() / "within_out.txt", err = tempDir() / "within_err.txt";
+  const std::string cmd = before + "; timeout " + std::to_string(seconds) + " '" + kCli + "' " + args + " >" + q(out) +
+                          " 2>" + q(err);
+  const int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+TEST(StitchCommand, PosesFromAnEndlessStreamAreRefusedAfterOneMiB) {
+  REQUIRE_CLI_AND_DEVICE();
+  const TwoViews& v = twoViews();
+  const fs::path out = tempDir() / "endless.ply";
+  const std::string stitch = "stitch " + q(v.a) + " " + q(v.b) + " -o " + q(out) + " --poses ";
+  // A FIFO that gives 1 MiB + 1 bytes and then neither more nor an end: the poses were read
+  // to the end, so the command waited as long as the writer lived (and /dev/zero, which has
+  // no end, grew it to GBs).
+  const fs::path fifo = tempDir() / "poses.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const Result fromFifo =
+      runWithin(60, "(head -c 1048577 /dev/zero; exec sleep 600) >" + q(fifo) + " & writer=$!; trap 'kill $writer' EXIT",
+                stitch + q(fifo));
+  ASSERT_NE(fromFifo.status, 124) << "the command was still reading the FIFO after 60 s";
+  expectOneLineFailure(fromFifo, "--poses: '" + fifo.string() + "' is larger than 1 MiB");
+  EXPECT_EQ(fromFifo.status, 2);
+  for (const std::string device : {"/dev/zero", "/dev/urandom"}) {
+    if (!fs::is_character_file(device)) continue;
+    const Result r = runWithin(60, "true", stitch + device);
+    expectOneLineFailure(r, "--poses: '" + device + "' is larger than 1 MiB");
+    EXPECT_EQ(r.status, 2);
+  }
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

@@ -41,12 +41,16 @@ Pose poseFromRotationTranslation(const std::array<double, 3>& degrees, const std
 }
 
 std::vector<Pose> readPosesFile(const std::string& path) {
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CommandError("--poses: cannot open '" + printable(path) + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  if (s.size() > (1u << 20)) throw CommandError("--poses: '" + printable(path) + "' is larger than 1 MiB");
+  // At most kMaxBytes + 1 bytes are read whatever the path is: a device (/dev/zero) or a
+  // FIFO never streams in without end.
+  std::string s(kMaxBytes + 1, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  if (s.size() > kMaxBytes)
+    throw CommandError("--poses: '" + printable(path) + "' is larger than 1 MiB; a poses file is at most 1 MiB");
   // The file is JSON arrays of numbers only: brackets, commas, whitespace and numbers.
   std::vector<double> numbers;
   int depth = 0, maxDepth = 0;
