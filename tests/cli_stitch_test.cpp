@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_support.hpp"
 #include "devicearray/device.hpp"
@@ -107,6 +108,71 @@ TEST(StitchCommand, PosesFromAnEndlessStreamAreRefusedAfterOneMiB) {
     EXPECT_EQ(r.status, 2);
   }
   EXPECT_FALSE(fs::exists(out));
+}
+
+/// `--device NAME` of each device the library sees.
+std::vector<std::string> deviceOptions() {
+  std::vector<std::string> names;
+  for (const devicearray::ComputeDevice& d : devicearray::ComputeDevice::all())
+    names.push_back(std::string(d.backend() == devicearray::ComputeBackend::cuda ? "cuda:" : "opencl:") +
+                    std::to_string(d.ordinal()));
+  return names;
+}
+
+fs::path writePoses(const std::string& name, const std::string& json) {
+  const fs::path path = tempDir() / name;
+  std::ofstream(path) << json;
+  return path;
+}
+
+TEST(StitchCommand, PosesThatAreNotRigidAreRefusedByIndex) {
+  REQUIRE_CLI_AND_DEVICE();
+  const TwoViews& v = twoViews();
+  const std::string identity = "[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]";
+  struct Case {
+    std::string poses;
+    std::string mentions;
+  };
+  const Case cases[] = {
+      {"[" + identity + ", [[0,0,0,20],[0,0,0,0],[0,0,0,0],[0,0,0,1]]]",
+       "matrix 1 of '%' is not a rigid transform: its 3x3 part is no rotation (R^T R is 1 off the identity"},
+      {"[" + identity + ", [[2,0,0,20],[0,2,0,0],[0,0,2,0],[0,0,0,1]]]",
+       "matrix 1 of '%' is not a rigid transform: its 3x3 part is no rotation (R^T R is 3 off the identity"},
+      {"[[[1,0,0,0],[0,1,0.01,0],[0,0,1,0],[0,0,0,1]], " + identity + "]",
+       "matrix 0 of '%' is not a rigid transform: its 3x3 part is no rotation"},
+      {"[" + identity + ", [[1,0,0,0],[0,1,0,0],[0,0,-1,0],[0,0,0,1]]]",
+       "matrix 1 of '%' is not a rigid transform: its 3x3 part is a reflection (determinant -1)"},
+      {"[" + identity + ", [[1,0,0,1e39],[0,1,0,0],[0,0,1,0],[0,0,0,1]]]",
+       "matrix 1 of '%': element 3 does not fit a float"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const fs::path poses = writePoses("nonrigid" + std::to_string(n++) + ".json", c.poses);
+    std::string mentions = c.mentions;
+    mentions.replace(mentions.find('%'), 1, poses.string());
+    const fs::path out = tempDir() / "nonrigid.ply";
+    const Result r = run("stitch " + q(v.a) + " " + q(v.b) + " --poses " + q(poses) + " -o " + q(out));
+    expectOneLineFailure(r, mentions);
+    EXPECT_EQ(r.status, 2) << c.poses;
+    EXPECT_FALSE(fs::exists(out)) << c.poses;
+  }
+}
+
+TEST(StitchCommand, PosesWrittenWithFourDecimalsAreRigidEnough) {
+  REQUIRE_CLI_AND_DEVICE();
+  const TwoViews& v = twoViews();
+  // cos 4 deg = 0.99756405, sin 4 deg = 0.06975647, rounded: R^T R is 6e-5 off the identity.
+  const fs::path poses = writePoses(
+      "rounded.json", "[[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]], "
+                      "[[0.9976,0,-0.0698,20],[0,1,0,0],[0.0698,0,0.9976,0],[0,0,0,1]]]");
+  for (const std::string& device : deviceOptions()) {
+    const fs::path out = tempDir() / "rounded.ply";
+    const Result r =
+        run("stitch " + q(v.a) + " " + q(v.b) + " --poses " + q(poses) + " --device " + device + " -o " + q(out));
+    ASSERT_EQ(r.status, 0) << device << ": " << r.err;
+    EXPECT_NE(r.out.find("registered"), std::string::npos) << device << ": " << r.out;
+    EXPECT_GT(devicearray::readPly(out.string()).size(), 1000u) << device;
+  }
 }
 
 }  // namespace

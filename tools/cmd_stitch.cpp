@@ -122,7 +122,7 @@ void addStitchCommand(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", a->output, "Output PLY file")->required();
   cmd->add_option("--poses", a->poses,
-                  "JSON array of the views' camera poses (4x4, row-major), one per view: initial guesses "
+                  "JSON array of the views' camera poses (rigid 4x4, row-major), one per view: initial guesses "
                   "(default: each view starts where the one before it ended)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--voxel", a->voxel, "Voxel size of the merged cloud in mm")
