@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -172,6 +173,44 @@ TEST(StitchCommand, PosesWrittenWithFourDecimalsAreRigidEnough) {
     ASSERT_EQ(r.status, 0) << device << ": " << r.err;
     EXPECT_NE(r.out.find("registered"), std::string::npos) << device << ": " << r.out;
     EXPECT_GT(devicearray::readPly(out.string()).size(), 1000u) << device;
+  }
+}
+
+/// Equal values, NaN (a normal that could not be estimated) equal to NaN.
+bool sameValues(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+TEST(StitchCommand, OutputFormatFollowsTheExtension) {
+  REQUIRE_CLI_AND_DEVICE();
+  const TwoViews& v = twoViews();
+  const fs::path poses = writePoses("small.json", "[[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\n " + v.pose + "]\n");
+  for (const std::string& device : deviceOptions()) {
+    SCOPED_TRACE(device);
+    const std::string args = "stitch " + q(v.a) + " " + q(v.b) + " --poses " + q(poses) + " --device " + device;
+    const fs::path ply = tempDir() / "stitched.ply", pcd = tempDir() / "stitched.pcd",
+                   xyz = tempDir() / "stitched.XYZ", other = tempDir() / "stitched.cloud";
+    for (const fs::path& out : {ply, pcd, xyz, other}) {
+      const Result r = run(args + " -o " + q(out));
+      ASSERT_EQ(r.status, 0) << out << ": " << r.err;
+    }
+    // PLY bytes in a .pcd file were refused by every PCD reader ("it begins with 'ply'").
+    EXPECT_EQ(slurp(pcd).rfind("# .PCD", 0), 0u) << slurp(pcd).substr(0, 40);
+    EXPECT_EQ(slurp(other).rfind("ply\n", 0), 0u);
+    EXPECT_EQ(slurp(other), slurp(ply));
+    const devicearray::HostPointCloud fromPly = devicearray::readPly(ply.string());
+    const devicearray::HostPointCloud fromPcd = devicearray::readPcd(pcd.string());
+    const devicearray::HostPointCloud fromXyz = devicearray::readXyz(xyz.string());
+    ASSERT_GT(fromPly.size(), 1000u);
+    EXPECT_FALSE(fromPcd.isOrganized());
+    EXPECT_EQ(fromPcd.xyz, fromPly.xyz);
+    EXPECT_EQ(fromPcd.rgba, fromPly.rgba);
+    EXPECT_TRUE(sameValues(fromPcd.normals, fromPly.normals));
+    EXPECT_EQ(fromXyz.xyz, fromPly.xyz);
+    EXPECT_TRUE(sameValues(fromXyz.normals, fromPly.normals));
   }
 }
 

@@ -104,7 +104,7 @@ void runStitch(const StitchArgs& a) {
                 coverageText, ms, note.c_str());
   }
   if (model.isEmpty()) throw CommandError("no view could be merged");
-  writePly(a.output, model.toHost());
+  writePipelineOutput(a.output, model.toHost());
   std::printf("wrote %s: %zu points from %d of %zu views (voxel %s mm)\n", a.output.c_str(), model.size(), merged,
               a.views.size(), numberText(a.voxel).c_str());
 }
@@ -120,7 +120,7 @@ void addStitchCommand(CLI::App& app) {
   cmd->add_option("views", a->views, "View files (.ply, .pcd or .xyz), in the order they are merged")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", a->output, "Output PLY file")->required();
+  cmd->add_option("-o,--output", a->output, "Output file: PCD for .pcd, XYZ for .xyz, PLY otherwise")->required();
   cmd->add_option("--poses", a->poses,
                   "JSON array of the views' camera poses (rigid 4x4, row-major), one per view: initial guesses "
                   "(default: each view starts where the one before it ended)")
