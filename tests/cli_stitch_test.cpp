@@ -214,4 +214,18 @@ TEST(StitchCommand, OutputFormatFollowsTheExtension) {
   }
 }
 
+TEST(StitchCommand, MaxIterationsMustBeAtLeastOne) {
+  REQUIRE_CLI_AND_DEVICE();
+  const TwoViews& v = twoViews();
+  const fs::path out = tempDir() / "no_steps.ply";
+  // With no ICP step no view converged: every view after the first was skipped, status 0.
+  for (const char* steps : {"0", "-1", "1.5"}) {
+    const Result r = run("stitch " + q(v.a) + " " + q(v.b) + " --max-iterations " + steps + " -o " + q(out));
+    expectOneLineFailure(r, "--max-iterations");
+    EXPECT_NE(r.err.find("'" + std::string(steps) + "' must be an integer in 1..100000"), std::string::npos) << r.err;
+    EXPECT_EQ(r.status, 2);
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace

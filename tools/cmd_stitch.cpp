@@ -134,9 +134,10 @@ void addStitchCommand(CLI::App& app) {
   cmd->add_option("--max-distance", a->maxDistance, "Correspondence distance of the registration in mm")
       ->capture_default_str()
       ->check(numberIn(1e-3, 1e6));
+  // At least one step: with none, no view after the first could converge and each was skipped.
   cmd->add_option("--max-iterations", a->maxIterations, "ICP steps per view at most")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(integerIn(1, 100000));
   cmd->add_option("--device", a->device, kDeviceOptionHelp);
   cmd->callback([a] { runStitch(*a); });
 }
