@@ -397,6 +397,66 @@ TEST_F(ProcessCommand, FullPipelineReportsEveryStage) {
   }
 }
 
+TEST_F(ProcessCommand, OutputFormatFollowsTheExtensionOnEveryDevice) {
+  REQUIRE_CLI_AND_DEVICE();
+  for (const devicearray::ComputeDevice& d : devicearray::ComputeDevice::all()) {
+    const bool cuda = d.backend() == devicearray::ComputeBackend::cuda;
+    const std::string name = std::string(cuda ? "cuda_" : "opencl_") + std::to_string(d.ordinal());
+    const std::string args = "--normals --device " + std::string(cuda ? "cuda:" : "opencl:") + std::to_string(d.ordinal());
+    SCOPED_TRACE(name);
+    const HostPointCloud ply = process(args, name + ".ply");
+    ASSERT_EQ(ply.height, 48);
+    ASSERT_TRUE(ply.hasNormals());
+    // What the library's writers make of the same cloud, byte for byte.
+    const fs::path binaryPcd = tempDir() / (name + "_expected.pcd"), asciiPcd = tempDir() / (name + "_expected_ascii.pcd"),
+                   xyz = tempDir() / (name + "_expected.xyz");
+    devicearray::writePcd(binaryPcd.string(), ply, devicearray::PcdFormat::binary);
+    devicearray::writePcd(asciiPcd.string(), ply, devicearray::PcdFormat::ascii);
+    devicearray::writeXyz(xyz.string(), ply);
+    struct Case {
+      std::string options, output;
+      fs::path expected;
+      const char* stage;
+    };
+    const Case cases[] = {
+        {"", name + ".pcd", binaryPcd, "write PCD"},
+        {"--format ascii", name + "_ascii.PCD", asciiPcd, "write PCD"},
+        {"--format ascii", name + ".xyz", xyz, "write XYZ"},
+        {"", name + "_binary.xyz", xyz, "write XYZ"},
+        {"", name + ".cloud", tempDir() / (name + ".ply"), "write PLY"},
+    };
+    for (const Case& c : cases) {
+      const Result r = run("process " + q(scenePath()) + " " + args + " " + c.options + " -o " + q(tempDir() / c.output));
+      ASSERT_EQ(r.status, 0) << c.output << ": " << r.err;
+      // PLY bytes in a .pcd file were refused by every PCD reader ("it begins with 'ply'").
+      EXPECT_EQ(slurp(tempDir() / c.output), slurp(c.expected)) << c.output;
+      EXPECT_NE(r.out.find(c.stage), std::string::npos) << c.output << ":\n" << r.out;
+    }
+    const HostPointCloud pcd = devicearray::readPcd((tempDir() / (name + ".pcd")).string());
+    EXPECT_EQ(pcd.height, 48);
+    EXPECT_EQ(pcd.rgba, ply.rgba);
+    EXPECT_EQ(pcd.snr, ply.snr);
+  }
+}
+
+TEST_F(ProcessCommand, BigEndianIsRefusedForPcdAndXyzOutputs) {
+  REQUIRE_CLI_AND_DEVICE();
+  for (const char* output : {"big.pcd", "big.xyz"}) {
+    const fs::path out = tempDir() / output;
+    const Result r = run("process " + q(scenePath()) + " --format binary_big_endian -o " + q(out));
+    expectOneLineFailure(r, "--format binary_big_endian: '" + out.string() + "' is written as " +
+                                (out.extension() == ".pcd" ? "PCD" : "XYZ") +
+                                " (by its extension), which has no big-endian form; use binary or ascii");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // Every other output is PLY, big-endian as asked.
+  Result r;
+  const HostPointCloud big = process("--format binary_big_endian", "big.cloud", &r);
+  EXPECT_EQ(slurp(tempDir() / "big.cloud").rfind("ply\nformat binary_big_endian 1.0\n", 0), 0u);
+  EXPECT_EQ(big.height, 48);
+}
+
 TEST_F(ProcessCommand, NormalsInTheInputFileSurvive) {
   REQUIRE_CLI_AND_DEVICE();
   HostPointCloud withNormals = scene_;

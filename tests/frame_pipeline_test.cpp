@@ -20,6 +20,7 @@ using devicearray::HostPointCloud;
 using devicearray::PipelineResult;
 using devicearray::PipelineRunOptions;
 using devicearray::PipelineStages;
+using devicearray::PlyFormat;
 
 namespace {
 
@@ -390,6 +391,55 @@ TEST_P(FramePipeline, ReadsPcdAndXyzInputsAsTheSameCloud) {
   EXPECT_GT(x.cloud.size(), 0u);
   EXPECT_EQ(devicearray::readStageName("/dev/stdin"), "read PLY");
   EXPECT_EQ(devicearray::readStageName("a.PCD"), "read PCD");
+}
+
+TEST_P(FramePipeline, WritesPcdAndXyzOutputsByTheirExtension) {
+  // The cloud as the library's writers write it; the output used to be PLY whatever its name.
+  const PipelineStages stages = PipelineStages::parse({"--downsample", "2x2", "--normals"});
+  const HostPointCloud cloud = devicearray::runPipeline(scene_, stages, device()).cloud;
+  const fs::path binaryPcd = tempDir() / "lib_expected.pcd", asciiPcd = tempDir() / "lib_expected_ascii.pcd",
+                 xyz = tempDir() / "lib_expected.xyz", ply = tempDir() / "lib_expected.ply";
+  devicearray::writePcd(binaryPcd.string(), cloud, devicearray::PcdFormat::binary);
+  devicearray::writePcd(asciiPcd.string(), cloud, devicearray::PcdFormat::ascii);
+  devicearray::writeXyz(xyz.string(), cloud);
+  devicearray::writePly(ply.string(), cloud, PlyFormat::ascii);
+  struct Case {
+    std::string output;
+    PlyFormat format;
+    fs::path expected;
+    const char* stage;
+  };
+  const Case cases[] = {
+      {"lib.pcd", PlyFormat::binaryLittleEndian, binaryPcd, "write PCD"},
+      {"lib_ascii.Pcd", PlyFormat::ascii, asciiPcd, "write PCD"},
+      {"lib.xyz", PlyFormat::binaryLittleEndian, xyz, "write XYZ"},
+      {"lib_ascii.xyz", PlyFormat::ascii, xyz, "write XYZ"},
+      {"lib_ascii.txt", PlyFormat::ascii, ply, "write PLY"},
+  };
+  for (const Case& c : cases) {
+    const fs::path out = tempDir() / c.output;
+    const PipelineResult r = devicearray::processPlyFile(scenePath().string(), out.string(), stages, device(), c.format);
+    EXPECT_EQ(slurp(out), slurp(c.expected)) << c.output;
+    EXPECT_EQ(r.stages.back().stage, c.stage) << c.output;
+    EXPECT_EQ(devicearray::writeStageName(out.string()), c.stage);
+  }
+  // PCD and XYZ have no big-endian form: refused before the input is even read.
+  for (const char* output : {"big.pcd", "big.XYZ"}) {
+    const fs::path out = tempDir() / output;
+    try {
+      (void)devicearray::processPlyFile((tempDir() / "no_such_input.ply").string(), out.string(), stages, device(),
+                                        PlyFormat::binaryBigEndian);
+      ADD_FAILURE() << output << " was written big-endian";
+    } catch (const devicearray::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("--format binary_big_endian: '" + out.string() + "' is written as "),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fs::exists(out));
+  }
+  EXPECT_NO_THROW(devicearray::checkPipelineOutput("big.ply", PlyFormat::binaryBigEndian));
+  EXPECT_NO_THROW(devicearray::checkPipelineOutput("/dev/stdout", PlyFormat::binaryBigEndian));
 }
 
 TEST_P(FramePipeline, ReportsEveryStageInOrder) {

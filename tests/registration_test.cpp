@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "devicearray/devicearray.hpp"
 #include "devicearray/io.hpp"
@@ -143,6 +144,43 @@ TEST_P(RegistrationTest, RefusesBadArguments) {
   datest::expectError(
       ErrorCode::InvalidArgument, [&] { localPointCloudRegistration(cloud, UnorganizedPointCloud(), {}); },
       "empty source");
+}
+
+TEST_P(RegistrationTest, RefusesCoverageThresholdsOutsideZeroToOne) {
+  const UnorganizedPointCloud cloud = UnorganizedPointCloud::fromHost(view(identityMatrix4x4()), dev());
+  const auto expectRefused = [&](const LocalPointCloudRegistrationParameters& p, const std::string& mentions) {
+    try {
+      (void)localPointCloudRegistration(cloud, cloud, p);
+      ADD_FAILURE() << "accepted; expected an error naming " << mentions;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+    }
+  };
+  // A coverage is a fraction of the source points: a minimum above 1 could never be met.
+  for (const float value : {1.0001f, 2.0f, 1e30f}) {
+    LocalPointCloudRegistrationParameters p;
+    p.minSourceCoverage = value;
+    expectRefused(p, "minSourceCoverage is " + std::to_string(value) + "; it is a fraction of the source points "
+                     "and must be in [0, 1]");
+    p = {};
+    p.coverageChangeThreshold = value;
+    expectRefused(p, "coverageChangeThreshold is " + std::to_string(value) + "; it is a fraction");
+  }
+  LocalPointCloudRegistrationParameters negative;
+  negative.minSourceCoverage = -0.5f;
+  expectRefused(negative, "minSourceCoverage is -0.500000; it must be finite and >= 0");
+  // The ends of [0, 1] are fractions too.
+  LocalPointCloudRegistrationParameters ends;
+  ends.maxIterations = 1;
+  ends.minSourceCoverage = 1.0f;
+  ends.coverageChangeThreshold = 0.0f;
+  EXPECT_NO_THROW((void)localPointCloudRegistration(cloud, cloud, ends));
+  ends.minSourceCoverage = 0.0f;
+  ends.coverageChangeThreshold = 1.0f;
+  const LocalPointCloudRegistrationResult r = localPointCloudRegistration(cloud, cloud, ends);
+  EXPECT_TRUE(r.converged());
+  EXPECT_NEAR(r.sourceCoverage(), 1.0f, 1e-3);
 }
 
 DATEST_INSTANTIATE_OVER_DEVICES(RegistrationTest);

@@ -140,6 +140,10 @@ void runProcess(const ProcessArgs& a) {
   const std::filesystem::path parent = std::filesystem::path(a.output).parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent))
     throw CommandError("-o " + a.output + ": the directory '" + parent.string() + "' does not exist");
+  const PlyFormat format = a.format == "ascii"               ? PlyFormat::ascii
+                           : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
+                                                             : PlyFormat::binaryLittleEndian;
+  asUsageError([&] { checkPipelineOutput(a.output, format); });
   const ComputeDevice device = selectDevice(a.device);
 
   // Stage count for the progress bar: read, upload and download, plus the requested
@@ -170,11 +174,8 @@ void runProcess(const ProcessArgs& a) {
   rows.insert(rows.end(), result.stages.begin(), result.stages.end());
   const HostPointCloud& out = result.cloud;
 
-  const PlyFormat format = a.format == "ascii"               ? PlyFormat::ascii
-                           : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
-                                                             : PlyFormat::binaryLittleEndian;
-  rows.push_back(hostRow("write PLY", out.isOrganized() ? "organized" : "unorganized",
-                         timeOnHost([&] { writePly(a.output, out, format); })));
+  rows.push_back(hostRow(writeStageName(a.output), out.isOrganized() ? "organized" : "unorganized",
+                         timeOnHost([&] { writePipelineOutput(a.output, out, format); })));
   bar.finish();
 
   printTable(rows, device);
@@ -202,7 +203,10 @@ void addProcessCommand(CLI::App& app) {
   cmd->add_option("input", a->input, "Input PLY file (organized clouds keep their rows and columns)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", a->output, "Output PLY file (organized unless --unorganize, an outlier option of unorganized clouds or --voxel)")->required();
+  cmd->add_option("-o,--output", a->output,
+                  "Output file: PCD for .pcd, XYZ for .xyz, PLY otherwise (organized unless --unorganize, an outlier "
+                  "option of unorganized clouds or --voxel)")
+      ->required();
   // Camera filters (docs/filters.md), on the organized grid before every other stage.
   struct FilterOption {
     const char* name;
@@ -266,7 +270,9 @@ void addProcessCommand(CLI::App& app) {
                 "pageable memory the input was read into")
       ->needs(frames);
   cmd->add_option("--device", a->device, kDeviceOptionHelp);
-  cmd->add_option("--format", a->format, "PLY encoding")
+  cmd->add_option("--format", a->format,
+                  "Encoding of the output: binary or ascii (PLY, PCD; XYZ is always text), binary_big_endian (PLY "
+                  "only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
   cmd->callback([a, filterArgs, downsample, normalWindow, transform, roi, statisticalOutliers, radiusOutliers, voxel, minPoints] {

@@ -104,7 +104,7 @@ void runStitch(const StitchArgs& a) {
                 coverageText, ms, note.c_str());
   }
   if (model.isEmpty()) throw CommandError("no view could be merged");
-  writePly(a.output, model.toHost());
+  writePipelineOutput(a.output, model.toHost());
   std::printf("wrote %s: %zu points from %d of %zu views (voxel %s mm)\n", a.output.c_str(), model.size(), merged,
               a.views.size(), numberText(a.voxel).c_str());
 }
@@ -120,9 +120,9 @@ void addStitchCommand(CLI::App& app) {
   cmd->add_option("views", a->views, "View files (.ply, .pcd or .xyz), in the order they are merged")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", a->output, "Output PLY file")->required();
+  cmd->add_option("-o,--output", a->output, "Output file: PCD for .pcd, XYZ for .xyz, PLY otherwise")->required();
   cmd->add_option("--poses", a->poses,
-                  "JSON array of the views' camera poses (4x4, row-major), one per view: initial guesses "
+                  "JSON array of the views' camera poses (rigid 4x4, row-major), one per view: initial guesses "
                   "(default: each view starts where the one before it ended)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--voxel", a->voxel, "Voxel size of the merged cloud in mm")
@@ -134,9 +134,10 @@ void addStitchCommand(CLI::App& app) {
   cmd->add_option("--max-distance", a->maxDistance, "Correspondence distance of the registration in mm")
       ->capture_default_str()
       ->check(numberIn(1e-3, 1e6));
+  // At least one step: with none, no view after the first could converge and each was skipped.
   cmd->add_option("--max-iterations", a->maxIterations, "ICP steps per view at most")
       ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+      ->check(integerIn(1, 100000));
   cmd->add_option("--device", a->device, kDeviceOptionHelp);
   cmd->callback([a] { runStitch(*a); });
 }

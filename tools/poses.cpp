@@ -1,5 +1,6 @@
 #include "poses.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -40,13 +41,55 @@ Pose poseFromRotationTranslation(const std::array<double, 3>& degrees, const std
           0.0f, 0.0f, 0.0f, 1.0f};
 }
 
+namespace {
+
+/// How far R^T R of a pose's rotation part R may be from the identity, per element: a
+/// pose written with four decimals passes, a scale or shear of more than about 0.05 %
+/// does not (the registration keeps what the starting pose does to the view).
+constexpr double kRotationTolerance = 1e-3;
+
+/// Throws CommandError, naming the pose by its index, unless `p` is a rigid transform:
+/// a rotation and a translation that fit a float, last row 0 0 0 1.
+void checkRigid(const Pose& p, std::size_t index, const std::string& path) {
+  const std::string which = "--poses: matrix " + std::to_string(index) + " of '" + printable(path) + "'";
+  if (p[12] != 0 || p[13] != 0 || p[14] != 0 || p[15] != 1)
+    throw CommandError(which + " is not affine (its last row must be 0 0 0 1)");
+  for (std::size_t k = 0; k < 16; ++k)
+    if (!std::isfinite(p[k]))
+      throw CommandError(which + ": element " + std::to_string(k) + " does not fit a float");
+  const auto r = [&](int row, int col) { return double(p[static_cast<std::size_t>(4 * row + col)]); };
+  double offIdentity = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const double dot = r(0, i) * r(0, j) + r(1, i) * r(1, j) + r(2, i) * r(2, j);
+      offIdentity = std::max(offIdentity, std::fabs(dot - (i == j ? 1.0 : 0.0)));
+    }
+  if (!(offIdentity <= kRotationTolerance))
+    throw CommandError(which + " is not a rigid transform: its 3x3 part is no rotation (R^T R is " +
+                       numberText(offIdentity) + " off the identity, more than " + numberText(kRotationTolerance) +
+                       ")");
+  // Orthonormal columns leave a determinant of about +1 or -1: -1 is a mirror image.
+  const double det = r(0, 0) * (r(1, 1) * r(2, 2) - r(1, 2) * r(2, 1)) -
+                     r(0, 1) * (r(1, 0) * r(2, 2) - r(1, 2) * r(2, 0)) +
+                     r(0, 2) * (r(1, 0) * r(2, 1) - r(1, 1) * r(2, 0));
+  if (!(det > 0))
+    throw CommandError(which + " is not a rigid transform: its 3x3 part is a reflection (determinant " +
+                       numberText(det) + ")");
+}
+
+}  // namespace
+
 std::vector<Pose> readPosesFile(const std::string& path) {
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CommandError("--poses: cannot open '" + printable(path) + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  if (s.size() > (1u << 20)) throw CommandError("--poses: '" + printable(path) + "' is larger than 1 MiB");
+  // At most kMaxBytes + 1 bytes are read whatever the path is: a device (/dev/zero) or a
+  // FIFO never streams in without end.
+  std::string s(kMaxBytes + 1, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  if (s.size() > kMaxBytes)
+    throw CommandError("--poses: '" + printable(path) + "' is larger than 1 MiB; a poses file is at most 1 MiB");
   // The file is JSON arrays of numbers only: brackets, commas, whitespace and numbers.
   std::vector<double> numbers;
   int depth = 0, maxDepth = 0;
@@ -77,9 +120,7 @@ std::vector<Pose> readPosesFile(const std::string& path) {
   std::vector<Pose> poses(numbers.size() / 16);
   for (std::size_t p = 0; p < poses.size(); ++p) {
     for (std::size_t k = 0; k < 16; ++k) poses[p][k] = static_cast<float>(numbers[16 * p + k]);
-    if (poses[p][12] != 0 || poses[p][13] != 0 || poses[p][14] != 0 || poses[p][15] != 1)
-      throw CommandError("--poses: matrix " + std::to_string(p) + " of '" + printable(path) +
-                         "' is not affine (its last row must be 0 0 0 1)");
+    checkRigid(poses[p], p, path);
   }
   return poses;
 }

@@ -19,8 +19,9 @@ std::array<double, 3> parseTriple(const std::string& text, const char* option);
 /// then translates by t (mm).
 Pose poseFromRotationTranslation(const std::array<double, 3>& degrees, const std::array<double, 3>& t);
 
-/// The poses of a JSON file holding an array of 4x4 matrices (each an array of 4 rows
-/// or of 16 numbers, row-major). Throws CommandError for anything else, naming the file.
+/// The poses of a JSON file (at most 1 MiB) holding an array of 4x4 matrices (each an
+/// array of 4 rows or of 16 numbers, row-major), each a rigid transform. Throws
+/// CommandError for anything else, naming the file (and the matrix, by index).
 std::vector<Pose> readPosesFile(const std::string& path);
 
 /// a^-1 b for rigid a (the pose of b's frame in a's frame).

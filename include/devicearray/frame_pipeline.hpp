@@ -190,16 +190,31 @@ HostPointCloud readPipelineInput(const std::string& inputPath);
 /// "read PCD" or "read XYZ".
 std::string readStageName(const std::string& inputPath);
 
+/// The output of `devicearray process` and `devicearray stitch`: writePcd() for a .pcd
+/// path (PcdFormat::ascii for PlyFormat::ascii, binary otherwise), writeXyz() for a .xyz
+/// path (text either way), writePly() in `format` for every other path. Blocking; throws
+/// what checkPipelineOutput() and that writer throw.
+void writePipelineOutput(const std::string& outputPath, const HostPointCloud& cloud,
+                         PlyFormat format = PlyFormat::binaryLittleEndian);
+/// Throws InvalidArgument, naming --format and the path, when writePipelineOutput() has
+/// no `format` for `outputPath`: PlyFormat::binaryBigEndian for a .pcd or .xyz path
+/// (neither has a big-endian form). Touches no file: for checking before any work.
+void checkPipelineOutput(const std::string& outputPath, PlyFormat format);
+/// The stage-table row of writing `outputPath` as writePipelineOutput() writes it:
+/// "write PLY", "write PCD" or "write XYZ".
+std::string writeStageName(const std::string& outputPath);
+
 /// `devicearray process INPUT [stages] -o OUTPUT`: reads `inputPath` with
 /// readPipelineInput() (PLY, or PCD / XYZ by extension), runs runPipeline() on it and
-/// writes the result to `outputPath` with writePly() in `format`. The stage table starts
-/// with readStageName(inputPath) ("read PLY", "read PCD" or "read XYZ") and ends with
-/// "write PLY".
+/// writes the result to `outputPath` with writePipelineOutput() in `format` (PCD / XYZ
+/// by extension, PLY otherwise). The stage table starts with readStageName(inputPath)
+/// ("read PLY", "read PCD" or "read XYZ") and ends with writeStageName(outputPath).
 /// `options.inputName` / `outputName` default to the paths when left at their defaults.
 ///
-/// Blocking. Throws what the reader, runPipeline() and writePly() throw, and
-/// InvalidArgument when the directory of `outputPath` does not exist (checked before
-/// anything is read). Nothing is written when it throws.
+/// Blocking. Throws what the reader, runPipeline() and the writer throw, and
+/// InvalidArgument when the directory of `outputPath` does not exist or
+/// checkPipelineOutput() refuses `format` (both checked before anything is read).
+/// Nothing is written when it throws.
 PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
                               const PipelineStages& stages, const ComputeDevice& device,
                               PlyFormat format = PlyFormat::binaryLittleEndian,

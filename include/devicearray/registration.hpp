@@ -17,13 +17,14 @@ struct LocalPointCloudRegistrationParameters {
   int maxIterations = 200;
   /// Converged when, from one step to the next, the RMS error changes by less than
   /// rmsChangeThreshold (mm) and the source coverage by less than
-  /// coverageChangeThreshold.
+  /// coverageChangeThreshold (a fraction, in [0, 1]).
   ///@{
   float rmsChangeThreshold = 1e-3f;
   float coverageChangeThreshold = 1e-3f;
   ///@}
   /// A registration that ends with a smaller source coverage is not converged: the views
-  /// barely overlap, and a transform fitted to so few points is not to be trusted.
+  /// barely overlap, and a transform fitted to so few points is not to be trusted. A
+  /// fraction of the source points, in [0, 1].
   float minSourceCoverage = 0.05f;
 };
 
@@ -67,7 +68,8 @@ class LocalPointCloudRegistrationResult {
 /// back); the overload without a stream runs on the device's own queue. Throws
 /// InvalidArgument for an empty cloud, clouds on different devices,
 /// maxCorrespondenceDistance not finite and > 0, maxIterations < 0, negative
-/// thresholds, or a non-affine initialTransform.
+/// thresholds, coverageChangeThreshold or minSourceCoverage above 1, or a non-affine
+/// initialTransform.
 ///@{
 LocalPointCloudRegistrationResult localPointCloudRegistration(
     const UnorganizedPointCloud& target, const UnorganizedPointCloud& source,

@@ -198,8 +198,9 @@ void bindFramePipeline(nb::module_& m) {
       nb::arg("input_path"), nb::arg("output_path"), nb::arg("stages"), nb::arg("device") = nb::none(),
       nb::arg("format") = "binary",
       "`devicearray process INPUT [stages] -o OUTPUT --format FORMAT` on `device` (default: the default device): "
-      "reads the PLY file, runs the stages, writes the result byte for byte as the command does, and returns a "
-      "PipelineResult. format: 'binary', 'ascii' or 'binary_big_endian'. Blocking.");
+      "reads the PLY file, runs the stages, writes the result byte for byte as the command does (PCD for a .pcd "
+      "output, XYZ for .xyz, PLY otherwise), and returns a PipelineResult. format: 'binary', 'ascii' or "
+      "'binary_big_endian' (PLY only). Blocking.");
 }
 
 }  // namespace devicearray::python

@@ -470,25 +470,55 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
 
 namespace {
 
-/// The format `devicearray process` reads `inputPath` as: .pcd and .xyz by their
+/// The format `devicearray process` reads or writes `path` as: .pcd and .xyz by their
 /// extension, every other path (pipes and devices included) as PLY.
-PointCloudFileFormat pipelineInputFormat(const std::string& inputPath) {
-  return io_detail::formatOfExtension(inputPath).value_or(PointCloudFileFormat::ply);
+PointCloudFileFormat pipelineFileFormat(const std::string& path) {
+  return io_detail::formatOfExtension(path).value_or(PointCloudFileFormat::ply);
+}
+
+const char* formatName(PointCloudFileFormat format) {
+  switch (format) {
+    case PointCloudFileFormat::pcd: return "PCD";
+    case PointCloudFileFormat::xyz: return "XYZ";
+    case PointCloudFileFormat::ply: break;
+  }
+  return "PLY";
 }
 
 }  // namespace
 
 std::string readStageName(const std::string& inputPath) {
-  switch (pipelineInputFormat(inputPath)) {
-    case PointCloudFileFormat::pcd: return "read PCD";
-    case PointCloudFileFormat::xyz: return "read XYZ";
-    case PointCloudFileFormat::ply: break;
-  }
-  return "read PLY";
+  return std::string("read ") + formatName(pipelineFileFormat(inputPath));
 }
 
 HostPointCloud readPipelineInput(const std::string& inputPath) {
-  return io_detail::readPointCloudAs(pipelineInputFormat(inputPath), inputPath);
+  return io_detail::readPointCloudAs(pipelineFileFormat(inputPath), inputPath);
+}
+
+std::string writeStageName(const std::string& outputPath) {
+  return std::string("write ") + formatName(pipelineFileFormat(outputPath));
+}
+
+void checkPipelineOutput(const std::string& outputPath, PlyFormat format) {
+  if (format != PlyFormat::ascii && format != PlyFormat::binaryLittleEndian && format != PlyFormat::binaryBigEndian)
+    io_detail::invalid("unknown PlyFormat value " + std::to_string(static_cast<int>(format)));
+  const PointCloudFileFormat file = pipelineFileFormat(outputPath);
+  if (format == PlyFormat::binaryBigEndian && file != PointCloudFileFormat::ply)
+    io_detail::invalid(std::string("--format binary_big_endian: '") + io_detail::printable(outputPath, 200) +
+                       "' is written as " + formatName(file) + " (by its extension), which has no big-endian form; "
+                       "use binary or ascii, or a .ply output");
+}
+
+void writePipelineOutput(const std::string& outputPath, const HostPointCloud& cloud, PlyFormat format) {
+  checkPipelineOutput(outputPath, format);
+  switch (pipelineFileFormat(outputPath)) {
+    case PointCloudFileFormat::pcd:
+      writePcd(outputPath, cloud, format == PlyFormat::ascii ? PcdFormat::ascii : PcdFormat::binary);
+      return;
+    case PointCloudFileFormat::xyz: writeXyz(outputPath, cloud); return;
+    case PointCloudFileFormat::ply: break;
+  }
+  writePly(outputPath, cloud, format);
 }
 
 PipelineResult processPlyFile(const std::string& inputPath, const std::string& outputPath,
@@ -499,6 +529,7 @@ PipelineResult processPlyFile(const std::string& inputPath, const std::string& o
   if (!parent.empty() && !std::filesystem::is_directory(parent))
     io_detail::invalid("processPlyFile: the directory '" + io_detail::printable(parent.string(), 200) + "' of '" +
                        io_detail::printable(outputPath, 200) + "' does not exist");
+  checkPipelineOutput(outputPath, format);
   PipelineRunOptions named = options;
   const PipelineRunOptions defaults;
   if (named.inputName == defaults.inputName) named.inputName = inputPath;
@@ -513,7 +544,8 @@ PipelineResult processPlyFile(const std::string& inputPath, const std::string& o
 
   PipelineResult result = runPipeline(input, stages, device, named);
   rows.insert(rows.end(), result.stages.begin(), result.stages.end());
-  PipelineStageResult& write = table.onHost("write PLY", [&] { writePly(outputPath, result.cloud, format); });
+  PipelineStageResult& write =
+      table.onHost(writeStageName(outputPath), [&] { writePipelineOutput(outputPath, result.cloud, format); });
   finishRow(write, result.cloud.isOrganized() ? "organized" : "unorganized", options.stageDone);
   result.stages = std::move(rows);
   return result;

@@ -119,6 +119,12 @@ void checkParameters(const LocalPointCloudRegistrationParameters& p, const char*
     if (!(std::isfinite(thresholds[i]) && thresholds[i] >= 0.0f))
       pc::raise(ErrorCode::InvalidArgument, fn,
                 std::string(names[i]) + " is " + std::to_string(thresholds[i]) + "; it must be finite and >= 0");
+  // Coverage is a fraction: above 1, minSourceCoverage could never be met.
+  for (int i = 1; i < 3; ++i)
+    if (thresholds[i] > 1.0f)
+      pc::raise(ErrorCode::InvalidArgument, fn,
+                std::string(names[i]) + " is " + std::to_string(thresholds[i]) +
+                    "; it is a fraction of the source points and must be in [0, 1]");
 }
 
 }  // namespace

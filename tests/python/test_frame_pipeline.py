@@ -220,6 +220,30 @@ def test_process_ply_file_refuses_what_the_command_refuses(device, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["binary", "ascii"])
+def test_process_ply_file_writes_pcd_and_xyz_by_extension(device, tmp_path, fmt):
+    """A .pcd or .xyz output used to get PLY bytes, which read_point_cloud refused."""
+    write_scene(tmp_path / "scene.ply")
+    stages = da.PipelineStages.parse(["--downsample", "2x2"])
+    for name in ("out.ply", "out.pcd", "out.xyz"):
+        result = da.process_ply_file(tmp_path / "scene.ply", tmp_path / name, stages, device=device, format=fmt)
+        assert result.stages[-1].stage == "write " + name[-3:].upper()
+    assert (tmp_path / "out.pcd").read_bytes().startswith(b"# .PCD v0.7")
+    want = da.read_point_cloud(tmp_path / "out.ply", device=device).device_points_xyz().to_numpy()
+    for name, grid in (("out.pcd", {}), ("out.xyz", {"height": 20, "width": 28})):
+        back = da.read_point_cloud(tmp_path / name, device=device, **grid)
+        assert (back.height(), back.width()) == (20, 28)
+        got = back.device_points_xyz().to_numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+    # Neither has a big-endian form: refused, not written as something else.
+    for name in ("big.pcd", "big.xyz"):
+        with pytest.raises(ValueError, match="--format binary_big_endian: .* which has no big-endian form"):
+            da.process_ply_file(tmp_path / "scene.ply", tmp_path / name, stages, device=device,
+                                format="binary_big_endian")
+        assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("fmt", ["binary", "ascii"])
 def test_process_ply_file_writes_the_bytes_of_the_command(device, tmp_path, fmt):
     cli = command_path()
     if cli is None:

@@ -88,6 +88,13 @@ def test_bad_arguments_are_refused(device):
     with pytest.raises(ValueError, match="maxCorrespondenceDistance"):
         da.local_point_cloud_registration(
             points, points, da.LocalPointCloudRegistrationParameters(max_correspondence_distance=-1.0))
+    # A coverage is a fraction: a minimum of 2 could never be met.
+    with pytest.raises(ValueError, match=r"minSourceCoverage is 2\.000000; .* must be in \[0, 1\]"):
+        da.local_point_cloud_registration(
+            points, points, da.LocalPointCloudRegistrationParameters(min_source_coverage=2.0))
+    with pytest.raises(ValueError, match="coverageChangeThreshold"):
+        da.local_point_cloud_registration(
+            points, points, da.LocalPointCloudRegistrationParameters(coverage_change_threshold=1.5))
     with pytest.raises(ValueError):
         da.local_point_cloud_registration(points, points, initial_transform=np.zeros((3, 3)))
 
