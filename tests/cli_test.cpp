@@ -64,6 +64,26 @@ TEST(Cli, SynthWritesTheSameCloudAsTheLibraryAndRenderDrawsIt) {
   EXPECT_EQ(im.data, devicearray::renderCloud(expected, all).data);
 }
 
+TEST(Cli, SynthWritesPcdAndXyzByTheOutputsExtension) {
+  REQUIRE_CLI();
+  devicearray::SynthOptions o;
+  o.camera = devicearray::PinholeCamera::withFieldOfView(16, 12, 60.0);
+  o.seed = 3;
+  const devicearray::HostPointCloud expected = devicearray::synthesizeScene(o);
+  const fs::path pcd = tempDir() / "scene.pcd", xyz = tempDir() / "scene.xyz";
+  ASSERT_EQ(run("synth -H 12 -W 16 --seed 3 -o " + q(pcd)).status, 0);
+  const devicearray::HostPointCloud fromPcd = devicearray::readPcd(pcd.string());
+  EXPECT_EQ(fromPcd.height, 12);
+  ASSERT_EQ(fromPcd.xyz.size(), expected.xyz.size());
+  EXPECT_EQ(std::memcmp(fromPcd.xyz.data(), expected.xyz.data(), expected.xyz.size() * sizeof(float)), 0);
+  ASSERT_EQ(run("synth -H 12 -W 16 --seed 3 --format ascii -o " + q(xyz)).status, 0);
+  EXPECT_EQ(devicearray::readXyz(xyz.string()).validCount(), expected.validCount());
+  // PCD and XYZ have no big-endian form: refused before anything is written.
+  const fs::path bigEndian = tempDir() / "big.pcd";
+  expectOneLineFailure(run("synth -H 4 -W 4 --format binary_big_endian -o " + q(bigEndian)), "no big-endian form");
+  EXPECT_FALSE(fs::exists(bigEndian));
+}
+
 TEST(Cli, SynthAsciiFormatIsReadable) {
   REQUIRE_CLI();
   const fs::path ply = tempDir() / "ascii.ply";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "devicearray/frame_pipeline.hpp"
 #include "devicearray/io.hpp"
 #include "poses.hpp"
 #include "progress.hpp"
@@ -50,15 +51,16 @@ void runSynth(const SynthArgs& a) {
   const std::array<double, 3> shift =
       a.translate.empty() ? std::array<double, 3>{} : parseTriple(a.translate, "--translate");
   options.cameraPose = poseFromRotationTranslation(degrees, shift);
+  const PlyFormat format = a.format == "ascii" ? PlyFormat::ascii
+                           : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
+                                                             : PlyFormat::binaryLittleEndian;
+  checkPipelineOutput(a.output, format);  // before the work: a big-endian .pcd has no form
   ProgressBar bar("synthesizing " + std::to_string(a.height) + " x " + std::to_string(a.width));
   options.progress = [&bar](double f) { bar.update(f); };
   const HostPointCloud cloud = synthesizeScene(options);
   bar.finish();
 
-  const PlyFormat format = a.format == "ascii" ? PlyFormat::ascii
-                           : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
-                                                             : PlyFormat::binaryLittleEndian;
-  writePly(a.output, cloud, format);
+  writePipelineOutput(a.output, cloud, format);  // PCD or XYZ by the extension, PLY otherwise
 
   const std::size_t valid = cloud.validCount();
   float zMin = INFINITY, zMax = -INFINITY;
@@ -79,8 +81,9 @@ void addSynthCommand(CLI::App& app) {
   auto a = std::make_shared<SynthArgs>();
   CLI::App* cmd = app.add_subcommand(
       "synth", "Make a synthetic organized point cloud (floor, boxes, spheres; shading, SNR, depth noise, holes) "
-               "and write it as PLY.");
-  cmd->add_option("-o,--output", a->output, "Output PLY file")->required();
+               "and write it as PLY (or PCD / XYZ by the output's extension).");
+  cmd->add_option("-o,--output", a->output, "Output file: .pcd is written as PCD, .xyz as XYZ, anything else as PLY")
+      ->required();
   cmd->add_option("-H,--height", a->height, "Camera rows")->capture_default_str()->check(CLI::Range(1, 20000));
   cmd->add_option("-W,--width", a->width, "Camera columns")->capture_default_str()->check(CLI::Range(1, 20000));
   cmd->add_option("--fov", a->fovDegrees, "Horizontal field of view in degrees")
@@ -89,7 +92,7 @@ void addSynthCommand(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Random seed: same seed, same cloud")
       ->capture_default_str()
       ->check(integerIn(0, std::numeric_limits<std::uint64_t>::max()));
-  cmd->add_option("--format", a->format, "PLY encoding")
+  cmd->add_option("--format", a->format, "PLY encoding (binary or ascii for PCD; XYZ is always text)")
       ->capture_default_str()
       ->check(CLI::IsMember({"binary", "ascii", "binary_big_endian"}));
   cmd->add_option("--noise", a->noise, "Depth noise: sigma = NOISE * z^2 (z in mm)")
