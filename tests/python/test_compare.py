@@ -342,3 +342,21 @@ def test_main_fails_when_no_result_is_found(tmp_path):
     p.write_text(json.dumps({"context": {}, "benchmarks": []}))
     assert compare.main(["--from-json", str(p), "--no-peers", "--output", str(tmp_path / "P.md")]) == 1
     assert not (tmp_path / "P.md").exists()
+
+
+def test_a_slow_python_stream_call_is_explained_by_the_driver_calls_it_needs():
+    rows = [entry("baseline_kernel_launch/cuda0", 4.2, unit="us"),
+            entry("baseline_cudaMallocAsync_pair/cuda0/1024", 1300),
+            entry("baseline_cudaMallocAsync_pair/cuda0/1048576", 1200)]
+    m = compare.load_results([{"context": {}, "benchmarks": rows}], None)
+    m.add(compare.Result("python", "transformed_stream_host", None, 13.1e-6))
+    t = by_target(compare.frame_pipeline_targets(m))["Python stream call (transformed on 960×600), host time"]
+    assert t.ok is False and t.margin == "-8.1 µs"
+    # 4.2 + 1.2 (the cheaper pair) = 5.4 µs > 5 µs
+    assert t.bound.endswith("one kernel launch (4.2 µs) and one cudaMallocAsync + cudaFreeAsync pair (1.2 µs), "
+                            "cost this host 5.4 µs, above the target before any library code)"), t.bound
+    # Without the allocation baseline only the launch is named.
+    m = compare.load_results([{"context": {}, "benchmarks": rows[:1]}], None)
+    m.add(compare.Result("python", "transformed_stream_host", None, 13.1e-6))
+    t = by_target(compare.frame_pipeline_targets(m))["Python stream call (transformed on 960×600), host time"]
+    assert t.bound.endswith("(one kernel launch alone costs this host 4.2 µs)"), t.bound
