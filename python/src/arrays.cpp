@@ -157,8 +157,9 @@ AnyDeviceArray deepCopy(const AnyDeviceArray& a) {
 /// their buffer format, without a native or little-endian byte-order prefix.
 bool holdsValuesOf(const HostDestination& dst, Depth depth) {
   std::string_view code = dst.format;
-  if (!code.empty() && (code[0] == '@' || code[0] == '=' || (code[0] == '<' && std::endian::native == std::endian::little)))
-    code.remove_prefix(1);
+  const bool nativeOrder = !code.empty() && (code[0] == '@' || code[0] == '=' ||
+                                              (code[0] == '<' && std::endian::native == std::endian::little));
+  if (nativeOrder) code.remove_prefix(1);
   if (depth == Depth::F32) return code == "f" && dst.itemsize == 4;
   return (code == "B" || code == "b" || code == "c") && dst.itemsize == 1;
 }
@@ -404,7 +405,8 @@ void bindArrays(nb::module_& m) {
            nb::arg("stream"), "Continuous deep copy enqueued on `stream`. Non-blocking.")
       // copy.copy and copy.deepcopy give a deep copy on the same device, as numpy's do
       // (Open3D users write copy.deepcopy(cloud) before transforming one).
-      .def("__copy__", [](const GpuMatND& self) { return readReleased(self, [](const GpuMatND& m) { return m.clone(); }); })
+      .def("__copy__",
+           [](const GpuMatND& self) { return readReleased(self, [](const GpuMatND& m) { return m.clone(); }); })
       .def("__deepcopy__",
            [](const GpuMatND& self, nb::handle) {
              return readReleased(self, [](const GpuMatND& m) { return m.clone(); });

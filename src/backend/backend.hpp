@@ -435,8 +435,13 @@ class OrderedUse {
   std::shared_ptr<EventImpl> commit();
 
  private:
+  /// Every stream call makes one: a call's few allocations stay in place, more spill
+  /// over to the heap.
+  static constexpr std::size_t kInline = 12;
   QueueImpl& q_;
-  std::vector<Allocation*> uses_;
+  std::array<Allocation*, kInline> inline_{};
+  std::size_t inlineCount_ = 0;
+  std::vector<Allocation*> more_;
 };
 
 /// Throws Error(code, "function: message").

@@ -138,7 +138,7 @@ class OpenCLDevice final : public DeviceImpl {
   KernelSlot& kernel(const char* name);
   /// enqueueKernel for a kernel already looked up.
   void enqueue(KernelSlot& k, const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
-               const std::size_t* global, const std::vector<RawArg>& args, const std::size_t* local);
+               const std::size_t* global, const RawArg* args, std::size_t argCount, const std::size_t* local);
 
   cl_platform_id platform_;
   cl_context context_;

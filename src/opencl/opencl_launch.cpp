@@ -209,18 +209,19 @@ bool OpenCLDevice::runsWorkGroupsOf(const char* name, std::size_t size) {
 void OpenCLDevice::enqueueKernel(const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
                                  const std::size_t* global, const std::vector<RawArg>& args,
                                  const std::size_t* local) {
-  enqueue(kernel(name), fn, name, q, workDims, global, args, local);
+  enqueue(kernel(name), fn, name, q, workDims, global, args.data(), args.size(), local);
 }
 
 void OpenCLDevice::enqueue(KernelSlot& k, const char* fn, const char* name, OpenCLQueue& q, cl_uint workDims,
-                           const std::size_t* global, const std::vector<RawArg>& args, const std::size_t* local) {
-  if (args.size() != k.numArgs)
+                           const std::size_t* global, const RawArg* args, std::size_t argCount,
+                           const std::size_t* local) {
+  if (argCount != k.numArgs)
     fail(ErrorCode::InvalidArgument, std::string(fn) + ": kernel '" + name + "' takes " + std::to_string(k.numArgs) +
-                                         " OpenCL arguments but " + std::to_string(args.size()) +
+                                         " OpenCL arguments but " + std::to_string(argCount) +
                                          " were given (a buffer counts as two: cl_mem and byte offset)");
   std::lock_guard<std::mutex> lock(k.mutex);
   // Messages are formatted only on failure: every launch of every frame passes here.
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  for (std::size_t i = 0; i < argCount; ++i) {
     const cl_int err = clSetKernelArg(k.kernel, static_cast<cl_uint>(i), args[i].size, args[i].value);
     if (err == CL_SUCCESS) continue;
     if (err == CL_INVALID_ARG_SIZE || err == CL_INVALID_ARG_VALUE || err == CL_INVALID_MEM_OBJECT)
@@ -253,12 +254,30 @@ void OpenCLDevice::enqueueLaunch(const char* fn, const KernelLaunch& l, OpenCLQu
     k.matched.store(l.signature, std::memory_order_release);
   }
 
-  // Storage that outlives the RawArg pointers into it (8 bytes per value).
-  std::vector<cl_mem> mems(l.args.size());
-  std::vector<cl_ulong> values(l.args.size());
-  std::vector<RawArg> raw;
-  raw.reserve(l.args.size() * 2);
-  for (std::size_t i = 0; i < l.args.size(); ++i) {
+  // Storage that outlives the RawArg pointers into it (8 bytes per value): on the stack
+  // for the kernels' own parameter lists, which are short.
+  constexpr std::size_t kStackArgs = 48;
+  const std::size_t n = l.args.size();
+  cl_mem stackMems[kStackArgs];
+  cl_ulong stackValues[kStackArgs];
+  RawArg stackRaw[2 * kStackArgs];
+  std::vector<cl_mem> heapMems;
+  std::vector<cl_ulong> heapValues;
+  std::vector<RawArg> heapRaw;
+  cl_mem* mems = stackMems;
+  cl_ulong* values = stackValues;
+  RawArg* rawArgs = stackRaw;
+  if (n > kStackArgs) {
+    heapMems.resize(n);
+    heapValues.resize(n);
+    heapRaw.resize(2 * n);
+    mems = heapMems.data();
+    values = heapValues.data();
+    rawArgs = heapRaw.data();
+  }
+  std::size_t rawCount = 0;
+  auto push = [&](std::size_t size, const void* value) { rawArgs[rawCount++] = RawArg{size, value}; };
+  for (std::size_t i = 0; i < n; ++i) {
     const KernelArg& a = l.args[i];
     void* slot = &values[i];
     switch (a.kind) {
@@ -270,26 +289,26 @@ void OpenCLDevice::enqueueLaunch(const char* fn, const KernelLaunch& l, OpenCLQu
                                                " is past the end of its " + std::to_string(a.buffer->bytes()) +
                                                "-byte buffer");
         values[i] = a.offset;
-        raw.push_back({sizeof(cl_mem), &mems[i]});
-        raw.push_back({sizeof(cl_ulong), slot});
+        push(sizeof(cl_mem), &mems[i]);
+        push(sizeof(cl_ulong), slot);
         break;
       }
-      case KernelArg::Kind::i32: std::memcpy(slot, &a.value.i32, 4); raw.push_back({4, slot}); break;
-      case KernelArg::Kind::u32: std::memcpy(slot, &a.value.u32, 4); raw.push_back({4, slot}); break;
-      case KernelArg::Kind::f32: std::memcpy(slot, &a.value.f32, 4); raw.push_back({4, slot}); break;
-      case KernelArg::Kind::i64: std::memcpy(slot, &a.value.i64, 8); raw.push_back({8, slot}); break;
-      case KernelArg::Kind::u64: std::memcpy(slot, &a.value.u64, 8); raw.push_back({8, slot}); break;
-      case KernelArg::Kind::f64: std::memcpy(slot, &a.value.f64, 8); raw.push_back({8, slot}); break;
+      case KernelArg::Kind::i32: std::memcpy(slot, &a.value.i32, 4); push(4, slot); break;
+      case KernelArg::Kind::u32: std::memcpy(slot, &a.value.u32, 4); push(4, slot); break;
+      case KernelArg::Kind::f32: std::memcpy(slot, &a.value.f32, 4); push(4, slot); break;
+      case KernelArg::Kind::i64: std::memcpy(slot, &a.value.i64, 8); push(8, slot); break;
+      case KernelArg::Kind::u64: std::memcpy(slot, &a.value.u64, 8); push(8, slot); break;
+      case KernelArg::Kind::f64: std::memcpy(slot, &a.value.f64, 8); push(8, slot); break;
     }
   }
   const auto dims = static_cast<cl_uint>(l.workDims);
   if (l.localSize != 0) {
     const std::size_t local[3] = {l.localSize, 1, 1};
-    enqueue(k, fn, l.name, q, dims, l.globalSize.data(), raw, local);
+    enqueue(k, fn, l.name, q, dims, l.globalSize.data(), rawArgs, rawCount, local);
     return;
   }
   const FittedWorkGroups fit = fitWorkGroups(l.workDims, l.globalSize, k.maxGroupItems);
-  enqueue(k, fn, l.name, q, dims, fit.global.data(), raw, fit.explicitLocal ? fit.local.data() : nullptr);
+  enqueue(k, fn, l.name, q, dims, fit.global.data(), rawArgs, rawCount, fit.explicitLocal ? fit.local.data() : nullptr);
 }
 
 }  // namespace devicearray::detail::opencl
