@@ -70,6 +70,28 @@ TEST(HostMat, CopiesShareDataAndCloneIsIndependent) {
   EXPECT_TRUE(datest::bytesEqual(before, datest::packedBytes(a))) << "writing the clone changed the source";
 }
 
+TEST(HostMat, AMovedFromArrayIsEmptyAndTheMoveKeepsTheElements) {
+  HostMat a = datest::randomHostMat({4, 5}, makeType(Depth::U16, 2), 12);
+  const std::vector<std::uint8_t> bytes = datest::packedBytes(a);
+  uchar* const data = a.data();
+  HostMat b = std::move(a);
+  EXPECT_TRUE(a.empty());  // NOLINT(bugprone-use-after-move): what a moved-from array is, is the point
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(a.dims, 0);
+  EXPECT_TRUE(a.size.empty());
+  EXPECT_FALSE(a.external());
+  EXPECT_EQ(b.data(), data);
+  EXPECT_TRUE(datest::bytesEqual(bytes, datest::packedBytes(b)));
+  HostMat c({2}, makeType(Depth::U8, 1));
+  c = std::move(b);
+  EXPECT_TRUE(b.empty());  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(c.data(), data);
+  EXPECT_EQ(c.size, (std::vector<int>{4, 5}));
+  EXPECT_TRUE(datest::bytesEqual(bytes, datest::packedBytes(c)));
+  c = std::move(c);  // NOLINT: self-move leaves it as it was
+  EXPECT_EQ(c.data(), data);
+}
+
 TEST(HostMat, ViewSharesMemoryKeepsStepAndOffsetsByHand) {
   const int type = makeType(Depth::S16, 3);  // elemSize 6
   HostMat m = datest::randomHostMat({5, 7, 4}, type, 21);

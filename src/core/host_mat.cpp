@@ -51,6 +51,33 @@ std::shared_ptr<void> allocateHost(std::size_t bytes, bool pinned, bool& lockedO
 
 HostMat::HostMat() = default;
 
+HostMat::HostMat(HostMat&& other) noexcept
+    : flags(other.flags), dims(other.dims), size(std::move(other.size)), step(std::move(other.step)),
+      storage_(std::move(other.storage_)), data_(other.data_), capacity_(other.capacity_), pinned_(other.pinned_) {
+  other.flags = 0;
+  other.dims = 0;
+  other.size.clear();
+  other.step.clear();
+  other.data_ = nullptr;
+  other.capacity_ = 0;
+  other.pinned_ = false;
+}
+
+HostMat& HostMat::operator=(HostMat&& other) noexcept {
+  if (this != &other) {
+    HostMat moved(std::move(other));
+    flags = moved.flags;
+    dims = moved.dims;
+    size.swap(moved.size);
+    step.swap(moved.step);
+    storage_.swap(moved.storage_);
+    data_ = moved.data_;
+    capacity_ = moved.capacity_;
+    pinned_ = moved.pinned_;
+  }
+  return *this;
+}
+
 HostMat::HostMat(SizeArray sz, int type) { create(std::move(sz), type); }
 
 HostMat::HostMat(SizeArray sz, int type, void* data, StepArray st) {
