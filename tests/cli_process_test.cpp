@@ -444,7 +444,7 @@ TEST_F(ProcessCommand, BigEndianIsRefusedForPcdAndXyzOutputs) {
   for (const char* output : {"big.pcd", "big.xyz"}) {
     const fs::path out = tempDir() / output;
     const Result r = run("process " + q(scenePath()) + " --format binary_big_endian -o " + q(out));
-    expectOneLineFailure(r, "--format binary_big_endian: '" + out.string() + "' is written as " +
+    expectOneLineFailure(r, "format binary_big_endian: '" + out.string() + "' is written as " +
                                 (out.extension() == ".pcd" ? "PCD" : "XYZ") +
                                 " (by its extension), which has no big-endian form; use binary or ascii");
     EXPECT_EQ(r.status, 2);

@@ -80,7 +80,9 @@ TEST(Cli, SynthWritesPcdAndXyzByTheOutputsExtension) {
   EXPECT_EQ(devicearray::readXyz(xyz.string()).validCount(), expected.validCount());
   // PCD and XYZ have no big-endian form: refused before anything is written.
   const fs::path bigEndian = tempDir() / "big.pcd";
-  expectOneLineFailure(run("synth -H 4 -W 4 --format binary_big_endian -o " + q(bigEndian)), "no big-endian form");
+  const Result refused = run("synth -H 4 -W 4 --format binary_big_endian -o " + q(bigEndian));
+  expectOneLineFailure(refused, "no big-endian form");
+  EXPECT_EQ(refused.status, 2);  // a usage error, as process gives it
   EXPECT_FALSE(fs::exists(bigEndian));
 }
 

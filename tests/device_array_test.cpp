@@ -356,8 +356,13 @@ TEST_P(DeviceArrayTest, FromGpuMatNDChecksTheStepsAndTheMemoryNotTheFlags) {
   tall.size[0] = 5;
   datest::expectError(ErrorCode::OutOfRange, [&] { DeviceArray<da::PointXYZ>::fromGpuMatND(tall); },
                       "up to 360 of a 288-byte buffer");
-  // The untouched header still wraps.
+  // The untouched header still wraps, and so does one row of it: continuous, whatever
+  // its row step.
   EXPECT_EQ(DeviceArray<da::PointXYZ>::fromGpuMatND(big).size(), 24u);
+  const da::GpuMatND oneRow = big({da::Range(1, 2), da::Range(0, 4)});
+  ASSERT_TRUE(oneRow.isContinuous());
+  ASSERT_EQ(oneRow.step[0], 72u);
+  EXPECT_EQ(DeviceArray<da::PointXYZ>::fromGpuMatND(oneRow).size(), 4u);
 }
 
 // ------------------------------------------------------------------- views --

@@ -432,7 +432,7 @@ TEST_P(FramePipeline, WritesPcdAndXyzOutputsByTheirExtension) {
       ADD_FAILURE() << output << " was written big-endian";
     } catch (const devicearray::Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
-      EXPECT_NE(std::string(e.what()).find("--format binary_big_endian: '" + out.string() + "' is written as "),
+      EXPECT_NE(std::string(e.what()).find("format binary_big_endian: '" + out.string() + "' is written as "),
                 std::string::npos)
           << e.what();
     }

@@ -961,6 +961,9 @@ TEST_P(GpuMatNDErrors, HostMatHeaderEditedPastItsMemoryIsRefused) {
     }, "describes 9600 bytes of its 96-byte memory");
   }
   EXPECT_TRUE(target.empty());
+  // Nor can a view of the edited header start past the memory.
+  datest::expectError(ErrorCode::OutOfRange, [&] { (void)tall({Range(100, 101), Range::all()}); },
+                      "describes 9600 bytes of its 96-byte memory");
   // A view deeper into the memory keeps the rest of it: its rows still upload.
   HostMat whole({4, 6}, t);
   for (int i = 0; i < 24; ++i) reinterpret_cast<float*>(whole.data())[i] = static_cast<float>(i);

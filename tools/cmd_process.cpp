@@ -49,18 +49,6 @@ struct ProcessArgs {
   std::vector<std::string> stageArgs;  // the stage options as given, for PipelineStages::parse
 };
 
-/// Runs `work`, reporting a library InvalidArgument as a usage error (exit status 2):
-/// the stage options and the input's fitness for them are the user's to fix.
-template <class Work>
-void asUsageError(Work&& work) {
-  try {
-    work();
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::InvalidArgument) throw CommandError(e.what());
-    throw;
-  }
-}
-
 void printTable(const std::vector<PipelineStageResult>& rows, const ComputeDevice& device) {
   std::printf("device: %s\n", device.toString().c_str());
   std::printf("%-24s %-26s %10s %10s\n", "stage", "result", "GPU ms", "wall ms");

@@ -54,7 +54,7 @@ void runSynth(const SynthArgs& a) {
   const PlyFormat format = a.format == "ascii" ? PlyFormat::ascii
                            : a.format == "binary_big_endian" ? PlyFormat::binaryBigEndian
                                                              : PlyFormat::binaryLittleEndian;
-  checkPipelineOutput(a.output, format);  // before the work: a big-endian .pcd has no form
+  asUsageError([&] { checkPipelineOutput(a.output, format); });  // before the work: a big-endian .pcd has no form
   ProgressBar bar("synthesizing " + std::to_string(a.height) + " x " + std::to_string(a.width));
   options.progress = [&bar](double f) { bar.update(f); };
   const HostPointCloud cloud = synthesizeScene(options);

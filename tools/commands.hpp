@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "devicearray/error.hpp"
+
 namespace CLI {
 class App;
 }
@@ -19,6 +21,18 @@ class CommandError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// Runs `work`, reporting a library InvalidArgument as a usage error (exit status 2):
+/// options and the input's fitness for them are the user's to fix.
+template <class Work>
+void asUsageError(Work&& work) {
+  try {
+    work();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::InvalidArgument) throw CommandError(e.what());
+    throw;
+  }
+}
 
 void addInfoCommand(CLI::App& app);
 void addLayoutCommand(CLI::App& app);

@@ -196,7 +196,7 @@ std::string readStageName(const std::string& inputPath);
 /// what checkPipelineOutput() and that writer throw.
 void writePipelineOutput(const std::string& outputPath, const HostPointCloud& cloud,
                          PlyFormat format = PlyFormat::binaryLittleEndian);
-/// Throws InvalidArgument, naming --format and the path, when writePipelineOutput() has
+/// Throws InvalidArgument, naming the format and the path, when writePipelineOutput() has
 /// no `format` for `outputPath`: PlyFormat::binaryBigEndian for a .pcd or .xyz path
 /// (neither has a big-endian form). Touches no file: for checking before any work.
 void checkPipelineOutput(const std::string& outputPath, PlyFormat format);

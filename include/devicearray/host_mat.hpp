@@ -20,12 +20,16 @@ class HostMat {
   /// An empty array (no memory).
   HostMat();
   /// Copies share the memory (a view of the same elements), as cv::Mat's do.
+  ///@{
   HostMat(const HostMat&) = default;
   HostMat& operator=(const HostMat&) = default;
+  ///@}
   /// A moved-from array is empty, as a moved-from cv::Mat is (its data pointer would
   /// otherwise outlive the memory it points into).
+  ///@{
   HostMat(HostMat&& other) noexcept;
   HostMat& operator=(HostMat&& other) noexcept;
+  ///@}
   /// Allocates a continuous array (64-byte aligned). Throws InvalidArgument for bad sizes
   /// or type, OutOfRange when the byte count overflows, OutOfMemory when it cannot be had.
   HostMat(SizeArray size, int type);

@@ -145,6 +145,12 @@ HostDestination hostDestination(nb::handle dst, const char* fn) {
   return out;
 }
 
+/// A continuous deep copy of `m` on its own device (copy.copy / copy.deepcopy); an empty
+/// array's copy is empty. Blocking.
+GpuMatND deepCopy(const GpuMatND& m) {
+  return readReleased(m, [](const GpuMatND& x) { return x.empty() ? x : x.clone(); });
+}
+
 /// A packed deep copy of `a` on its own device (copy.copy / copy.deepcopy). Blocking.
 AnyDeviceArray deepCopy(const AnyDeviceArray& a) {
   return a.visit([](const auto& x) {
@@ -164,20 +170,23 @@ bool holdsValuesOf(const HostDestination& dst, Depth depth) {
   return (code == "B" || code == "b" || code == "c") && dst.itemsize == 1;
 }
 
-/// A typed destination gets exactly the array's values; bytes (uint8, bytearray) take
-/// its bytes whatever they hold, as the documented raw copy does. Anything else would
-/// be filled with reinterpreted bytes (float32 values read as float64, say).
+/// A typed destination must hold the array's value type, and at least as many values;
+/// bytes (uint8, bytearray) take its bytes whatever they hold, as the documented raw
+/// copy does. Anything else would be filled with reinterpreted bytes (float32 values
+/// read as float64, say).
 template <class F>
 void checkTypedDestination(const HostDestination& dst, const DeviceArray<F>& a, const char* fn) {
-  const Depth depth = std::is_same_v<typename F::ValueType, float> ? Depth::F32 : Depth::U8;
+  const Depth depth = F::depth;
   const bool bytes = holdsValuesOf(dst, Depth::U8);
   if (!bytes && !holdsValuesOf(dst, depth))
     throw nb::value_error((std::string(fn) + ": dst holds '" + dst.format + "' items of " +
                            std::to_string(dst.itemsize) + " bytes; the array's values are " +
                            (depth == Depth::F32 ? "float32" : "uint8") + " (or pass a uint8 array for the raw bytes)")
                               .c_str());
+  // A larger destination is fine (one buffer of the largest frame, reused for clouds
+  // whose point counts vary): the values fill its start.
   const std::size_t values = a.size() * static_cast<std::size_t>(F::channels);
-  if (!bytes && dst.bytes / dst.itemsize != values)
+  if (!bytes && dst.bytes / dst.itemsize < values)
     throw nb::value_error((std::string(fn) + ": dst holds " + std::to_string(dst.bytes / dst.itemsize) +
                            " values; the array has " + std::to_string(values))
                               .c_str());
@@ -405,13 +414,8 @@ void bindArrays(nb::module_& m) {
            nb::arg("stream"), "Continuous deep copy enqueued on `stream`. Non-blocking.")
       // copy.copy and copy.deepcopy give a deep copy on the same device, as numpy's do
       // (Open3D users write copy.deepcopy(cloud) before transforming one).
-      .def("__copy__",
-           [](const GpuMatND& self) { return readReleased(self, [](const GpuMatND& m) { return m.clone(); }); })
-      .def("__deepcopy__",
-           [](const GpuMatND& self, nb::handle) {
-             return readReleased(self, [](const GpuMatND& m) { return m.clone(); });
-           },
-           nb::arg("memo"))
+      .def("__copy__", [](const GpuMatND& self) { return deepCopy(self); })
+      .def("__deepcopy__", [](const GpuMatND& self, nb::handle) { return deepCopy(self); }, nb::arg("memo"))
       .def("to",
            [](const GpuMatND& self, const ComputeDevice& device) {
              return readReleased(self, [&](const GpuMatND& m) {
@@ -583,7 +587,7 @@ void bindArrays(nb::module_& m) {
            },
            nb::arg("dst"), nb::arg("stream"),
            "Enqueues a copy into the writable, C-contiguous host array `dst` on `stream`: numpy of the array's value "
-           "type (float32 or uint8) with as many values, or any uint8 buffer of at least size_in_bytes() bytes (the "
+           "type (float32 or uint8) with at least as many values (they fill its start), or any uint8 buffer of at least size_in_bytes() bytes (the "
            "raw bytes); the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
            "A non-contiguous, read-only or differently typed `dst` is a ValueError.")
       .def("to_gpu_mat_nd", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.toGpuMatND(); }); },

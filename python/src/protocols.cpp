@@ -187,10 +187,10 @@ GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
   }
   // The producer's memory is not ours to check, but an extent that no process can
   // address (a stride or offset of 2^60) is a corrupt tensor, not a copy to attempt.
+  // Measured from the data pointer, whose top bits may carry a tag (AArch64 MTE).
   constexpr std::uint64_t kAddressable = std::uint64_t{1} << 57;  // x86-64 5-level paging, AArch64 52-bit
   std::uint64_t end = 0;
-  bool overflow = __builtin_add_overflow(std::uint64_t{t.byte_offset}, std::uint64_t{elem}, &end) ||
-                  __builtin_add_overflow(end, reinterpret_cast<std::uintptr_t>(t.data), &end);
+  bool overflow = __builtin_add_overflow(std::uint64_t{t.byte_offset}, std::uint64_t{elem}, &end);
   std::uint64_t packed = 1;  // the stride of axis i when the tensor has none (C order)
   for (int i = t.ndim; i-- > 0 && !overflow;) {
     const std::uint64_t step = t.strides != nullptr ? static_cast<std::uint64_t>(t.strides[i]) : packed;
@@ -200,7 +200,7 @@ GpuMatND uploadHostTensor(const DLTensor& t, const ComputeDevice& device) {
                __builtin_mul_overflow(packed, static_cast<std::uint64_t>(t.shape[i]), &packed);
   }
   if (overflow || end > kAddressable)
-    throw Error(ErrorCode::OutOfRange, std::string(fn) + ": the host tensor's data, byte_offset " +
+    throw Error(ErrorCode::OutOfRange, std::string(fn) + ": the host tensor's byte_offset " +
                                            std::to_string(t.byte_offset) +
                                            " and strides reach past any addressable memory");
   const int type = makeType(*depth, 1);

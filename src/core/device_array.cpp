@@ -300,14 +300,11 @@ bool checkWrappable(FormatId format, const GpuMatND& mat, const char* fn) {
                                     : ArrayGeometry{false, 0, 0, static_cast<std::size_t>(mat.size[0])};
   checkGeometry(format, g, fn);
   // A header's fields are public, as OpenCV's are: the flags may say "continuous" of
-  // steps that are not, so the steps themselves must pack the elements, and the
-  // elements must lie inside the memory (when its size is known: not for a bare
-  // external pointer).
-  const std::size_t elem = f.bytes;
+  // steps that are not, so the steps themselves must pack the elements (an axis of
+  // length 1 may have any step, as isContinuous() allows), and the elements must lie
+  // inside the memory (when its size is known: not for a bare external pointer).
   const auto axes = static_cast<std::size_t>(mat.dims);
-  const bool packed = mat.size.size() == axes && mat.step.size() == axes && mat.step[axes - 1] == elem &&
-                      (!organized || mat.step[0] == static_cast<std::size_t>(mat.size[1]) * elem);
-  if (!packed)
+  if (mat.size.size() != axes || mat.step.size() != axes || !detail::isPacked(mat.size, mat.step, f.bytes))
     fail(ErrorCode::InvalidArgument, prefix(fn) + "the GpuMatND's steps do not pack " + formatName(format) +
                                          " elements (its flags say continuous, its steps do not)");
   detail::checkHeaderInsideMemory(mat, fn);

@@ -161,6 +161,9 @@ HostMat HostMat::clone() const {
 HostMat HostMat::operator()(const std::vector<Range>& ranges) const {
   constexpr const char* fn = "HostMat::operator()";
   if (empty()) fail(ErrorCode::InvalidState, std::string(fn) + ": the array is empty");
+  // The ranges are checked against `size`, a public field: it must still describe the
+  // memory, or a view could start past it (where its size would be unknown, unchecked).
+  detail::checkHeaderInsideMemory(*this, fn);
   const auto r = detail::resolveRanges(fn, size, ranges);
   HostMat v = *this;
   std::size_t off = 0;

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -144,7 +144,7 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   if (launch.name == nullptr) fail(ErrorCode::InvalidArgument, "launch: the kernel name is null");
   const std::string_view name = launch.name;
   // Every launch of every frame passes here: messages are formatted only when one throws.
-  const auto fn = [&] { return "launch(" + std::string(name) + ")"; };
+  const auto where = [&] { return "launch(" + std::string(name) + ")"; };
   KernelEntry entry;
   {
     KernelTable& table = kernelTable();
@@ -156,11 +156,11 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
     entry = it->second;
   }
   if (entry.duplicate)
-    fail(ErrorCode::InvalidState, fn() + ": two different kernels are registered under this name");
+    fail(ErrorCode::InvalidState, where() + ": two different kernels are registered under this name");
   if (launch.workDims < 1 || launch.workDims > 3)
-    fail(ErrorCode::InvalidArgument, fn() + ": workDims is " + std::to_string(launch.workDims) + "; expected 1..3");
+    fail(ErrorCode::InvalidArgument, where() + ": workDims is " + std::to_string(launch.workDims) + "; expected 1..3");
   if (static_cast<int>(launch.args.size()) != entry.paramCount)
-    fail(ErrorCode::InvalidArgument, fn() + ": " + std::to_string(launch.args.size()) +
+    fail(ErrorCode::InvalidArgument, where() + ": " + std::to_string(launch.args.size()) +
                                          " arguments given; the kernel takes " + std::to_string(entry.paramCount));
 
   // The kernels' own parameter lists are short: their slots stay on the stack.
@@ -181,21 +181,25 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
     const KernelArg& arg = launch.args[i];
     const ParamKind want = entry.params[i];
     if (want == ParamKind::unsupported)
-      fail(ErrorCode::Unsupported, fn() + ": parameter " + std::to_string(i) +
+      fail(ErrorCode::Unsupported, where() + ": parameter " + std::to_string(i) +
                                        " has a type launch() cannot pass (see kernel_registry.hpp)");
     if (kindOf(arg.kind) != want)
-      fail(ErrorCode::InvalidArgument, fn() + ": argument " + std::to_string(i) + " is " + kindName(kindOf(arg.kind)) +
-                                           "; the kernel parameter is " + kindName(want));
+      fail(ErrorCode::InvalidArgument, where() + ": argument " + std::to_string(i) + " is " +
+                                           kindName(kindOf(arg.kind)) + "; the kernel parameter is " + kindName(want));
     ArgSlot& slot = slots[i];
     slot.u64 = 0;
     switch (arg.kind) {
       case KernelArg::Kind::buffer: {
         if (arg.buffer == nullptr)
-          fail(ErrorCode::InvalidArgument, fn() + ": buffer argument " + std::to_string(i) + " is null");
+          fail(ErrorCode::InvalidArgument, where() + ": buffer argument " + std::to_string(i) + " is null");
         if (arg.buffer->bytes() != 0 && arg.offset > arg.buffer->bytes())
-          fail(ErrorCode::OutOfRange, fn() + ": buffer argument " + std::to_string(i) + " has offset " +
+          fail(ErrorCode::OutOfRange, where() + ": buffer argument " + std::to_string(i) + " has offset " +
                                           std::to_string(arg.offset) + " beyond its " +
                                           std::to_string(arg.buffer->bytes()) + " bytes");
+        if (arg.buffer->device().get() != this)
+          fail(ErrorCode::InvalidArgument, where() + ": buffer argument " + std::to_string(i) + " belongs to " +
+                                               ComputeDevice(arg.buffer->device()).toString() + ", not to " +
+                                               label());
         slot.pointer = address(MemRef::dev(arg.buffer, arg.offset), "launch");
         break;
       }
@@ -237,14 +241,14 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   for (int d = 0; d < launch.workDims; ++d) {
     const std::uint64_t g = (static_cast<std::uint64_t>(launch.globalSize[d]) + blockDims[d] - 1) / blockDims[d];
     if (g > limits[d])
-      fail(ErrorCode::Unsupported, fn() + ": global size " + std::to_string(launch.globalSize[d]) + " along axis " +
+      fail(ErrorCode::Unsupported, where() + ": global size " + std::to_string(launch.globalSize[d]) + " along axis " +
                                        std::to_string(d) + " needs " + std::to_string(g) +
                                        " blocks; CUDA allows " + std::to_string(limits[d]));
     gridDims[d] = static_cast<unsigned>(g);
   }
   const dim3 grid(gridDims[0], gridDims[1], gridDims[2]);
   const cudaError_t err = cudaLaunchKernel(entry.function, grid, block, pointers, 0, stream);
-  if (err != cudaSuccess) throwCudaError((fn() + ": cudaLaunchKernel").c_str(), err);
+  if (err != cudaSuccess) throwCudaError((where() + ": cudaLaunchKernel").c_str(), err);
 }
 
 }  // namespace devicearray::detail::cuda

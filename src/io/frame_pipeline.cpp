@@ -504,7 +504,7 @@ void checkPipelineOutput(const std::string& outputPath, PlyFormat format) {
     io_detail::invalid("unknown PlyFormat value " + std::to_string(static_cast<int>(format)));
   const PointCloudFileFormat file = pipelineFileFormat(outputPath);
   if (format == PlyFormat::binaryBigEndian && file != PointCloudFileFormat::ply)
-    io_detail::invalid(std::string("--format binary_big_endian: '") + io_detail::printable(outputPath, 200) +
+    io_detail::invalid(std::string("format binary_big_endian: '") + io_detail::printable(outputPath, 200) +
                        "' is written as " + formatName(file) + " (by its extension), which has no big-endian form; "
                        "use binary or ascii, or a .ply output");
 }

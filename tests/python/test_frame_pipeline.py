@@ -237,7 +237,7 @@ def test_process_ply_file_writes_pcd_and_xyz_by_extension(device, tmp_path, fmt)
         np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
     # Neither has a big-endian form: refused, not written as something else.
     for name in ("big.pcd", "big.xyz"):
-        with pytest.raises(ValueError, match="--format binary_big_endian: .* which has no big-endian form"):
+        with pytest.raises(ValueError, match="format binary_big_endian: .* which has no big-endian form"):
             da.process_ply_file(tmp_path / "scene.ply", tmp_path / name, stages, device=device,
                                 format="binary_big_endian")
         assert not (tmp_path / name).exists()

@@ -429,17 +429,21 @@ def test_copy_to_host_refuses_a_destination_of_another_type_or_size(device):
     host = reference((10, 3), np.float32)
     src = da.from_numpy(host, format=da.Format.PointXYZ, device=device)
     stream = da.Stream(device)
-    for wrong in (np.zeros((10, 3), np.float64), np.zeros((10, 3), np.int32), np.zeros((11, 3), np.float32)):
+    for wrong in (np.zeros((10, 3), np.float64), np.zeros((10, 3), np.int32), np.zeros((9, 3), np.float32)):
         with pytest.raises(ValueError, match="dst holds"):
             src.copy_to_host(wrong, stream)
         stream.wait_for_completion()
         assert not wrong.any()  # nothing reinterpreted, nothing written
-    # The same values in another shape, and raw bytes, are what the copy gives.
-    flat, raw = np.zeros(30, np.float32), np.zeros(120, np.uint8)
+    # The same values in another shape, a larger buffer's start, and raw bytes are what
+    # the copy gives.
+    flat, larger, raw = np.zeros(30, np.float32), np.full((16, 3), -1, np.float32), np.zeros(120, np.uint8)
     src.copy_to_host(flat, stream)
+    src.copy_to_host(larger, stream)
     src.copy_to_host(raw, stream)
     stream.wait_for_completion()
     np.testing.assert_array_equal(flat.reshape(10, 3), host)
+    np.testing.assert_array_equal(larger[:10], host)
+    assert (larger[10:] == -1).all()
     np.testing.assert_array_equal(raw.view(np.float32).reshape(10, 3), host)
 
 

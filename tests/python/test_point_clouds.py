@@ -1094,3 +1094,5 @@ def test_copy_and_deepcopy_are_deep_copies_on_the_same_device(device):
         np.testing.assert_array_equal(arr.to_numpy(), 0)
         np.testing.assert_array_equal(twin_arr.to_numpy(), xyz.reshape(-1, 3))
         np.testing.assert_array_equal(twin_mat.download().reshape(-1, 3), xyz.reshape(-1, 3))
+    for empty in (da.GpuMatND(), da.PointCloud()):  # an empty object's copy is empty
+        assert copy.deepcopy(empty).empty() if hasattr(empty, "empty") else copy.deepcopy(empty).is_empty()
