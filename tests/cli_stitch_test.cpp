@@ -75,15 +75,7 @@ const TwoViews& twoViews() {
 /// `devicearray ARGS` as run() runs it, killed after `seconds` (status 124), with `before`
 /// (shell commands) run first in the same shell.
 Result runWithin(int seconds, const std::string& before, const std::string& args) {
-  const fs::path out = tempDir() / "within_out.txt", err = tempDir() / "within_err.txt";
-  const std::string cmd = before + "; timeout " + std::to_string(seconds) + " '" + kCli + "' " + args + " >" + q(out) +
-                          " 2>" + q(err);
-  const int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return runLine(before + "; timeout " + std::to_string(seconds) + " '" + kCli + "' " + args);
 }
 
 TEST(StitchCommand, PosesFromAnEndlessStreamAreRefusedAfterOneMiB) {

@@ -56,12 +56,13 @@ struct Result {
   std::string out, err;
 };
 
-/// Runs `devicearray ARGS` with stdout and stderr captured to files.
-Result run(const std::string& args) {
+/// Runs the shell command line `line` with the stdout and stderr of its last command
+/// captured to files.
+Result runLine(const std::string& line) {
   static int counter = 0;
   const fs::path out = tempDir() / ("out" + std::to_string(counter) + ".txt");
   const fs::path err = tempDir() / ("err" + std::to_string(counter++) + ".txt");
-  const std::string cmd = std::string("'") + kCli + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd = line + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int raw = std::system(cmd.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -69,6 +70,9 @@ Result run(const std::string& args) {
   r.err = slurp(err);
   return r;
 }
+
+/// Runs `devicearray ARGS` with stdout and stderr captured to files.
+Result run(const std::string& args) { return runLine(std::string("'") + kCli + "' " + args); }
 
 /// Whether the library sees a compute device (the commands that compute need one).
 bool haveDevice() {

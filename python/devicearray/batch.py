@@ -33,6 +33,31 @@ class _StageOption(argparse.Action):
         namespace.stage_args = args
 
 
+# The stage options of `devicearray process`, in its order: (option, metavar or None
+# for a flag, help). PipelineStages.parse reads their values, as the command does.
+_STAGE_OPTIONS = (
+    ("--snr-threshold", "SNR", "points with an SNR below this become missing"),
+    ("--remove-outliers", "MM", "points farther than this from every valid grid neighbour become missing"),
+    ("--smooth", "SIGMA", "Gaussian smoothing of depth along the camera rays with this sigma (pixels), not across "
+                          "depth steps larger than --max-depth-step"),
+    ("--smooth-radius", "PIXELS", "window radius of --smooth (default ceil(2 sigma))"),
+    ("--fill-holes", "N", "fill row and column gaps of at most N missing points by interpolation"),
+    ("--max-depth-step", "MM", "depth difference that --smooth and --fill-holes treat as an edge (default 10)"),
+    ("--downsample", "2x2|3x3|4x4", "block-average k x k points (SNR^2-weighted)"),
+    ("--normals", None, "estimate normals from the grid and write them"),
+    ("--normal-window", "N", "fit each normal's plane to this N x N window (odd, 3..15) instead of central "
+                             "differences (needs --normals)"),
+    ("--transform", "M", "affine 4x4 matrix: 16 comma-separated numbers, row-major, or a file holding them"),
+    ("--roi", "ox,oy,oz,ax,ay,az,bx,by,bz,min,max", "oriented box; points outside become missing"),
+    ("--unorganize", None, "keep only the valid points"),
+    ("--statistical-outliers", "K,RATIO", "drop points whose mean distance to their K nearest points exceeds the "
+                                          "mean by more than RATIO standard deviations (implies --unorganize)"),
+    ("--radius-outliers", "MM,N", "drop points with fewer than N other points closer than MM (implies --unorganize)"),
+    ("--voxel", "MM", "voxel size in mm: one point per occupied voxel (implies --unorganize)"),
+    ("--min-points", "N", "drop voxels with fewer points"),
+)
+
+
 def _parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -44,38 +69,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         "one path or pattern per line")
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="directory of the outputs (created)")
     stages = p.add_argument_group("stages (as `devicearray process`)")
-    stages.add_argument("--snr-threshold", action=_StageOption, metavar="SNR",
-                        help="points with an SNR below this become missing")
-    stages.add_argument("--remove-outliers", action=_StageOption, metavar="MM",
-                        help="points farther than this from every valid grid neighbour become missing")
-    stages.add_argument("--smooth", action=_StageOption, metavar="SIGMA",
-                        help="Gaussian smoothing of depth along the camera rays with this sigma (pixels), not across "
-                             "depth steps larger than --max-depth-step")
-    stages.add_argument("--smooth-radius", action=_StageOption, metavar="PIXELS",
-                        help="window radius of --smooth (default ceil(2 sigma))")
-    stages.add_argument("--fill-holes", action=_StageOption, metavar="N",
-                        help="fill row and column gaps of at most N missing points by interpolation")
-    stages.add_argument("--max-depth-step", action=_StageOption, metavar="MM",
-                        help="depth difference that --smooth and --fill-holes treat as an edge (default 10)")
-    stages.add_argument("--downsample", action=_StageOption, metavar="2x2|3x3|4x4",
-                        help="block-average k x k points (SNR^2-weighted)")
-    stages.add_argument("--normals", action=_StageOption, nargs=0, help="estimate normals from the grid and write them")
-    stages.add_argument("--normal-window", action=_StageOption, metavar="N",
-                        help="fit each normal's plane to this N x N window (odd, 3..15) instead of central "
-                             "differences (needs --normals)")
-    stages.add_argument("--transform", action=_StageOption, metavar="M",
-                        help="affine 4x4 matrix: 16 comma-separated numbers, row-major, or a file holding them")
-    stages.add_argument("--roi", action=_StageOption, metavar="ox,oy,oz,ax,ay,az,bx,by,bz,min,max",
-                        help="oriented box; points outside become missing")
-    stages.add_argument("--unorganize", action=_StageOption, nargs=0, help="keep only the valid points")
-    stages.add_argument("--statistical-outliers", action=_StageOption, metavar="K,RATIO",
-                        help="drop points whose mean distance to their K nearest points exceeds the mean by more "
-                             "than RATIO standard deviations (implies --unorganize)")
-    stages.add_argument("--radius-outliers", action=_StageOption, metavar="MM,N",
-                        help="drop points with fewer than N other points closer than MM (implies --unorganize)")
-    stages.add_argument("--voxel", action=_StageOption, metavar="MM",
-                        help="voxel size in mm: one point per occupied voxel (implies --unorganize)")
-    stages.add_argument("--min-points", action=_StageOption, metavar="N", help="drop voxels with fewer points")
+    for option, metavar, text in _STAGE_OPTIONS:
+        if metavar is None:
+            stages.add_argument(option, action=_StageOption, nargs=0, help=text)
+        else:
+            stages.add_argument(option, action=_StageOption, metavar=metavar, help=text)
     p.add_argument("--format", default="binary", choices=("binary", "ascii", "binary_big_endian"),
                    help="PLY encoding (default: binary)")
     p.add_argument("--scheduler", default="local", metavar="local|ADDRESS",
