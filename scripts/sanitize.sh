@@ -86,17 +86,23 @@ run_asan() {
     # LeakSanitizer's own stop-the-world tracer can crash at exit ("Tracer caught
     # signal 11", then "LeakSanitizer has encountered a fatal error"; an intermittent
     # upstream fault, google/sanitizers#1353): the leak check did not run and nothing
-    # was found. Seen here once each in fault_injection_test and gpu_mat_nd_test. Such
-    # a run is repeated, at most twice, and only when every test passed and no
-    # sanitizer reported; any other failure fails the step.
-    local attempt
+    # was found. Seen here once each in fault_injection_test and gpu_mat_nd_test, and
+    # in every run of pointcloud_normals_test with --gtest_brief=1 at 28cbde9: the
+    # tracer read a stale dynamic-TLS range of the main thread ("DTLS 9 at 0x864-..."
+    # with LSAN_OPTIONS=verbosity=1), which the same binary does not leave when it
+    # prints every test. Such a run is repeated, at most twice (the second time
+    # printing every test), and only when every test passed and no sanitizer
+    # reported; any other failure fails the step.
+    local attempt brief
     for attempt in 2 3; do
       [ $ok = 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$dir/$name.asan.log" &&
         grep -q '^\[  PASSED' "$dir/$name.asan.log" &&
         ! grep -qE "FAILED|ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir/$name.asan.log" || break
       echo "  $name: LeakSanitizer's tracer crashed after the tests passed (no report); run $attempt"
       mv "$dir/$name.asan.log" "$dir/$name.asan.tool-crash-$((attempt - 1)).log"
-      (cd "$dir/tests" && "$t" --gtest_brief=1 --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
+      brief=1
+      [ "$attempt" = 3 ] && brief=0
+      (cd "$dir/tests" && "$t" --gtest_brief=$brief --gtest_filter="$filter" >"$dir/$name.asan.log" 2>&1) && ok=1
     done
     if [ $ok = 1 ]; then
       printf '  %-28s ok      %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -E '^\[  PASSED' "$dir/$name.asan.log" | tail -1)"
