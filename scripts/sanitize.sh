@@ -87,10 +87,10 @@ run_asan() {
     # signal 11", then "LeakSanitizer has encountered a fatal error"; an intermittent
     # upstream fault, google/sanitizers#1353): the leak check did not run and nothing
     # was found. Seen here once each in fault_injection_test and gpu_mat_nd_test, and
-    # in every run of pointcloud_normals_test with --gtest_brief=1 at 28cbde9: the
-    # tracer read a stale dynamic-TLS range of the main thread ("DTLS 9 at 0x864-..."
-    # with LSAN_OPTIONS=verbosity=1), which the same binary does not leave when it
-    # prints every test. Such a run is repeated, at most twice (the second time
+    # in every --gtest_brief=1 run of one build of pointcloud_normals_test, whose main
+    # thread the tracer found with a stale dynamic-TLS range ("DTLS 9 at 0x864-..."
+    # with LSAN_OPTIONS=verbosity=1) unless it printed every test
+    # (docs/RELIABILITY.md). Such a run is repeated, at most twice (the second time
     # printing every test), and only when every test passed and no sanitizer
     # reported; any other failure fails the step.
     local attempt brief

@@ -435,13 +435,8 @@ class OrderedUse {
   std::shared_ptr<EventImpl> commit();
 
  private:
-  /// Every stream call makes one: a call's few allocations stay in place, more spill
-  /// over to the heap.
-  static constexpr std::size_t kInline = 12;
   QueueImpl& q_;
-  std::array<Allocation*, kInline> inline_{};
-  std::size_t inlineCount_ = 0;
-  std::vector<Allocation*> more_;
+  std::vector<Allocation*> uses_;
 };
 
 /// Throws Error(code, "function: message").

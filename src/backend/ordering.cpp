@@ -88,24 +88,16 @@ OrderedUse::OrderedUse(QueueImpl& q, std::initializer_list<Allocation*> uses) : 
 }
 
 void OrderedUse::add(Allocation* a) {
-  const auto inlineEnd = inline_.begin() + static_cast<std::ptrdiff_t>(inlineCount_);
-  if (a == nullptr || std::find(inline_.begin(), inlineEnd, a) != inlineEnd ||
-      std::find(more_.begin(), more_.end(), a) != more_.end())
-    return;
+  if (a == nullptr || std::find(uses_.begin(), uses_.end(), a) != uses_.end()) return;
   a->beforeUse(q_);
-  if (inlineCount_ < kInline)
-    inline_[inlineCount_++] = a;
-  else
-    more_.push_back(a);
+  uses_.push_back(a);
 }
 
 std::shared_ptr<EventImpl> OrderedUse::commit() {
-  if (inlineCount_ == 0) return nullptr;
+  if (uses_.empty()) return nullptr;
   auto event = q_.recordEvent();
-  for (std::size_t i = 0; i < inlineCount_; ++i) inline_[i]->afterUse(q_, event);
-  for (Allocation* a : more_) a->afterUse(q_, event);
-  inlineCount_ = 0;
-  more_.clear();
+  for (Allocation* a : uses_) a->afterUse(q_, event);
+  uses_.clear();
   return event;
 }
 
