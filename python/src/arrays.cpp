@@ -587,8 +587,8 @@ void bindArrays(nb::module_& m) {
            },
            nb::arg("dst"), nb::arg("stream"),
            "Enqueues a copy into the writable, C-contiguous host array `dst` on `stream`: numpy of the array's value "
-           "type (float32 or uint8) with at least as many values (they fill its start), or any uint8 buffer of at least size_in_bytes() bytes (the "
-           "raw bytes); the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
+           "type (float32 or uint8) with at least as many values (they fill its start), or any uint8 buffer of at "
+           "least size_in_bytes() bytes (the raw bytes); the library keeps `dst` alive until the copy has run. Read it after the stream completes. "
            "A non-contiguous, read-only or differently typed `dst` is a ValueError.")
       .def("to_gpu_mat_nd", [](const AnyDeviceArray& a) { return a.visit([](const auto& x) { return x.toGpuMatND(); }); },
            "A GpuMatND sharing this memory (size (H, W) or (N,), channels in the type).")

@@ -120,17 +120,27 @@ GpuMatND::GpuMatND(SizeArray sz, int type, OpenCLBufferPtr data, const ComputeDe
 
 namespace detail {
 
-void checkHeaderInsideMemory(const GpuMatND& m, const char* fn) {
-  const std::shared_ptr<Allocation>& storage = allocationOf(m);
-  if (!storage) return;  // empty: nothing to reach
+namespace {
+
+/// The bytes from the first element to one past the last that a header (dims, size,
+/// step, type: public fields) describes, after the checks its constructors make.
+template <class Mat>
+std::size_t describedBytes(const Mat& m, const char* what, const char* fn) {
   if (m.dims < 1 || m.size.size() != static_cast<std::size_t>(m.dims))
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the header's dims (" + std::to_string(m.dims) + ") and its " +
-                                         std::to_string(m.size.size()) + " sizes disagree");
+    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the " + what + " header's dims (" + std::to_string(m.dims) +
+                                         ") and its " + std::to_string(m.size.size()) + " sizes disagree");
   validateType(fn, m.type());
   const std::size_t es = elemSizeOf(m.type());
   validateShape(fn, m.size, es);
-  const std::vector<std::size_t> steps = normalizeSteps(fn, m.size, es, depthSize(depthOf(m.type())), m.step);
-  const std::size_t need = checkedAdd(offsetOf(m), spanBytes(m.size, steps, es), fn);
+  return spanBytes(m.size, normalizeSteps(fn, m.size, es, depthSize(depthOf(m.type())), m.step), es);
+}
+
+}  // namespace
+
+void checkHeaderInsideMemory(const GpuMatND& m, const char* fn) {
+  const std::shared_ptr<Allocation>& storage = allocationOf(m);
+  if (!storage) return;  // empty: nothing to reach
+  const std::size_t need = checkedAdd(offsetOf(m), describedBytes(m, "GpuMatND", fn), fn);
   if (storage->bytes() != 0 && need > storage->bytes())
     fail(ErrorCode::OutOfRange, std::string(fn) + ": the header describes bytes up to " + std::to_string(need) +
                                     " of a " + std::to_string(storage->bytes()) + "-byte buffer");
@@ -139,14 +149,7 @@ void checkHeaderInsideMemory(const GpuMatND& m, const char* fn) {
 void checkHeaderInsideMemory(const HostMat& m, const char* fn) {
   const std::size_t capacity = ArrayAccess::capacity(m);
   if (m.empty() || capacity == 0) return;
-  if (m.dims < 1 || m.size.size() != static_cast<std::size_t>(m.dims))
-    fail(ErrorCode::InvalidArgument, std::string(fn) + ": the HostMat header's dims (" + std::to_string(m.dims) +
-                                         ") and its " + std::to_string(m.size.size()) + " sizes disagree");
-  validateType(fn, m.type());
-  const std::size_t es = elemSizeOf(m.type());
-  validateShape(fn, m.size, es);
-  const std::vector<std::size_t> steps = normalizeSteps(fn, m.size, es, depthSize(depthOf(m.type())), m.step);
-  const std::size_t need = spanBytes(m.size, steps, es);
+  const std::size_t need = describedBytes(m, "HostMat", fn);
   if (need > capacity)
     fail(ErrorCode::OutOfRange, std::string(fn) + ": the HostMat header describes " + std::to_string(need) +
                                     " bytes of its " + std::to_string(capacity) + "-byte memory");
