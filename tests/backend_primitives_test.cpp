@@ -169,6 +169,22 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
   }
 }
 
+// Sizes at the edges of the CUDA sort's tilings: CUB's single tile (256 x 19 keys), the
+// frame-sized sorts' small tiles up to 2^18 keys and CUB's own tiles past that; each
+// with a partial last tile. The keys repeat (stability) and use 24 of the 63 bits.
+TEST_P(Primitives, SortPairsAtTheEdgesOfEveryTilingMatchTheHostSort) {
+  std::mt19937_64 rng(59);
+  for (const std::size_t n : {std::size_t{4864}, std::size_t{4865}, std::size_t{2048 * 3 + 1},
+                              std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{11520 * 25 + 7}}) {
+    SCOPED_TRACE(std::to_string(n) + " keys");
+    std::vector<std::uint64_t> keys(n);
+    for (auto& k : keys) k = (rng() % 5000) * 3331 % (std::uint64_t{1} << 24);
+    expectStableSort(dev().primitives(), keys, 63);
+    expectStableSort(dev().primitives(), keys, 24);
+    if (HasFatalFailure()) return;
+  }
+}
+
 // A keyed end word on the device: the entries from it up to the guess (the count
 // without one) are missing (all ones), and only the entries before it are sorted; the
 // outputs from it on are left unspecified and the entries past the end and the guess
