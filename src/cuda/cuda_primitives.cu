@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -229,63 +228,39 @@ __global__ void __launch_bounds__(kHighSortThreads)
 /// 11,520 keys (384 threads x 30 keys), one block each. A frame's voxel grid sorts 50 to
 /// 100 k keys: five to nine tiles, so each pass runs on that many of the GPU's
 /// multiprocessors and takes as long as one block's load, rank and scatter of a tile.
-/// Sorts up to kSmallSortKeys keys use tiles of Threads x Items keys instead, spreading
-/// a pass over more blocks; everything else stays CUB's tuning.
-template <int Threads, int Items>
+/// Sorts of up to kSmallSortKeys keys take tiles of 4,096 keys (256 x 16) instead, which
+/// spread a pass over more blocks: the fastest of 1,024, 2,048 and 4,096 on the H200.
+/// Every other policy (histogram, single tile, larger sorts) stays CUB's.
 struct SmallSortPolicyHub {
-  using Tuned = typename cub::detail::radix::policy_hub<std::uint64_t, std::uint32_t, std::uint32_t>::Policy900;
+  using Tuned = cub::detail::radix::policy_hub<std::uint64_t, std::uint32_t, std::uint32_t>::Policy900;
   struct MaxPolicy : Tuned, cub::ChainedPolicy<900, MaxPolicy, MaxPolicy> {
     using ActivePolicy = MaxPolicy;
     using cub::ChainedPolicy<900, MaxPolicy, MaxPolicy>::Invoke;
     using OnesweepPolicy =
-        cub::AgentRadixSortOnesweepPolicy<Threads, Items, std::uint64_t, 1, cub::RADIX_RANK_MATCH_EARLY_COUNTS_ANY,
+        cub::AgentRadixSortOnesweepPolicy<256, 16, std::uint64_t, 1, cub::RADIX_RANK_MATCH_EARLY_COUNTS_ANY,
                                           cub::BLOCK_SCAN_RAKING_MEMOIZE, cub::RADIX_SORT_STORE_DIRECT,
                                           Tuned::ONESWEEP_RADIX_BITS>;
   };
 };
 
-constexpr std::size_t kSmallSortKeys = std::size_t{1} << 18;
+/// Past this many keys CUB's own tiles already fill the GPU.
+constexpr int kSmallSortKeys = 1 << 18;
 
-template <class PolicyHub>
-cudaError_t sortPairsWith(void* temp, std::size_t& bytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
-                          const std::uint32_t* valuesIn, std::uint32_t* valuesOut, std::uint32_t count,
-                          int beginBit, int endBit, cudaStream_t stream) {
-  cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
-  cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
-  return cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
-                                cub::detail::identity_decomposer_t, PolicyHub>::Dispatch(temp, bytes, keys, values,
-                                                                                          count, beginBit, endBit,
-                                                                                          false, stream);
-}
-
-/// EXPERIMENT: DEVICEARRAY_SMALL_SORT_TILE picks the tile (0: CUB's own).
-int smallSortTile() {
-  static const int tile = [] {
-    const char* v = std::getenv("DEVICEARRAY_SMALL_SORT_TILE");
-    return v != nullptr ? std::atoi(v) : 2048;
-  }();
-  return tile;
-}
-
+/// cub::DeviceRadixSort::SortPairs of `count` pairs by bits [beginBit, endBit), with
+/// the small tiles up to kSmallSortKeys keys.
 cudaError_t sortPairsU64U32Tuned(void* temp, std::size_t& bytes, const std::uint64_t* keysIn,
                                  std::uint64_t* keysOut, const std::uint32_t* valuesIn, std::uint32_t* valuesOut,
                                  int count, int beginBit, int endBit, cudaStream_t stream) {
-  const auto n = static_cast<std::uint32_t>(count);
-  const int tile = static_cast<std::size_t>(count) <= kSmallSortKeys ? smallSortTile() : 0;
-  switch (tile) {
-    case 1024:
-      return sortPairsWith<SmallSortPolicyHub<128, 8>>(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, n,
-                                                       beginBit, endBit, stream);
-    case 2048:
-      return sortPairsWith<SmallSortPolicyHub<256, 8>>(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, n,
-                                                       beginBit, endBit, stream);
-    case 4096:
-      return sortPairsWith<SmallSortPolicyHub<256, 16>>(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, n,
-                                                        beginBit, endBit, stream);
-    default:
-      return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, beginBit,
-                                             endBit, stream);
-  }
+  if (count > kSmallSortKeys)
+    return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, beginBit, endBit,
+                                           stream);
+  // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's.
+  cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
+  cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
+  using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
+                                          cub::detail::identity_decomposer_t, SmallSortPolicyHub>;
+  return Dispatch::Dispatch(temp, bytes, keys, values, static_cast<std::uint32_t>(count), beginBit, endBit,
+                            /*is_overwrite_okay=*/false, stream);
 }
 
 /// The CUDA device, stream and current-device guard of one primitive call.
