@@ -527,12 +527,14 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
     if cuda_pipe is None or not opencl or not m.device.startswith("cuda"):
         v.append(Verdict(name, "-", f"≤ {OPENCL_VS_CUDA:g}×", None, "needs CUDA and an OpenCL device in one run"))
     else:
-        # Device times where every side has them (the OpenCL side's is measured behind a
-        # copy, which leaves it the write-back of a full L2 cache: a few µs against it),
-        # event spans otherwise; never one of each.
-        queued = cuda_pipe.counters.get("queued_us") and all(r.counters.get("queued_us") for _s, r in opencl)
+        # Device times where CUDA and an OpenCL GPU have them (the OpenCL side's is
+        # measured behind a copy, which leaves it the write-back of a full L2 cache: a few
+        # µs against it), event spans otherwise; never one of each. CPU devices (PoCL)
+        # have no device time and are never the fastest, so they do not force spans.
+        timed = [(s, r) for s, r in opencl if r.counters.get("queued_us")]
+        queued = bool(cuda_pipe.counters.get("queued_us")) and bool(timed)
         time_us = _device_us if queued else (lambda r: r.seconds * 1e6)
-        source, best = min(opencl, key=lambda x: time_us(x[1]))
+        source, best = min(timed if queued else opencl, key=lambda x: time_us(x[1]))
         x = time_us(best) / time_us(cuda_pipe)
         ok = x <= OPENCL_VS_CUDA
         kind = f"on the device, CUDA {time_us(cuda_pipe):.0f} µs" if queued else "event spans"

@@ -266,12 +266,18 @@ def test_frame_pipeline_targets_with_hand_computed_margins():
     assert v["2448×2048 streaming (process --frames, page-locked frames) vs its bound"].ok is None
 
 
-def test_the_opencl_ratio_takes_device_times_only_when_every_side_has_them():
+def test_the_opencl_ratio_takes_device_times_where_cuda_and_an_opencl_gpu_have_them():
     rows = [entry(f"pc_pipeline/cuda0/{FRAME}/manual_time", 150, unit="us", queued_us=130.0),
             entry(f"pc_pipeline/opencl0/{FRAME}/manual_time", 800, unit="us", queued_us=325.0)]
     v = by_target(compare.frame_pipeline_targets(compare.load_results([{"context": {}, "benchmarks": rows}], None)))
     t = v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"]  # 325 / 130 = 2.5
     assert t.ok is False and t.measured == "2.50× (opencl0 325 µs; on the device, CUDA 130 µs)"
+    # A CPU device (PoCL) has no device time: it neither forces spans nor wins by its span.
+    rows.append(entry(f"pc_pipeline/opencl1/{FRAME}/manual_time", 200, unit="us"))
+    v = by_target(compare.frame_pipeline_targets(compare.load_results([{"context": {}, "benchmarks": rows}], None)))
+    t = v["1920×1200 pipeline on the fastest OpenCL device vs CUDA"]
+    assert t.measured == "2.50× (opencl0 325 µs; on the device, CUDA 130 µs)"
+    del rows[2]
     # Without the OpenCL side's queued time, both sides are spans: 800 / 150 = 5.33.
     rows[1] = entry(f"pc_pipeline/opencl0/{FRAME}/manual_time", 800, unit="us")
     v = by_target(compare.frame_pipeline_targets(compare.load_results([{"context": {}, "benchmarks": rows}], None)))
