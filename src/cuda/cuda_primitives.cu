@@ -230,7 +230,11 @@ __global__ void __launch_bounds__(kHighSortThreads)
 /// multiprocessors and takes as long as one block's load, rank and scatter of a tile.
 /// Sorts of up to kSmallSortKeys keys take tiles of 4,096 keys (256 x 16) instead, which
 /// spread a pass over more blocks: the fastest of 1,024, 2,048 and 4,096 on the H200.
-/// Every other policy (histogram, single tile, larger sorts) stays CUB's.
+/// Every other policy (histogram, single tile, larger sorts) stays CUB's. The hub builds
+/// on CUB's internal tuning (cub::detail), so only the CCCL release it was measured with
+/// (3.0, CUDA 13.0) uses it; any other sorts with CUB's own tiles.
+#define DEVICEARRAY_SMALL_SORT_TILES (CUB_VERSION / 100 == 3000)
+#if DEVICEARRAY_SMALL_SORT_TILES
 struct SmallSortPolicyHub {
   using Tuned = cub::detail::radix::policy_hub<std::uint64_t, std::uint32_t, std::uint32_t>::Policy900;
   struct MaxPolicy : Tuned, cub::ChainedPolicy<900, MaxPolicy, MaxPolicy> {
@@ -245,22 +249,26 @@ struct SmallSortPolicyHub {
 
 /// Past this many keys CUB's own tiles already fill the GPU.
 constexpr int kSmallSortKeys = 1 << 18;
+#endif
 
 /// cub::DeviceRadixSort::SortPairs of `count` pairs by bits [beginBit, endBit), with
 /// the small tiles up to kSmallSortKeys keys.
 cudaError_t sortPairsU64U32Tuned(void* temp, std::size_t& bytes, const std::uint64_t* keysIn,
                                  std::uint64_t* keysOut, const std::uint32_t* valuesIn, std::uint32_t* valuesOut,
                                  int count, int beginBit, int endBit, cudaStream_t stream) {
-  if (count > kSmallSortKeys)
-    return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, beginBit, endBit,
-                                           stream);
-  // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's.
-  cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
-  cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
-  using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
-                                          cub::detail::identity_decomposer_t, SmallSortPolicyHub>;
-  return Dispatch::Dispatch(temp, bytes, keys, values, static_cast<std::uint32_t>(count), beginBit, endBit,
-                            /*is_overwrite_okay=*/false, stream);
+#if DEVICEARRAY_SMALL_SORT_TILES
+  if (count <= kSmallSortKeys) {
+    // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's.
+    cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
+    cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
+    using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
+                                            cub::detail::identity_decomposer_t, SmallSortPolicyHub>;
+    return Dispatch::Dispatch(temp, bytes, keys, values, static_cast<std::uint32_t>(count), beginBit, endBit,
+                              /*is_overwrite_okay=*/false, stream);
+  }
+#endif
+  return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, beginBit, endBit,
+                                         stream);
 }
 
 /// The CUDA device, stream and current-device guard of one primitive call.
