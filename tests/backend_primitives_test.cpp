@@ -169,9 +169,10 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
   }
 }
 
-// Sizes at the edges of the CUDA sort's tilings: CUB's single tile (256 x 19 keys), the
-// frame-sized sorts' tiles of 4,096 keys up to 2^18 keys and CUB's own tiles past that; each
-// with a partial last tile. The keys repeat (stability) and use 24 of the 63 bits.
+// Sizes at the edges of the CUDA sort's tilings and one past them: CUB's single tile
+// (256 x 19 keys), the frame-sized sorts' tiles of 4,096 keys up to 2^18 keys, CUB's own
+// tiles past that; and partial last tiles of both. The keys repeat (stability) and use
+// 24 of the 63 bits.
 TEST_P(Primitives, SortPairsAtTheEdgesOfEveryTilingMatchTheHostSort) {
   std::mt19937_64 rng(59);
   for (const std::size_t n : {std::size_t{4864}, std::size_t{4865}, std::size_t{4096 * 5 + 1},

@@ -258,7 +258,8 @@ cudaError_t sortPairsU64U32Tuned(void* temp, std::size_t& bytes, const std::uint
                                  int count, int beginBit, int endBit, cudaStream_t stream) {
 #if DEVICEARRAY_SMALL_SORT_TILES
   if (count <= kSmallSortKeys) {
-    // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's.
+    // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's (the
+    // inputs stay unwritten: overwriting is not allowed).
     cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
     cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
     using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
