@@ -228,6 +228,20 @@ TEST_P(PointCloudTest, MaskRemovesPixelsWhereMaskIsZero) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.mask(wrongType); });
   GpuMatND wrongSize({36, 53}, makeType(Depth::U8, 1), dev());
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.masked(wrongSize); });
+  // A host mask's error says which of type and shape is wrong, and what was given.
+  const std::pair<HostMat, std::string> badHost[] = {
+      {HostMat({53, 37}, makeType(Depth::U8, 1), m.data()), "must be 2-D 37x53 like the cloud, but is 53x37"},
+      {HostMat({37, 53, 1}, makeType(Depth::U8, 1), m.data()), "must be 2-D 37x53 like the cloud, but is 37x53x1"},
+      {HostMat({37, 53}, makeType(Depth::S8, 1), m.data()), "it must be makeType(Depth::U8, 1)"}};
+  for (const auto& [mask, message] : badHost) {
+    try {
+      (void)cloud.masked(mask);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const devicearray::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_P(PointCloudTest, RegionOfInterestKeepsPointsInsideTheOrientedBox) {

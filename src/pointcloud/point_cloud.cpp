@@ -68,12 +68,17 @@ DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* 
 
 GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn) {
   if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the host mask is empty");
-  if (mask.type() != makeType(Depth::U8, 1) || mask.size.size() != 2 || mask.size[0] != cloud.height() ||
-      mask.size[1] != cloud.width())
+  if (mask.type() != makeType(Depth::U8, 1))
     pc::raise(ErrorCode::InvalidArgument, fn,
-              "the host mask must be a 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
-                  " array of makeType(Depth::U8, 1) (type " + std::to_string(mask.type()) + ", " +
-                  std::to_string(mask.size.size()) + " dims given)");
+              "the host mask has type " + std::to_string(mask.type()) + "; it must be makeType(Depth::U8, 1) (" +
+                  std::to_string(makeType(Depth::U8, 1)) + ")");
+  if (mask.size.size() != 2 || mask.size[0] != cloud.height() || mask.size[1] != cloud.width()) {
+    std::string given;
+    for (const int length : mask.size) given += (given.empty() ? "" : "x") + std::to_string(length);
+    pc::raise(ErrorCode::InvalidArgument, fn,
+              "the host mask must be 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
+                  " like the cloud, but is " + given);
+  }
   GpuMatND d({cloud.height(), cloud.width()}, makeType(Depth::U8, 1), cloud.device());
   d.upload(mask);
   return d;
