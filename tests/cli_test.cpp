@@ -132,6 +132,21 @@ TEST(Cli, FailuresAreOneLineAndNonZero) {
   expectOneLineFailure(r, "absurd_vertex_count.ply");
   EXPECT_EQ(r.status, 1);
   EXPECT_FALSE(fs::exists(tempDir() / "y.png"));
+  // A well-formed file with nothing to show is a usage error (status 2) naming the file.
+  const std::string header = "ply\nformat ascii 1.0\nelement vertex %d\nproperty float x\nproperty float y\n"
+                             "property float z\nend_header\n";
+  const std::pair<std::string, std::string> nothing[] = {{"0", "has no points (it is empty)"},
+                                                         {"2", "has no valid point"}};
+  for (const auto& [count, message] : nothing) {
+    const fs::path ply = tempDir() / ("nothing_" + count + ".ply");
+    std::string text = header;
+    text.replace(text.find("%d"), 2, count);
+    std::ofstream(ply) << text << (count == "0" ? "" : "nan 1 2\n0 inf 3\n");
+    const Result empty = run("render " + q(ply) + " -o " + q(tempDir() / "nothing.png"));
+    expectOneLineFailure(empty, ply.filename().string() + " " + message);
+    EXPECT_EQ(empty.status, 2);
+    EXPECT_FALSE(fs::exists(tempDir() / "nothing.png"));
+  }
 }
 
 TEST(Cli, SmallMistakesGetOneClearLine) {

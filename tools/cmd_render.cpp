@@ -29,6 +29,10 @@ struct RenderArgs {
 
 void runRender(const RenderArgs& a) {
   const HostPointCloud cloud = readPly(a.input);
+  // Like process: a file with nothing to show is the input's fault, named by the file.
+  if (cloud.validCount() == 0)
+    throw CommandError(a.input + (cloud.size() == 0 ? " has no points (it is empty)"
+                                                    : " has no valid point (each has a NaN or infinite coordinate)"));
   RenderOptions options;
   static const std::map<std::string, RenderView> views{
       {"color", RenderView::color}, {"depth", RenderView::depth}, {"normals", RenderView::normals}, {"all", RenderView::all}};
