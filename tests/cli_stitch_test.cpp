@@ -220,4 +220,23 @@ TEST(StitchCommand, MaxIterationsMustBeAtLeastOne) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(StitchCommand, AViewWithoutASinglePairShowsNoRms) {
+  REQUIRE_CLI_AND_DEVICE();
+  // One point each, a metre apart: no pair within the correspondence distance, so the
+  // view has no RMS (the library's NaN), printed as '-' like the reference view's.
+  const fs::path a = tempDir() / "point_a.ply", b = tempDir() / "point_b.ply", out = tempDir() / "points.ply";
+  const std::string header =
+      "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n";
+  std::ofstream(a) << header << "0 0 1000\n";
+  std::ofstream(b) << header << "1000 0 1000\n";
+  const Result r = run("stitch " + q(a) + " " + q(b) + " -o " + q(out));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t row = r.out.find("\n1 ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(line.find("nan"), std::string::npos) << line;
+  EXPECT_NE(line.find(" -  "), std::string::npos) << line;
+  EXPECT_NE(line.find("not converged: skipped"), std::string::npos) << line;
+}
+
 }  // namespace

@@ -95,9 +95,10 @@ void runStitch(const StitchArgs& a) {
       ++merged;
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    char rmsText[32] = "-", coverageText[32] = "-";  // the reference view is not registered
+    // The reference view is not registered; a view without a single pair has no RMS.
+    char rmsText[32] = "-", coverageText[32] = "-";
     if (!reference) {
-      std::snprintf(rmsText, sizeof rmsText, "%.3f", static_cast<double>(rms));
+      if (std::isfinite(rms)) std::snprintf(rmsText, sizeof rmsText, "%.3f", static_cast<double>(rms));
       std::snprintf(coverageText, sizeof coverageText, "%.3f", static_cast<double>(coverage));
     }
     std::printf("%-4zu %-32s %10zu %10s %10s %10.1f  %s\n", i, printable(a.views[i], 32).c_str(), view.size(), rmsText,
