@@ -77,6 +77,7 @@ class Primitives : public Backend {
       EXPECT_EQ(download<std::uint32_t>(*valuesOut, sorted), order);
     }
     EXPECT_EQ(download<std::uint64_t>(*keysIn, n), keys) << "the inputs are left unchanged";
+    EXPECT_EQ(download<std::uint32_t>(*valuesIn, n), values) << "the inputs are left unchanged";
     const auto after = download<std::uint32_t>(*words, 3);
     if (width) EXPECT_EQ(after[1], 0u) << "the word after the width is left zero";
     if (keyedEnd) EXPECT_EQ(after[2], *keyedEnd) << "the keyed end is left as it was";
@@ -169,14 +170,14 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
   }
 }
 
-// Sizes at the edges of the CUDA sort's tilings and one past them: CUB's single tile
-// (256 x 19 keys), the frame-sized sorts' tiles of 4,096 keys up to 2^18 keys, CUB's own
-// tiles past that; and partial last tiles of both. The keys repeat (stability) and use
-// 24 of the 63 bits.
+// Sizes at the edges of the CUDA sort's tilings of 64-bit keys and one past them: CUB's
+// single tile (256 x 9 keys), the frame-sized sorts' tiles of 2,048 keys up to 2^18
+// keys, CUB's own tiles of 5,760 past that; and partial last tiles of both. The keys
+// repeat (stability) and use 24 of the 63 bits.
 TEST_P(Primitives, SortPairsAtTheEdgesOfEveryTilingMatchTheHostSort) {
   std::mt19937_64 rng(59);
-  for (const std::size_t n : {std::size_t{4864}, std::size_t{4865}, std::size_t{4096 * 5 + 1},
-                              std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{11520 * 25 + 7}}) {
+  for (const std::size_t n : {std::size_t{2304}, std::size_t{2305}, std::size_t{2048 * 10 + 1},
+                              std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{5760 * 50 + 7}}) {
     SCOPED_TRACE(std::to_string(n) + " keys");
     std::vector<std::uint64_t> keys(n);
     for (auto& k : keys) k = (rng() % 5000) * 3331 % (std::uint64_t{1} << 24);

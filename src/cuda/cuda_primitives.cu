@@ -225,14 +225,16 @@ __global__ void __launch_bounds__(kHighSortThreads)
 }
 
 /// CUB's own tuning for sm_90 sorts 64-bit keys with 32-bit values in onesweep tiles of
-/// 11,520 keys (384 threads x 30 keys), one block each. A frame's voxel grid sorts 50 to
-/// 100 k keys: five to nine tiles, so each pass runs on that many of the GPU's
-/// multiprocessors and takes as long as one block's load, rank and scatter of a tile.
-/// Sorts of up to kSmallSortKeys keys take tiles of 4,096 keys (256 x 16) instead, which
-/// spread a pass over more blocks: the fastest of 1,024, 2,048 and 4,096 on the H200.
-/// Every other policy (histogram, single tile, larger sorts) stays CUB's. The hub builds
-/// on CUB's internal tuning (cub::detail), so only the CCCL release it was measured with
-/// (3.0, CUDA 13.0) uses it; any other sorts with CUB's own tiles.
+/// 5,760 keys (384 threads x 15 keys: CUB halves a policy's nominal 30 items per thread
+/// for 8-byte keys), one block each. A frame's voxel grid sorts 50 to 130 k keys: 9 to 23
+/// tiles, so each pass runs on that many of the GPU's 132 multiprocessors and takes as
+/// long as one block's load, rank and scatter of a tile. Sorts of up to kSmallSortKeys
+/// keys take tiles of 2,048 keys (256 x 8, nominally 16) instead, which spread a pass
+/// over more blocks: the fastest of 512, 1,024 and 2,048 on the H200. Every other policy
+/// (histogram, single tile, larger sorts) is CUB's sm_90 one, also when the library is
+/// built for other architectures (the hub is a chain of one). The hub builds on CUB's
+/// internal tuning (cub::detail), so only the CCCL release it was measured with (3.0,
+/// CUDA 13.0) uses it; any other sorts with CUB's own tiles.
 #define DEVICEARRAY_SMALL_SORT_TILES (CUB_VERSION / 100 == 3000)
 #if DEVICEARRAY_SMALL_SORT_TILES
 struct SmallSortPolicyHub {
