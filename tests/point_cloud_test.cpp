@@ -228,6 +228,12 @@ TEST_P(PointCloudTest, MaskRemovesPixelsWhereMaskIsZero) {
   datest::expectError(ErrorCode::InvalidArgument, [&] { cloud.mask(wrongType); });
   GpuMatND wrongSize({36, 53}, makeType(Depth::U8, 1), dev());
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.masked(wrongSize); });
+  try {
+    (void)cloud.masked(wrongSize);
+  } catch (const devicearray::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the mask must be 2-D 37x53 like the cloud, but is 36x53"), std::string::npos)
+        << e.what();
+  }
   // A host mask's error says which of type and shape is wrong, and what was given.
   const std::pair<HostMat, std::string> badHost[] = {
       {HostMat({53, 37}, makeType(Depth::U8, 1), m.data()), "must be 2-D 37x53 like the cloud, but is 53x37"},

@@ -47,17 +47,26 @@ struct DeviceMask {
   std::size_t rowStep;
 };
 
-DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* fn) {
-  if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the mask is empty");
+/// Throws unless a mask (`what`: "mask" or "host mask") of this type and shape fits
+/// `cloud`: one uint8 per point, 2-D like the cloud; the message says which is wrong.
+template <class Mask>
+void checkMaskGeometry(const Mask& mask, const char* what, const PointCloud& cloud, const char* fn) {
   if (mask.type() != makeType(Depth::U8, 1))
     pc::raise(ErrorCode::InvalidArgument, fn,
-              "the mask has type " + std::to_string(mask.type()) + "; it must be makeType(Depth::U8, 1) (" +
-                  std::to_string(makeType(Depth::U8, 1)) + ")");
-  if (mask.dims != 2 || mask.size[0] != cloud.height() || mask.size[1] != cloud.width())
+              std::string("the ") + what + " has type " + std::to_string(mask.type()) +
+                  "; it must be makeType(Depth::U8, 1) (" + std::to_string(makeType(Depth::U8, 1)) + ")");
+  if (mask.dims != 2 || mask.size.size() != 2 || mask.size[0] != cloud.height() || mask.size[1] != cloud.width()) {
+    std::string given;
+    for (const int length : mask.size) given += (given.empty() ? "" : "x") + std::to_string(length);
     pc::raise(ErrorCode::InvalidArgument, fn,
-              "the mask must be 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
-                  " like the cloud, but has " + std::to_string(mask.dims) + " dims" +
-                  (mask.dims == 2 ? " of " + std::to_string(mask.size[0]) + "x" + std::to_string(mask.size[1]) : ""));
+              std::string("the ") + what + " must be 2-D " + std::to_string(cloud.height()) + "x" +
+                  std::to_string(cloud.width()) + " like the cloud, but is " + given);
+  }
+}
+
+DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* fn) {
+  if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the mask is empty");
+  checkMaskGeometry(mask, "mask", cloud, fn);
   if (mask.device() != cloud.device())
     pc::raise(ErrorCode::InvalidArgument, fn,
               "the mask lives on " + mask.device().toString() + " but the cloud on " + cloud.device().toString());
@@ -68,17 +77,7 @@ DeviceMask checkMask(const GpuMatND& mask, const PointCloud& cloud, const char* 
 
 GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn) {
   if (mask.empty()) pc::raise(ErrorCode::InvalidArgument, fn, "the host mask is empty");
-  if (mask.type() != makeType(Depth::U8, 1))
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "the host mask has type " + std::to_string(mask.type()) + "; it must be makeType(Depth::U8, 1) (" +
-                  std::to_string(makeType(Depth::U8, 1)) + ")");
-  if (mask.size.size() != 2 || mask.size[0] != cloud.height() || mask.size[1] != cloud.width()) {
-    std::string given;
-    for (const int length : mask.size) given += (given.empty() ? "" : "x") + std::to_string(length);
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "the host mask must be 2-D " + std::to_string(cloud.height()) + "x" + std::to_string(cloud.width()) +
-                  " like the cloud, but is " + given);
-  }
+  checkMaskGeometry(mask, "host mask", cloud, fn);
   GpuMatND d({cloud.height(), cloud.width()}, makeType(Depth::U8, 1), cloud.device());
   d.upload(mask);
   return d;
