@@ -173,17 +173,22 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
 // Sizes at the edges of the CUDA sort's tilings of 64-bit keys and one past them: CUB's
 // single tile (256 x 9 keys), the frame-sized sorts' tiles of 2,048 keys up to 2^18
 // keys, CUB's own tiles of 5,760 past that; and partial last tiles of both. The keys
-// repeat (stability) and use 24 of the 63 bits.
+// repeat (stability) and spread over the bits sorted. The bit ranges take the
+// frame-sized sorts through 9-bit digits (9, 17, 18 and 26 bits: one, two and three
+// passes, the last narrower than a digit at 17 and 26) and 8-bit ones (5, 19, 24 and 63
+// bits), and CUB's through partial 8-bit passes.
 TEST_P(Primitives, SortPairsAtTheEdgesOfEveryTilingMatchTheHostSort) {
   std::mt19937_64 rng(59);
   for (const std::size_t n : {std::size_t{2304}, std::size_t{2305}, std::size_t{2048 * 10 + 1},
                               std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{5760 * 50 + 7}}) {
-    SCOPED_TRACE(std::to_string(n) + " keys");
-    std::vector<std::uint64_t> keys(n);
-    for (auto& k : keys) k = (rng() % 5000) * 3331 % (std::uint64_t{1} << 24);
-    expectStableSort(dev().primitives(), keys, 63);
-    expectStableSort(dev().primitives(), keys, 24);
-    if (HasFatalFailure()) return;
+    for (const int endBit : {63, 26, 24, 19, 18, 17, 9, 5}) {
+      SCOPED_TRACE(std::to_string(n) + " keys by bits [0, " + std::to_string(endBit) + ")");
+      const std::uint64_t below = std::uint64_t{1} << std::min(endBit, 40);
+      std::vector<std::uint64_t> keys(n);
+      for (auto& k : keys) k = (rng() % 5000) * (below / 5000 + 1) % below;
+      expectStableSort(dev().primitives(), keys, endBit);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "cuda/cuda_device.hpp"
+#include "cuda/small_radix_sort.cuh"
 #include "kernels/point_validity.h"
 
 namespace devicearray::detail::cuda {
@@ -72,16 +73,6 @@ struct UnionOfBounds6 {
 /// bits above cost it a pass per 8 even when no key uses them, so they go to
 /// sortOnDevice, which reads the width on the device.
 constexpr int kDeviceSortedLowBits = 32;
-
-/// The bits CUB sorts for a guessed key width (at most endBit, the sort's checks say):
-/// the guess rounded up to whole passes of CUB's 8-bit digits, never down, because a
-/// guess below the real width costs sortOnDevice a pass on one block for every 8 bits
-/// above it. A guess above 32 bits is sorted by CUB too: a device-wide pass costs far
-/// less than sortOnDevice's one-block pass over the same keys.
-int cubSortedLowBits(int likelyKeyBits, int endBit) {
-  if (likelyKeyBits <= 0) return std::min(kDeviceSortedLowBits, endBit);
-  return std::min(endBit, (likelyKeyBits + 7) / 8 * 8);
-}
 
 constexpr int kHighSortThreads = 1024, kHighSortKeysPerThread = 4, kHighSortDigitBits = 8;
 constexpr int kHighSortTile = kHighSortThreads * kHighSortKeysPerThread;
@@ -224,54 +215,47 @@ __global__ void __launch_bounds__(kHighSortThreads)
     }
 }
 
-/// CUB's own tuning for sm_90 sorts 64-bit keys with 32-bit values in onesweep tiles of
-/// 5,760 keys (384 threads x 15 keys: CUB halves a policy's nominal 30 items per thread
-/// for 8-byte keys), one block each. A frame's voxel grid sorts 50 to 130 k keys: 9 to 23
-/// tiles, so each pass runs on that many of the GPU's 132 multiprocessors and takes as
-/// long as one block's load, rank and scatter of a tile. Sorts of up to kSmallSortKeys
-/// keys take tiles of 2,048 keys (256 x 8, nominally 16) instead, which spread a pass
-/// over more blocks: the fastest of 512, 1,024 and 2,048 on the H200. Every other policy
-/// (histogram, single tile, larger sorts) is CUB's sm_90 one, also when the library is
-/// built for other architectures (the hub is a chain of one). The hub builds on CUB's
-/// internal tuning (cub::detail), so only the CCCL release it was measured with (3.0,
-/// CUDA 13.0) uses it; any other sorts with CUB's own tiles.
-#define DEVICEARRAY_SMALL_SORT_TILES (CUB_VERSION / 100 == 3000)
-#if DEVICEARRAY_SMALL_SORT_TILES
-struct SmallSortPolicyHub {
-  using Tuned = cub::detail::radix::policy_hub<std::uint64_t, std::uint32_t, std::uint32_t>::Policy900;
-  struct MaxPolicy : Tuned, cub::ChainedPolicy<900, MaxPolicy, MaxPolicy> {
-    using ActivePolicy = MaxPolicy;
-    using cub::ChainedPolicy<900, MaxPolicy, MaxPolicy>::Invoke;
-    using OnesweepPolicy =
-        cub::AgentRadixSortOnesweepPolicy<256, 16, std::uint64_t, 1, cub::RADIX_RANK_MATCH_EARLY_COUNTS_ANY,
-                                          cub::BLOCK_SCAN_RAKING_MEMOIZE, cub::RADIX_SORT_STORE_DIRECT,
-                                          Tuned::ONESWEEP_RADIX_BITS>;
-  };
-};
-
-/// Past this many keys CUB's own tiles already fill the GPU.
-constexpr int kSmallSortKeys = 1 << 18;
+/// Whether SmallRadixSort sorts `count` pairs: more than CUB's single tile (one launch)
+/// holds, and up to kSmallSortKeys.
+bool sortsSmall(int count) {
+#if DEVICEARRAY_SMALL_RADIX_SORT
+  using SingleTile =
+      cub::detail::radix::policy_hub<std::uint64_t, std::uint32_t, std::uint32_t>::Policy900::SingleTilePolicy;
+  return count > SingleTile::BLOCK_THREADS * SingleTile::ITEMS_PER_THREAD && count <= kSmallSortKeys;
+#else
+  (void)count;
+  return false;
 #endif
+}
 
-/// cub::DeviceRadixSort::SortPairs of `count` pairs by bits [beginBit, endBit), with
-/// the small tiles up to kSmallSortKeys keys.
-cudaError_t sortPairsU64U32Tuned(void* temp, std::size_t& bytes, const std::uint64_t* keysIn,
-                                 std::uint64_t* keysOut, const std::uint32_t* valuesIn, std::uint32_t* valuesOut,
-                                 int count, int beginBit, int endBit, cudaStream_t stream) {
-#if DEVICEARRAY_SMALL_SORT_TILES
-  if (count <= kSmallSortKeys) {
-    // What DeviceRadixSort::SortPairs does, with the policy hub in place of CUB's (the
-    // inputs stay unwritten: overwriting is not allowed).
-    cub::DoubleBuffer<std::uint64_t> keys(const_cast<std::uint64_t*>(keysIn), keysOut);
-    cub::DoubleBuffer<std::uint32_t> values(const_cast<std::uint32_t*>(valuesIn), valuesOut);
-    using Dispatch = cub::DispatchRadixSort<cub::SortOrder::Ascending, std::uint64_t, std::uint32_t, std::uint32_t,
-                                            cub::detail::identity_decomposer_t, SmallSortPolicyHub>;
-    return Dispatch::Dispatch(temp, bytes, keys, values, static_cast<std::uint32_t>(count), beginBit, endBit,
-                              /*is_overwrite_okay=*/false, stream);
-  }
+/// cub::DeviceRadixSort::SortPairs of `count` pairs by bits [0, endBit), or
+/// SmallRadixSort's.
+cudaError_t radixSortPairs(void* temp, std::size_t& bytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
+                           const std::uint32_t* valuesIn, std::uint32_t* valuesOut, int count, int endBit,
+                           cudaStream_t stream) {
+#if DEVICEARRAY_SMALL_RADIX_SORT
+  if (sortsSmall(count))
+    return smallSortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, endBit, stream);
 #endif
-  return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, beginBit, endBit,
+  return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, 0, endBit,
                                          stream);
+}
+
+/// The bits the device-wide sort of `count` pairs sorts for a guessed key width (at
+/// most endBit, the sort's checks say): the guess rounded up to whole passes of the
+/// sort's digits, never down, because a guess below the real width costs sortOnDevice a
+/// pass on one block for every 8 bits above it. A guess above 32 bits is sorted
+/// device-wide too: a device-wide pass costs far less than sortOnDevice's one-block pass
+/// over the same keys.
+int cubSortedLowBits(int likelyKeyBits, int endBit, int count) {
+  if (likelyKeyBits <= 0) return std::min(kDeviceSortedLowBits, endBit);
+#if DEVICEARRAY_SMALL_RADIX_SORT
+  const int digitBits = sortsSmall(count) ? smallSortDigitBits(likelyKeyBits) : 8;
+#else
+  (void)count;
+  const int digitBits = 8;
+#endif
+  return std::min(endBit, (likelyKeyBits + digitBits - 1) / digitBits * digitBits);
 }
 
 /// The CUDA device, stream and current-device guard of one primitive call.
@@ -340,11 +324,11 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   // does the rest, if any, from the words themselves.
   const bool endOnDevice = keyedEnd.allocation != nullptr;
   const int cubCount = endOnDevice && likelyKeyedEnd > 0 ? static_cast<int>(likelyKeyedEnd) : n;
-  const int lowBits = cubSortedLowBits(likelyKeyBits, endBit);
+  const int lowBits = cubSortedLowBits(likelyKeyBits, endBit, cubCount);
   const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
   const int lowEnd = highBitsOnDevice ? lowBits : endBit;  // endBit without a width word
   c.run([&](void* temp, std::size_t& bytes) {
-    return sortPairsU64U32Tuned(temp, bytes, kin, kout, vin, vout, cubCount, 0, lowEnd, c.stream);
+    return radixSortPairs(temp, bytes, kin, kout, vin, vout, cubCount, lowEnd, c.stream);
   });
   if (!highBitsOnDevice && !(endOnDevice && cubCount < n)) return;
 
