@@ -407,10 +407,12 @@ void expectStreamGridAsBlocking(const UnorganizedPointCloud& onStream, std::size
 TEST_P(PointCloudTest, VoxelGridOfTheCameraGridSkipsTheCompaction) {
   // PointCloud::voxelDownsampled must give the voxels of the compacted cloud bit for bit
   // (missing points skipped where they are) and agree with the host reference; 0.4 mm
-  // voxels take the wide-key path (35 bits).
+  // voxels take the wide-key path (35 bits). The keys are packed by work-groups of 2,048
+  // points: one partial group, 40 groups, and 293 (more than a work-group's 256 work
+  // items, which sum the counts of the groups before theirs).
   const Matrix4x4 pose = {0, -1, 0, 10, 1, 0, 0, 20, 0, 0, 1, 30, 0, 0, 0, 1};
   for (auto [h, w, voxelSize, minPts] : {std::tuple{37, 53, 150.0f, 1}, {37, 53, 150.0f, 3}, {256, 320, 40.0f, 2},
-                                         {37, 53, 0.4f, 1}, {37, 53, 0.4f, 2}}) {
+                                         {37, 53, 0.4f, 1}, {37, 53, 0.4f, 2}, {600, 1000, 40.0f, 1}}) {
     const pcref::Cloud c = randomCloud(h, w, 70 + std::uint32_t(w), 0.2);
     const PointCloud grid = upload(c, dev()).transformed(pose);
     pcref::Cloud moved = c;

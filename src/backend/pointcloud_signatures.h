@@ -62,23 +62,30 @@
  * valid point's index, past which every key is missing, so the sort and the reduction
  * stop there (a compaction's capacity holds its valid points first). Work-groups of
  * DA_VX_BOUNDS_GROUP work items, each taking DA_VX_BOUNDS_ITEMS points, add at most
- * DA_VX_BOUNDS_WORDS atomic maxima each. */
+ * DA_VX_BOUNDS_WORDS atomic maxima each; groupValid[g] = the valid points of work-group
+ * g, which takes the DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS points from g times that
+ * (da_vx_keys_packed numbers the valid points from them). */
 #define DA_VX_BOUNDS_GROUP 256
 #define DA_VX_BOUNDS_ITEMS 8
 #define DA_VX_BOUNDS_WORDS 7
 #define DA_VX_KEYED_END 6
-#define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds)
+#define DA_VX_BOUNDS_PARAMS(S0, B0, S, B) S0(da_i64, n) B(const float, xyz) B(da_u32, bounds) B(da_u32, groupValid)
 
 /* Voxel keys (and point indices): each point's voxel ranked in the grid anchored at
- * the min corner of `bounds` (da_vx_bounds' words); with `pack`, the valid points'
- * keys only, in their order at offsets[i] (ParallelPrimitives::validPointOffsets of
- * the points), missing keys from their count up to `fill`, and the count written over
- * bounds[DA_VX_KEYED_END] (`offsets` and `fill` are not read without `pack`).
+ * the min corner of `bounds` (da_vx_bounds' words), at the point's position.
  * status[0] = 1 on overflow, status[2] = the key width (the bits of the grid's cell
  * count). */
 #define DA_VX_KEYS_PARAMS(S0, B0, S, B)                                                                             \
-  S0(da_i64, n) S(float, voxelSize) S(int, pack) S(da_i64, fill) B(da_u32, bounds) B(const float, xyz)            \
-  B(const da_u32, offsets) B(da_u64, keys) B(da_u32, indices) B(da_u32, status)
+  S0(da_i64, n) S(float, voxelSize) B(const da_u32, bounds) B(const float, xyz) B(da_u64, keys) B(da_u32, indices) \
+  B(da_u32, status)
+
+/* The same keys of the valid points only, packed in their order, missing keys from
+ * their count up to `fill`, and the count written over bounds[DA_VX_KEYED_END]. Work-
+ * groups as da_vx_bounds', each numbering its valid points from the counts da_vx_bounds
+ * left in groupValid: no device-wide scan of the points' validity. */
+#define DA_VX_KEYS_PACKED_PARAMS(S0, B0, S, B)                                                                      \
+  S0(da_i64, n) S(float, voxelSize) S(da_i64, fill) B(da_u32, bounds) B(const float, xyz)                          \
+  B(const da_u32, groupValid) B(da_u64, keys) B(da_u32, indices) B(da_u32, status)
 
 /* Sorted positions per tile of the voxel reduction: da_vx_reduce_tiles loads a tile's
  * points in one work-group, all gathers at once, and sums each run of equal keys from
@@ -156,6 +163,7 @@ DA_KERNEL_SIGNATURE(da_pc_valid_flags, DA_PC_VALID_FLAGS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_compact, DA_PC_COMPACT_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_bounds, DA_VX_BOUNDS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_keys, DA_VX_KEYS_PARAMS);
+DA_KERNEL_SIGNATURE(da_vx_keys_packed, DA_VX_KEYS_PACKED_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_tile_heads, DA_VX_TILE_HEADS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_tile_offsets, DA_VX_TILE_OFFSETS_PARAMS);
 DA_KERNEL_SIGNATURE(da_vx_reduce_tiles, DA_VX_REDUCE_TILES_PARAMS);

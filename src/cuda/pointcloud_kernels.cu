@@ -20,6 +20,7 @@ DA_CUDA_REGISTER(da_pc_valid_flags);
 DA_CUDA_REGISTER(da_pc_compact);
 DA_CUDA_REGISTER(da_vx_bounds);
 DA_CUDA_REGISTER(da_vx_keys);
+DA_CUDA_REGISTER(da_vx_keys_packed);
 DA_CUDA_REGISTER(da_vx_tile_heads);
 DA_CUDA_REGISTER(da_vx_tile_offsets);
 DA_CUDA_REGISTER(da_vx_reduce_tiles);

@@ -340,9 +340,11 @@ DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
  * launch of the voxel grid. */
 DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_BOUNDS_PARAMS);
-  DA_LOCAL_ARRAY(da_u32, lanes, DA_VX_BOUNDS_WORDS * DA_VX_BOUNDS_GROUP);
+  /* The bounds' words, then the valid points' count. */
+  DA_LOCAL_ARRAY(da_u32, lanes, (DA_VX_BOUNDS_WORDS + 1) * DA_VX_BOUNDS_GROUP);
   const int lane = DA_LOCAL_ID();
   da_u32 m[DA_VX_BOUNDS_WORDS] = {0u}; /* all zero */
+  da_u32 valid = 0u;
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
   /* All of the work item's loads first, then the folds: one wait for memory instead of
    * one per point (a loop that tests each point as it loads it waits for each). */
@@ -359,6 +361,7 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
   for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
     const float x = p[3 * k], y = p[3 * k + 1], z = p[3 * k + 2];
     if (!da_pc_valid(x, y, z)) continue;
+    ++valid;
     const da_u32 o[3] = {da_vx_ordered(x), da_vx_ordered(y), da_vx_ordered(z)};
     for (int c = 0; c < 3; ++c) {
       m[c] = da_vx_max_u32(m[c], ~o[c]);
@@ -367,77 +370,143 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
     m[DA_VX_KEYED_END] = (da_u32)(first + (long)k * DA_VX_BOUNDS_GROUP + 1); /* k ascends: the last is the largest */
   }
   for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c) lanes[c * DA_VX_BOUNDS_GROUP + lane] = m[c];
+  DA_LOCAL da_u32* counts = lanes + DA_VX_BOUNDS_WORDS * DA_VX_BOUNDS_GROUP;
+  counts[lane] = valid;
   for (int step = DA_VX_BOUNDS_GROUP / 2; step > 0; step /= 2) {
     DA_BARRIER();
-    if (lane < step)
+    if (lane < step) {
       for (int c = 0; c < DA_VX_BOUNDS_WORDS; ++c)
         lanes[c * DA_VX_BOUNDS_GROUP + lane] =
             da_vx_max_u32(lanes[c * DA_VX_BOUNDS_GROUP + lane], lanes[c * DA_VX_BOUNDS_GROUP + lane + step]);
+      counts[lane] += counts[lane + step];
+    }
   }
   DA_BARRIER();
   if (lane < DA_VX_BOUNDS_WORDS) {
     const da_u32 folded = lanes[lane * DA_VX_BOUNDS_GROUP];
     if (folded != 0u) da_vx_atomic_max(bounds + lane, folded);
   }
+  if (lane == 0) groupValid[DA_GROUP_ID()] = counts[0];
 }
 
 /* Voxel keys: the rank of the point's voxel in the grid anchored at the cloud's min
  * corner (bounds[0..2], from da_vx_bounds; bounds[3..5] the max corner), x-major,
  * then y, then z: ((ix * ny) + iy) * nz + iz, with the point index as the sort value.
  * Missing points get DA_VOXEL_INVALID_KEY (63 bits of ones: sorted last, and dropped).
- * With `pack`, only the valid points' keys are written, in the points' order, at
- * offsets[i] (the exclusive scan of their validity, offsets[n] their count, which
- * replaces da_vx_bounds' keyed end), so the sort and the reduction need only the
- * first offsets[n] positions: an organized frame after a region of interest keeps a
- * tenth of its points, anywhere in the grid. The positions from the count up to `fill`
- * then get missing keys, for a sort that takes more positions than the count (the
- * host's guess of it).
  * status[2] = the key width: the bits of the grid's cell count, so every key of a valid
  * point is below 2^width - 1 and the sort needs no pass above it (a frame's grid of 10
  * mm voxels needs about 17 bits, not the 63 of three 21-bit indices). status[0] = 1
  * when an index does not fit 21 bits (the voxel size is too small for the extent; the
  * point's key is then missing). */
+typedef struct {
+  float lo[3];
+  da_u64 ny, nz;
+} da_vx_grid;
+
+DA_FN da_vx_grid da_vx_grid_of(DA_GLOBAL const da_u32* bounds, float voxelSize) {
+  da_vx_grid g;
+  for (int c = 0; c < 3; ++c) g.lo[c] = da_vx_bound(bounds, c);
+  g.ny = da_vx_axis_voxels(g.lo[1], da_vx_bound(bounds, 4), voxelSize);
+  g.nz = da_vx_axis_voxels(g.lo[2], da_vx_bound(bounds, 5), voxelSize);
+  return g;
+}
+
+/* status[2] = the key width of the grid. */
+DA_FN void da_vx_write_width(DA_GLOBAL const da_u32* bounds, da_vx_grid g, float voxelSize,
+                             DA_GLOBAL da_u32* status) {
+  /* At most (2^21 - 1)^3 cells: below 2^63, so the width stays within the sort's 63 bits. */
+  const da_u64 cells = da_vx_axis_voxels(g.lo[0], da_vx_bound(bounds, 3), voxelSize) * g.ny * g.nz;
+  da_u32 width = 1u;
+  while (width < 63u && (cells >> width) != 0UL) ++width;
+  status[2] = width;
+}
+
+/* The key of a valid point; missing (and status[0] = 1) when an index does not fit. */
+DA_FN da_u64 da_vx_key(float x, float y, float z, da_vx_grid g, float voxelSize, DA_GLOBAL da_u32* status) {
+  const float fx = da_floorf((x - g.lo[0]) / voxelSize);
+  const float fy = da_floorf((y - g.lo[1]) / voxelSize);
+  const float fz = da_floorf((z - g.lo[2]) / voxelSize);
+  const float limit = (float)DA_VOXEL_AXIS_LIMIT;
+  if (!(fx < limit && fy < limit && fz < limit)) {
+    status[0] = 1u;
+    return DA_VOXEL_INVALID_KEY;
+  }
+  /* fx >= 0 since x >= min; the max() guards against -0 rounding. */
+  const da_u64 ix = (da_u64)da_fmaxf(fx, 0.0f), iy = (da_u64)da_fmaxf(fy, 0.0f), iz = (da_u64)da_fmaxf(fz, 0.0f);
+  return (ix * g.ny + iy) * g.nz + iz;
+}
+
 DA_KERNEL(da_vx_keys)(DA_PARAMS(DA_VX_KEYS_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_KEYS_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  const da_u32 count = pack ? offsets[n] : 0u;
-  if (pack && i >= (long)count && i < fill) {
-    keys[i] = DA_VOXEL_INVALID_KEY;
-    indices[i] = (da_u32)i; /* sorted with the keys: written, though no voxel reads it */
-  }
-  const float lo[3] = {da_vx_bound(bounds, 0), da_vx_bound(bounds, 1), da_vx_bound(bounds, 2)};
-  const da_u64 ny = da_vx_axis_voxels(lo[1], da_vx_bound(bounds, 4), voxelSize);
-  const da_u64 nz = da_vx_axis_voxels(lo[2], da_vx_bound(bounds, 5), voxelSize);
-  if (i == 0) {
-    /* At most (2^21 - 1)^3 cells: below 2^63, so the width stays within the sort's 63 bits. */
-    const da_u64 cells = da_vx_axis_voxels(lo[0], da_vx_bound(bounds, 3), voxelSize) * ny * nz;
-    da_u32 width = 1u;
-    while (width < 63u && (cells >> width) != 0UL) ++width;
-    status[2] = width;
-    if (pack) bounds[DA_VX_KEYED_END] = count;
-  }
+  const da_vx_grid g = da_vx_grid_of(bounds, voxelSize);
+  if (i == 0) da_vx_write_width(bounds, g, voxelSize, status);
   const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];
-  const int valid = da_pc_valid(x, y, z);
-  if (pack && !valid) return;
-  const long slot = pack ? (long)offsets[i] : i;
-  indices[slot] = (da_u32)i;
-  if (!valid) {
-    keys[slot] = DA_VOXEL_INVALID_KEY;
-    return;
+  indices[i] = (da_u32)i;
+  keys[i] = da_pc_valid(x, y, z) ? da_vx_key(x, y, z, g, voxelSize, status) : DA_VOXEL_INVALID_KEY;
+}
+
+/* The packed keys (an organized frame after a region of interest keeps a tenth of its
+ * points, anywhere in the grid: the sort and the reduction then need only the first
+ * `count` positions). Point i's slot: the valid points of the work-groups before its
+ * own (summed from groupValid by the work-group) plus those before it in its own (a
+ * local scan of the rows of DA_VX_BOUNDS_GROUP points its work items load together).
+ * The positions from the count up to `fill` (the host's guess of it, for a sort that
+ * takes more positions than the count) get missing keys. */
+DA_KERNEL_GROUP(da_vx_keys_packed, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_KEYS_PACKED_PARAMS)) {
+  DA_BUFFERS_INIT(DA_VX_KEYS_PACKED_PARAMS);
+  DA_LOCAL_ARRAY(da_u32, rows, DA_VX_BOUNDS_ITEMS * DA_VX_BOUNDS_GROUP);
+  const int lane = DA_LOCAL_ID();
+  const long group = DA_GROUP_ID();
+  const long perGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
+  const long groups = (n + perGroup - 1) / perGroup;
+  /* The valid points before this work-group's, and all of them: two sums over the
+   * work-groups' counts (a few thousand words, read from cache by every work-group). */
+  da_u32 before = 0u, all = 0u;
+  for (long h = lane; h < groups; h += DA_VX_BOUNDS_GROUP) {
+    const da_u32 c = groupValid[h];
+    all += c;
+    if (h < group) before += c;
   }
-  const float fx = da_floorf((x - lo[0]) / voxelSize);
-  const float fy = da_floorf((y - lo[1]) / voxelSize);
-  const float fz = da_floorf((z - lo[2]) / voxelSize);
-  const float limit = (float)DA_VOXEL_AXIS_LIMIT;
-  if (!(fx < limit && fy < limit && fz < limit)) {
-    status[0] = 1u;
-    keys[slot] = DA_VOXEL_INVALID_KEY;
-    return;
+  rows[lane] = before;
+  rows[DA_VX_BOUNDS_GROUP + lane] = all;
+  da_group_inclusive_scan(rows, 2, DA_VX_BOUNDS_GROUP);
+  const da_u32 first = rows[DA_VX_BOUNDS_GROUP - 1], count = rows[2 * DA_VX_BOUNDS_GROUP - 1];
+  const da_vx_grid g = da_vx_grid_of(bounds, voxelSize);
+  DA_BARRIER(); /* every work item has read the sums before the rows are written */
+  const long base = group * perGroup + lane;
+  float p[3 * DA_VX_BOUNDS_ITEMS];
+  DA_UNROLL
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
+    const long i = base + (long)k * DA_VX_BOUNDS_GROUP;
+    const int inside = i < n;
+    p[3 * k] = inside ? xyz[3 * i] : DA_NAN;
+    p[3 * k + 1] = inside ? xyz[3 * i + 1] : DA_NAN;
+    p[3 * k + 2] = inside ? xyz[3 * i + 2] : DA_NAN;
+    rows[k * DA_VX_BOUNDS_GROUP + lane] = da_pc_valid(p[3 * k], p[3 * k + 1], p[3 * k + 2]) ? 1u : 0u;
   }
-  /* fx >= 0 since x >= min; the max() guards against -0 rounding. */
-  const da_u64 ix = (da_u64)da_fmaxf(fx, 0.0f), iy = (da_u64)da_fmaxf(fy, 0.0f), iz = (da_u64)da_fmaxf(fz, 0.0f);
-  keys[slot] = (ix * ny + iy) * nz + iz;
+  da_group_inclusive_scan(rows, DA_VX_BOUNDS_ITEMS, DA_VX_BOUNDS_GROUP);
+  if (group == 0 && lane == 0) {
+    da_vx_write_width(bounds, g, voxelSize, status);
+    bounds[DA_VX_KEYED_END] = count;
+  }
+  da_u32 rowStart = first; /* the valid points before row k */
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
+    const long i = base + (long)k * DA_VX_BOUNDS_GROUP;
+    const float x = p[3 * k], y = p[3 * k + 1], z = p[3 * k + 2];
+    if (da_pc_valid(x, y, z)) {
+      const long slot = (long)rowStart + (long)rows[k * DA_VX_BOUNDS_GROUP + lane] - 1;
+      indices[slot] = (da_u32)i;
+      keys[slot] = da_vx_key(x, y, z, g, voxelSize, status);
+    }
+    /* Position i (as a sort position, not a point) past the count but inside the guess. */
+    if (i < n && i >= (long)count && i < fill) {
+      keys[i] = DA_VOXEL_INVALID_KEY;
+      indices[i] = (da_u32)i; /* sorted with the keys: written, though no voxel reads it */
+    }
+    rowStart += rows[k * DA_VX_BOUNDS_GROUP + DA_VX_BOUNDS_GROUP - 1];
+  }
 }
 
 /* How many sorted positions the voxel kernels read: those before keyedEnd[0] (one past

@@ -118,7 +118,7 @@ class VoxelGrid {
       : q_(q), xyz_(source.xyz), colors_(source.colors), srgb_(source.colorSpace == ColorSpace::srgb),
         snrs_(source.snrs), normals_(source.normals), pack_(source.packValidKeys), n_(xyz_.size()),
         tiles_((n_ + DA_VX_TILE - 1) / DA_VX_TILE), tables_(srgbTables(q)) {
-    if (pack_) offsetsAt_ = layout_.add(n_ + 1, sizeof(std::uint32_t), fn);
+    groupValidAt_ = layout_.add(boundsGroups(), sizeof(std::uint32_t), fn);
     keysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     sortedKeysAt_ = layout_.add(n_, sizeof(std::uint64_t), fn);
     indicesAt_ = layout_.add(n_, sizeof(std::uint32_t), fn);
@@ -143,15 +143,16 @@ class VoxelGrid {
     const BufferRef bounds{status, out_.countAt + kBoundsWord * sizeof(std::uint32_t)};
     OrderedUse use(q, {storageOf(xyz_), t, status});
     fillU32(q, status, out_.countAt, kCountWords, 0u);
-    const std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
-    const std::size_t groups = (n_ + pointsPerGroup - 1) / pointsPerGroup;
-    launch<kernels::da_vx_bounds>(q, LaunchGeometry::groups(groups, DA_VX_BOUNDS_GROUP), i64(n_), arg(xyz_), bounds);
-    if (pack_) q.device()->primitives().validPointOffsets(q, bufferOf(xyz_), n_, {t, offsetsAt_});
-    // Without packing the offsets are not read: a scratch array the kernel does not
-    // otherwise touch stands in.
-    launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, pack_ ? 1 : 0, i64(fill), bounds,
-                                arg(xyz_), arg(scratch_, pack_ ? offsetsAt_ : tileHeadsAt_), arg(scratch_, keysAt_),
-                                arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
+    const BufferRef groupValid{t, groupValidAt_};
+    const LaunchGeometry groups = LaunchGeometry::groups(boundsGroups(), DA_VX_BOUNDS_GROUP);
+    launch<kernels::da_vx_bounds>(q, groups, i64(n_), arg(xyz_), bounds, groupValid);
+    if (pack_)
+      launch<kernels::da_vx_keys_packed>(q, groups, i64(n_), voxelSize, i64(fill), bounds, arg(xyz_), groupValid,
+                                         arg(scratch_, keysAt_), arg(scratch_, indicesAt_),
+                                         BufferRef{status, out_.countAt});
+    else
+      launch<kernels::da_vx_keys>(q, LaunchGeometry::items(n_), i64(n_), voxelSize, bounds, arg(xyz_),
+                                  arg(scratch_, keysAt_), arg(scratch_, indicesAt_), BufferRef{status, out_.countAt});
     use.commit();
   }
 
@@ -202,6 +203,12 @@ class VoxelGrid {
   const CompactResult& output() const noexcept { return out_; }
 
  private:
+  /// Work-groups of da_vx_bounds (and da_vx_keys_packed), each taking a run of points.
+  std::size_t boundsGroups() const {
+    constexpr std::size_t pointsPerGroup = DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS;
+    return (n_ + pointsPerGroup - 1) / pointsPerGroup;
+  }
+
   QueueImpl& q_;
   const DeviceArray<PointXYZ>& xyz_;
   const DeviceArray<ColorRGBA>& colors_;
@@ -213,7 +220,7 @@ class VoxelGrid {
   std::size_t tiles_;  ///< DA_VX_TILE-position tiles of the sorted order
   SrgbTables tables_;
   ScratchLayout layout_;
-  std::size_t offsetsAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0,
+  std::size_t groupValidAt_ = 0, keysAt_ = 0, sortedKeysAt_ = 0, indicesAt_ = 0, orderAt_ = 0, rankAt_ = 0,
               tileHeadsAt_ = 0, tileOffsetsAt_ = 0, tileVoxelAt_ = 0, tileFloatsAt_ = 0, tileWordsAt_ = 0;
   std::shared_ptr<Allocation> scratch_;
   CompactResult out_;
