@@ -69,7 +69,11 @@ class Primitives : public Backend {
                       keyedEnd ? BufferRef{words.get(), 8} : BufferRef{}, likelyKeyedEnd);
     const std::size_t sorted = keyedEnd ? std::min<std::size_t>(n, *keyedEnd) : n;
     std::vector<std::uint32_t> order(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(sorted));
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+    // By bits [0, endBit) only: the bits above move with the keys but do not order them.
+    const std::uint64_t sortedBits = endBit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << endBit) - 1;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return (keys[a] & sortedBits) < (keys[b] & sortedBits);
+    });
     std::vector<std::uint64_t> sortedKeys(sorted);
     for (std::size_t i = 0; i < sorted; ++i) sortedKeys[i] = keys[order[i]];
     if (sorted > 0) {
@@ -153,8 +157,10 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
           // A quarter missing; the rest drawn from few values spread over the width (equal
           // keys keep their order), the largest allowed one among them.
           keys[i] = i % 4 == 1 ? allOnes : (i % 7 == 0 ? below - 1 : (rng() % 61) * (below / 61 + 1) % below);
-        // On CUDA, guesses that leave CUB 8, 16, 24, 32, 40 and all bits, on the sizes
-        // below 100003; there none and a low one (many tiles of the device's pass).
+        // On CUDA, guesses that leave the device-wide sort 8, 9, 16, 18, 27, 40 and all
+        // bits of 3,000 keys (a frame-sized sort: 9-bit digits where they save a pass)
+        // and 8, 16, 24, 32, 40 and all bits of one key (CUB's single tile); on 100003
+        // keys none and a low one (many tiles of the device's pass).
         // OpenCL's work-group shape launches the passes up to the guess and sorts the
         // bits past it in one work-group (slow: a low guess on the smaller sizes only);
         // its chunked shape ignores the guess.
@@ -173,21 +179,26 @@ TEST_P(Primitives, SortPairsByADeviceKeyWidthMatchesTheFullSort) {
 // Sizes at the edges of the CUDA sort's tilings of 64-bit keys and one past them: CUB's
 // single tile (256 x 9 keys), the frame-sized sorts' tiles of 2,048 keys up to 2^18
 // keys, CUB's own tiles of 5,760 past that; and partial last tiles of both. The keys
-// repeat (stability) and spread over the bits sorted. The bit ranges take the
-// frame-sized sorts through 9-bit digits (9, 17, 18 and 26 bits: one, two and three
-// passes, the last narrower than a digit at 17 and 26) and 8-bit ones (5, 19, 24 and 63
-// bits), and CUB's through partial 8-bit passes.
+// repeat (stability) and spread over the bits sorted; the bits above those are random
+// and must not change the order (a last pass narrower than a digit must not read them).
+// The bit ranges take the frame-sized sorts through 9-bit digits (9, 17, 18 and 26
+// bits: one, two and three passes, the last narrower than a digit at 17 and 26) and
+// 8-bit ones (5, 19, 24 and 63 bits), and CUB's through partial 8-bit passes; OpenCL's
+// 4-bit passes end narrower than a digit at 5, 9, 17, 18, 19, 26 and 63 bits, in both
+// shapes.
 TEST_P(Primitives, SortPairsAtTheEdgesOfEveryTilingMatchTheHostSort) {
   std::mt19937_64 rng(59);
-  for (const std::size_t n : {std::size_t{2304}, std::size_t{2305}, std::size_t{2048 * 10 + 1},
-                              std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{5760 * 50 + 7}}) {
-    for (const int endBit : {63, 26, 24, 19, 18, 17, 9, 5}) {
-      SCOPED_TRACE(std::to_string(n) + " keys by bits [0, " + std::to_string(endBit) + ")");
-      const std::uint64_t below = std::uint64_t{1} << std::min(endBit, 40);
-      std::vector<std::uint64_t> keys(n);
-      for (auto& k : keys) k = (rng() % 5000) * (below / 5000 + 1) % below;
-      expectStableSort(dev().primitives(), keys, endBit);
-      if (HasFatalFailure()) return;
+  for (const auto& primitives : everyShape()) {
+    for (const std::size_t n : {std::size_t{2304}, std::size_t{2305}, std::size_t{2048 * 10 + 1},
+                                std::size_t{1} << 18, (std::size_t{1} << 18) + 1, std::size_t{5760 * 50 + 7}}) {
+      for (const int endBit : {63, 26, 24, 19, 18, 17, 9, 5}) {
+        SCOPED_TRACE(std::to_string(n) + " keys by bits [0, " + std::to_string(endBit) + ")");
+        const std::uint64_t below = std::uint64_t{1} << std::min(endBit, 40);
+        std::vector<std::uint64_t> keys(n);
+        for (auto& k : keys) k = ((rng() % 5000) * (below / 5000 + 1) % below) | (rng() << endBit);
+        expectStableSort(*primitives, keys, endBit);
+        if (HasFatalFailure()) return;
+      }
     }
   }
 }

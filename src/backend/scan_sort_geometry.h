@@ -26,6 +26,12 @@
  * width on every pass keeps the order, and the first of them copies the pairs to the
  * sort's outputs if they are not there (`toOutput`: its destination is the outputs).
  * DA_ALG_PASS_SORTS and DA_ALG_PASS_COPIES take (widthGiven, widthWord, shift[, toOutput]). */
+/* The digit of `key` that the pass at `shift` sorts by: its DA_ALG_RADIX_BITS bits at
+ * `shift`, those from endBit on left out (the sort orders by bits [0, endBit) only). */
+#define DA_ALG_DIGIT(key, shift, endBit)                                                         \
+  ((int)(((key) >> (shift)) &                                                                    \
+         ((endBit) - (shift) >= DA_ALG_RADIX_BITS ? (da_u64)(DA_ALG_DIGITS - 1)                  \
+                                                  : (((da_u64)1 << ((endBit) - (shift))) - 1))))
 #define DA_ALG_KEY_WIDTH(given, word) ((given) ? (int)(word)[0] : 64)
 #define DA_ALG_PASS_SORTS(given, word, shift) ((shift) < DA_ALG_KEY_WIDTH(given, word))
 #define DA_ALG_PASS_COPIES(given, word, shift, toOutput) \

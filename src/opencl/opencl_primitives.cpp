@@ -215,23 +215,23 @@ void radixSort(QueueImpl& q, BufferRef keysIn, BufferRef valuesIn, BufferRef key
     const BufferRef dstK = toOutput ? keysOut : tmpKeys;
     const BufferRef dstV = toOutput ? valuesOut : tmpValues;
     const int shift = 4 * pass;
+    const KernelArg at = KernelArg::i32(shift), below = KernelArg::i32(endBit);
     const KernelArg given = KernelArg::i32(widthGiven ? 1 : 0), writesOutput = KernelArg::i32(toOutput ? 1 : 0);
     if (groups) {
       launchGroups(q, "da_alg_radix_tile_counts", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, endWord, buf(srcK),
-                    buf(hist)});
+                   {i64(count), i64(tiles), at, below, given, buf(width), endFlag, endWord, buf(srcK), buf(hist)});
       scanTiles(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launchGroups(q, "da_alg_radix_tile_scatter", tiles,
-                   {i64(count), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width), endFlag, endWord,
-                    buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
+                   {i64(count), i64(tiles), at, below, writesOutput, given, buf(width), endFlag, endWord, buf(hist),
+                    buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     } else {
       launch1d(q, "da_alg_radix_count", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), given, buf(width), endFlag, endWord,
-                buf(srcK), buf(hist)});
+               {i64(count), i64(kChunk), i64(tiles), at, below, given, buf(width), endFlag, endWord, buf(srcK),
+                buf(hist)});
       scanLevel(q, temps, hist, hist, DA_ALG_DIGITS * tiles, ScanGate{shift, widthGiven, width});
       launch1d(q, "da_alg_radix_scatter", tiles,
-               {i64(count), i64(kChunk), i64(tiles), KernelArg::i32(shift), writesOutput, given, buf(width),
-                endFlag, endWord, buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
+               {i64(count), i64(kChunk), i64(tiles), at, below, writesOutput, given, buf(width), endFlag, endWord,
+                buf(hist), buf(srcK), buf(srcV), buf(dstK), buf(dstV)});
     }
     srcK = dstK;
     srcV = dstV;

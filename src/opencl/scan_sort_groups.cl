@@ -135,21 +135,18 @@ DA_KERNEL_GROUP(da_alg_scan_tiles_in_turn, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_SCA
 
 /* ---------------------------------------------------------- radix sort ---- */
 
-/* The digit of `key` that the pass at `shift` sorts by. */
-inline int da_alg_digit(da_u64 key, int shift) { return (int)((key >> shift) & (DA_ALG_DIGITS - 1)); }
-
 /* Counter copies per digit in da_alg_radix_tile_counts: work items spread their
  * increments over them, so that keys of one digit (say, all high bits zero) do not
  * all wait on one local atomic. */
 #define DA_ALG_COUNT_COPIES 8
 
 /* hist[d * tiles + t] = how many keys of tile t of keys[0, n) have digit d
- * (DA_ALG_RADIX_BITS bits at `shift`), counting the keys before the keyed end only
+ * (DA_ALG_RADIX_BITS bits at `shift`, below endBit), counting the keys before the keyed end only
  * (endGiven, keyedEnd: see DA_ALG_KEYED_COUNT); nothing for a pass past the key width
  * (widthGiven, width: see DA_ALG_PASS_SORTS). */
 #define DA_ALG_RADIX_TILE_COUNTS_PARAMS(S0, B0, S, B)                                                      \
-  S0(long, n) S(long, tiles) S(int, shift) S(int, widthGiven) B(const da_u32, width) S(int, endGiven)      \
-      B(const da_u32, keyedEnd) B(const da_u64, keys) B(da_u32, hist)
+  S0(long, n) S(long, tiles) S(int, shift) S(int, endBit) S(int, widthGiven) B(const da_u32, width)      \
+      S(int, endGiven) B(const da_u32, keyedEnd) B(const da_u64, keys) B(da_u32, hist)
 DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_COUNTS_PARAMS)) {
   DA_BUFFERS_INIT(DA_ALG_RADIX_TILE_COUNTS_PARAMS);
   DA_LOCAL_ARRAY(da_u32, counts, DA_ALG_DIGITS * DA_ALG_COUNT_COPIES);
@@ -163,7 +160,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_counts, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADI
   for (int k = 0; k < DA_ALG_SORT_ITEMS; ++k) {
     const long i = base + k * DA_ALG_GROUP + item;
     if (i < m) {
-      const int d = da_alg_digit(keys[i], shift);
+      const int d = DA_ALG_DIGIT(keys[i], shift, endBit);
       atomic_inc(&counts[d * DA_ALG_COUNT_COPIES + item % DA_ALG_COUNT_COPIES]);
     }
   }
@@ -188,7 +185,8 @@ inline da_u32 da_alg_packed_count(const da_u32* c, int d) {
  * da_alg_radix_tile_counts). A pass past the key width copies the tile instead, or does
  * nothing (DA_ALG_PASS_COPIES). */
 #define DA_ALG_RADIX_TILE_SCATTER_PARAMS(S0, B0, S, B)                                                     \
-  S0(long, n) S(long, tiles) S(int, shift) S(int, toOutput) S(int, widthGiven) B(const da_u32, width)      \
+  S0(long, n) S(long, tiles) S(int, shift) S(int, endBit) S(int, toOutput) S(int, widthGiven)            \
+      B(const da_u32, width)                                                                               \
       S(int, endGiven) B(const da_u32, keyedEnd) B(const da_u32, offsets) B(const da_u64, keysIn)          \
       B(const da_u32, valuesIn) B(da_u64, keysOut) B(da_u32, valuesOut)
 DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_TILE_SCATTER_PARAMS)) {
@@ -238,7 +236,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
     if (j < size) {
       key[e] = tileKeys[j];
       value[e] = tileValues[j];
-      const int d = da_alg_digit(key[e], shift);
+      const int d = DA_ALG_DIGIT(key[e], shift, endBit);
       digit[e] = d;
       before[e] = da_alg_packed_count(mine, d);
       for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) mine[w] += w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;
@@ -274,7 +272,7 @@ DA_KERNEL_GROUP(da_alg_radix_tile_scatter, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RAD
     const int j = k * DA_ALG_GROUP + item;
     if (j < size) {
       const da_u64 k64 = tileKeys[j];
-      const int d = da_alg_digit(k64, shift);
+      const int d = DA_ALG_DIGIT(k64, shift, endBit);
       const da_u32 position = digitOffset[d] + (da_u32)j - digitStart[d];
       keysOut[position] = k64;
       valuesOut[position] = tileValues[j];
@@ -313,7 +311,7 @@ DA_KERNEL_GROUP(da_alg_radix_rest, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_REST_
     if (item < DA_ALG_DIGITS) digitStart[item] = 0u;
     DA_BARRIER();
     for (long i = item; i < m; i += DA_ALG_GROUP)
-      atomic_inc(&digitStart[da_alg_digit(srcK[i], shift)]);
+      atomic_inc(&digitStart[DA_ALG_DIGIT(srcK[i], shift, endBit)]);
     DA_BARRIER();
     if (item == 0) {
       da_u32 sum = 0u;
@@ -325,7 +323,7 @@ DA_KERNEL_GROUP(da_alg_radix_rest, DA_ALG_GROUP, 1)(DA_PARAMS(DA_ALG_RADIX_REST_
     }
     for (long base = 0; base < m; base += DA_ALG_GROUP) {
       const long i = base + item;
-      const int d = i < m ? da_alg_digit(srcK[i], shift) : DA_ALG_DIGITS;
+      const int d = i < m ? DA_ALG_DIGIT(srcK[i], shift, endBit) : DA_ALG_DIGITS;
       da_u32 mine[DA_ALG_COUNT_WORDS];
       for (int w = 0; w < DA_ALG_COUNT_WORDS; ++w) {
         mine[w] = d < DA_ALG_DIGITS && w == (d >> 1) ? 1u << ((d & 1) * 16) : 0u;

@@ -63,9 +63,9 @@ DA_KERNEL(da_alg_scan_apply)(long n, long chunk, long chunks, int shift, int wid
 
 /* ---------------------------------------------------------- radix sort ---- */
 
-/* hist[d * chunks + c] = how many keys of chunk c have digit d (4 bits at `shift`),
- * counting the keys before the keyed end (DA_ALG_KEYED_COUNT) only. */
-DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int widthGiven,
+/* hist[d * chunks + c] = how many keys of chunk c have digit d (4 bits at `shift`,
+ * below endBit), counting the keys before the keyed end (DA_ALG_KEYED_COUNT) only. */
+DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int endBit, int widthGiven,
                               DA_BUFFER(const da_u32, width), int endGiven, DA_BUFFER(const da_u32, keyedEnd),
                               DA_BUFFER(const da_u64, keys), DA_BUFFER(da_u32, hist)) {
   DA_BUFFER_INIT(const da_u32, width);
@@ -78,7 +78,7 @@ DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int wi
   for (int d = 0; d < 16; ++d) count[d] = 0u;
   const long begin = c * chunk;
   const long end = min(begin + chunk, DA_ALG_KEYED_COUNT(n, endGiven, keyedEnd));
-  for (long i = begin; i < end; ++i) ++count[(keys[i] >> shift) & 15UL];
+  for (long i = begin; i < end; ++i) ++count[DA_ALG_DIGIT(keys[i], shift, endBit)];
   for (int d = 0; d < 16; ++d) hist[d * chunks + c] = count[d];
 }
 
@@ -86,7 +86,7 @@ DA_KERNEL(da_alg_radix_count)(long n, long chunk, long chunks, int shift, int wi
  * in order, from offsets[d*chunks+c].
  * A pass past the key width copies the chunk instead, or does nothing
  * (DA_ALG_PASS_COPIES in src/backend/scan_sort_geometry.h). */
-DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int toOutput, int widthGiven,
+DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int endBit, int toOutput, int widthGiven,
                                 DA_BUFFER(const da_u32, width), int endGiven, DA_BUFFER(const da_u32, keyedEnd),
                                 DA_BUFFER(const da_u32, offsets), DA_BUFFER(const da_u64, keysIn),
                                 DA_BUFFER(const da_u32, valuesIn), DA_BUFFER(da_u64, keysOut),
@@ -114,7 +114,7 @@ DA_KERNEL(da_alg_radix_scatter)(long n, long chunk, long chunks, int shift, int 
   for (int d = 0; d < 16; ++d) next[d] = offsets[d * chunks + c];
   for (long i = begin; i < end; ++i) {
     const da_u64 k = keysIn[i];
-    const da_u32 pos = next[(k >> shift) & 15UL]++;
+    const da_u32 pos = next[DA_ALG_DIGIT(k, shift, endBit)]++;
     keysOut[pos] = k;
     valuesOut[pos] = valuesIn[i];
   }
