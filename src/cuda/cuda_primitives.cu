@@ -249,12 +249,7 @@ cudaError_t radixSortPairs(void* temp, std::size_t& bytes, const std::uint64_t* 
 /// over the same keys.
 int cubSortedLowBits(int likelyKeyBits, int endBit, int count) {
   if (likelyKeyBits <= 0) return std::min(kDeviceSortedLowBits, endBit);
-#if DEVICEARRAY_SMALL_RADIX_SORT
   const int digitBits = sortsSmall(count) ? smallSortDigitBits(likelyKeyBits) : 8;
-#else
-  (void)count;
-  const int digitBits = 8;
-#endif
   return std::min(endBit, (likelyKeyBits + digitBits - 1) / digitBits * digitBits);
 }
 
