@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -134,6 +135,147 @@ TEST_P(NormalsTest, PlaneFitOnAPlaneAndAtItsCorners) {
   }
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(4, sq()); }, "even window");
   datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(17, sq()); }, "window > 15");
+}
+
+/// The smallest eigenvector of a symmetric 3x3 matrix by cyclic Jacobi rotations in
+/// double: an independent route to the kernel's closed form. Also returns the middle
+/// and largest eigenvalues, so that callers can skip neighbourhoods without a plane.
+struct Eigen3 {
+  std::array<double, 3> smallest;
+  double middle, largest;
+};
+Eigen3 jacobiEigen(std::array<std::array<double, 3>, 3> a) {
+  std::array<std::array<double, 3>, 3> v = {{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}};
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    const double off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
+    if (off <= 1e-30 * (a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2])) break;
+    for (int p = 0; p < 2; ++p)
+      for (int q = p + 1; q < 3; ++q) {
+        if (a[p][q] == 0.0) continue;
+        const double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; ++k) {  // a <- a J, then J^T a
+          const double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; ++k) {
+          const double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; ++k) {
+          const double vkp = v[k][p], vkq = v[k][q];
+          v[k][p] = c * vkp - s * vkq;
+          v[k][q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  std::array<int, 3> order = {0, 1, 2};
+  std::sort(order.begin(), order.end(), [&](int i, int j) { return a[i][i] < a[j][j]; });
+  const int s = order[0];
+  return {{v[0][s], v[1][s], v[2][s]}, a[order[1]][order[1]], a[order[2]][order[2]]};
+}
+
+/// The organized plane fit written from its rule, in double: a point's neighbours are the
+/// valid points of its window within 3 * ring grid steps (ring = Chebyshev distance on the
+/// grid, step = distance to the nearest valid 4-neighbour), all valid ones when those are
+/// fewer than 3 or lie on a line; the normal points towards the camera at the origin. NaN
+/// where a point is missing or has fewer than 3 neighbours; `degenerate` marks points
+/// whose neighbourhood has no clear plane, where float and double may disagree.
+std::vector<std::array<double, 3>> hostPlaneFit(const HostPointCloud& c, int window, std::vector<char>& degenerate) {
+  const int w = c.width, h = c.height, radius = window / 2;
+  auto at = [&](int r, int col) -> const float* {
+    if (r < 0 || col < 0 || r >= h || col >= w) return nullptr;
+    const float* p = &c.xyz[3 * (std::size_t(r) * std::size_t(w) + std::size_t(col))];
+    return std::isfinite(p[0]) && std::isfinite(p[1]) && std::isfinite(p[2]) ? p : nullptr;
+  };
+  auto distance2 = [](const float* p, const float* q) {  // in float, as the kernel selects
+    const float dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+    return dx * dx + dy * dy + dz * dz;
+  };
+  std::vector<std::array<double, 3>> out(c.size(), {NAN, NAN, NAN});
+  degenerate.assign(c.size(), 0);
+  for (int r = 0; r < h; ++r)
+    for (int col = 0; col < w; ++col) {
+      const float* p = at(r, col);
+      if (!p) continue;
+      float step2 = INFINITY;
+      for (const auto [dr, dc] : {std::pair{0, -1}, {0, 1}, {-1, 0}, {1, 0}})
+        if (const float* q = at(r + dr, col + dc)) step2 = std::min(step2, distance2(p, q));
+      auto gather = [&](bool near) {
+        std::vector<const float*> set;
+        for (int dr = -radius; dr <= radius; ++dr)
+          for (int dc = -radius; dc <= radius; ++dc) {
+            const float* q = at(r + dr, col + dc);
+            const float reach = 3.0f * float(std::max(std::abs(dr), std::abs(dc)));
+            if (q && (!near || distance2(p, q) <= reach * reach * step2)) set.push_back(q);
+          }
+        return set;
+      };
+      const std::size_t i = std::size_t(r) * std::size_t(w) + std::size_t(col);
+      auto fit = [&](const std::vector<const float*>& set) -> bool {
+        if (set.size() < 3) return false;
+        std::array<double, 3> mean = {0, 0, 0};
+        for (const float* q : set)
+          for (int k = 0; k < 3; ++k) mean[std::size_t(k)] += q[k];
+        for (double& m : mean) m /= double(set.size());
+        std::array<std::array<double, 3>, 3> cov{};
+        for (const float* q : set)
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+              cov[std::size_t(a)][std::size_t(b)] += (q[a] - mean[std::size_t(a)]) * (q[b] - mean[std::size_t(b)]);
+        const Eigen3 e = jacobiEigen(cov);
+        if (!(e.middle > 1e-9 * e.largest)) return false;  // a line or a point: no plane
+        const double towards = e.smallest[0] * p[0] + e.smallest[1] * p[1] + e.smallest[2] * p[2] > 0 ? -1 : 1;
+        for (int k = 0; k < 3; ++k) out[i][std::size_t(k)] = towards * e.smallest[std::size_t(k)];
+        // Close middle and smallest eigenvalues leave the normal ill-defined in float.
+        const double smallest = cov[0][0] + cov[1][1] + cov[2][2] - e.middle - e.largest;
+        degenerate[i] = e.middle < 4 * std::max(smallest, 0.0);
+        return true;
+      };
+      if (!fit(gather(std::isfinite(step2))) && !fit(gather(false))) degenerate[i] = 1;
+    }
+  return out;
+}
+
+TEST_P(NormalsTest, PlaneFitFollowsItsNeighbourRuleOnEveryWindow) {
+  // A scene with depth edges, shadows and dropouts, plus square holes so that some points
+  // have no valid 4-neighbour: every window against the rule computed on the host.
+  HostPointCloud c = scene(240, 150);
+  for (int r = 40; r < 150; r += 23)
+    for (int col = 30; col < 240; col += 31)
+      for (int k = 0; k < 9; ++k) {
+        const std::size_t i = std::size_t(r + k / 3) * 240 + std::size_t(col + k % 3);
+        if (k != 4) c.xyz[3 * i] = c.xyz[3 * i + 1] = c.xyz[3 * i + 2] = NAN;  // an isolated point in a hole
+      }
+  const PointCloud cloud = PointCloud::fromHost(c, dev());
+  for (int window = 3; window <= 15; window += 2) {
+    std::vector<char> degenerate;
+    const auto want = hostPlaneFit(c, window, degenerate);
+    const auto got = cloud.deviceNormalsXYZ(window, sq()).toHost();
+    std::size_t compared = 0, far = 0, missingMismatch = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (!c.isValid(i)) {
+        EXPECT_TRUE(std::isnan(got[i].x)) << "window " << window << " point " << i;
+        continue;
+      }
+      if (degenerate[i]) continue;
+      if (std::isnan(want[i][0]) != std::isnan(got[i].x)) {
+        ++missingMismatch;
+        continue;
+      }
+      if (std::isnan(want[i][0])) continue;
+      ++compared;
+      const double d = want[i][0] * got[i].x + want[i][1] * got[i].y + want[i][2] * got[i].z;
+      if (std::acos(std::clamp(d, -1.0, 1.0)) * 180.0 / std::numbers::pi > 0.05) ++far;
+    }
+    EXPECT_GT(compared, c.validCount() * 9 / 10) << "window " << window;
+    EXPECT_EQ(missingMismatch, 0u) << "window " << window;
+    // A neighbour within float rounding of its reach may fall on either side of it.
+    EXPECT_LE(far, compared / 2000) << "window " << window;
+  }
 }
 
 TEST_P(NormalsTest, UnorganizedNearestNeighbourNormals) {

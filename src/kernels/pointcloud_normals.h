@@ -32,6 +32,25 @@ DA_FN void da_nrm_add(da_nrm_moments* m, float dx, float dy, float dz) {
   ++m->count;
 }
 
+/* da_nrm_add of the offsets when `take`, else of zeros: a select instead of a branch, so
+ * that a warp never splits over which neighbours it takes (the window kernels spend most
+ * of their instructions here), and the NaN offsets of missing points never reach a sum. */
+DA_FN void da_nrm_add_if(da_nrm_moments* m, int take, float dx, float dy, float dz) {
+  dx = take ? dx : 0.0f;
+  dy = take ? dy : 0.0f;
+  dz = take ? dz : 0.0f;
+  m->x += dx;
+  m->y += dy;
+  m->z += dz;
+  m->xx += dx * dx;
+  m->xy += dx * dy;
+  m->xz += dx * dz;
+  m->yy += dy * dy;
+  m->yz += dy * dz;
+  m->zz += dz * dz;
+  m->count += take ? 1 : 0;
+}
+
 DA_FN float da_nrm_length2(float x, float y, float z) { return x * x + y * y + z * z; }
 
 /* The unit eigenvector of the smallest eigenvalue of the symmetric matrix
@@ -43,20 +62,23 @@ DA_FN int da_nrm_smallest_eigenvector(float a00, float a01, float a02, float a11
   const float scale = da_fmaxf(da_fmaxf(da_fmaxf(da_fabsf(a00), da_fabsf(a01)), da_fmaxf(da_fabsf(a02), da_fabsf(a11))),
                                da_fmaxf(da_fabsf(a12), da_fabsf(a22)));
   if (!(scale > 0.0f) || !da_pc_finite(scale)) return 0;
-  a00 /= scale;
-  a01 /= scale;
-  a02 /= scale;
-  a11 /= scale;
-  a12 /= scale;
-  a22 /= scale;
-  const float q = (a00 + a11 + a22) / 3.0f;
+  /* Products by reciprocals, not quotients: each IEEE division is a dozen instructions,
+   * and these only bring the entries near 1. */
+  const float inverseScale = 1.0f / scale;
+  a00 *= inverseScale;
+  a01 *= inverseScale;
+  a02 *= inverseScale;
+  a11 *= inverseScale;
+  a12 *= inverseScale;
+  a22 *= inverseScale;
+  const float q = (a00 + a11 + a22) * (1.0f / 3.0f);
   const float b00 = a00 - q, b11 = a11 - q, b22 = a22 - q;
-  const float p2 = (b00 * b00 + b11 * b11 + b22 * b22 + 2.0f * (a01 * a01 + a02 * a02 + a12 * a12)) / 6.0f;
+  const float p2 = (b00 * b00 + b11 * b11 + b22 * b22 + 2.0f * (a01 * a01 + a02 * a02 + a12 * a12)) * (1.0f / 6.0f);
   if (!(p2 > 0.0f)) return 0;
   const float p = da_sqrtf(p2);
   const float det = b00 * (b11 * b22 - a12 * a12) - a01 * (a01 * b22 - a12 * a02) + a02 * (a01 * a12 - b11 * a02);
   const float r = da_fminf(da_fmaxf(det / (2.0f * p2 * p), -1.0f), 1.0f);
-  const float lambda = q + 2.0f * p * da_cosf(da_acosf(r) / 3.0f + 2.0943951f); /* + 2 pi / 3: the smallest */
+  const float lambda = q + 2.0f * p * da_cosf(da_acosf(r) * (1.0f / 3.0f) + 2.0943951f); /* + 2 pi / 3: the smallest */
   const float r0x = a00 - lambda, r0y = a01, r0z = a02;
   const float r1x = a01, r1y = a11 - lambda, r1z = a12;
   const float r2x = a02, r2y = a12, r2z = a22 - lambda;
@@ -92,11 +114,12 @@ DA_FN int da_nrm_smallest_eigenvector(float a00, float a01, float a02, float a11
 DA_FN int da_nrm_fit(const da_nrm_moments* m, float px, float py, float pz, float camX, float camY, float camZ,
                      float* n) {
   if (m->count < 3) return 0;
-  const float c = (float)m->count;
-  const float mx = m->x / c, my = m->y / c, mz = m->z / c;
+  const float inverseCount = 1.0f / (float)m->count;
+  const float mx = m->x * inverseCount, my = m->y * inverseCount, mz = m->z * inverseCount;
   float e[3];
-  if (!da_nrm_smallest_eigenvector(m->xx / c - mx * mx, m->xy / c - mx * my, m->xz / c - mx * mz,
-                                   m->yy / c - my * my, m->yz / c - my * mz, m->zz / c - mz * mz, e))
+  if (!da_nrm_smallest_eigenvector(m->xx * inverseCount - mx * mx, m->xy * inverseCount - mx * my,
+                                   m->xz * inverseCount - mx * mz, m->yy * inverseCount - my * my,
+                                   m->yz * inverseCount - my * mz, m->zz * inverseCount - mz * mz, e))
     return 0;
   const float s = e[0] * (px - camX) + e[1] * (py - camY) + e[2] * (pz - camZ) > 0.0f ? -1.0f : 1.0f;
   n[0] = s * e[0];
@@ -111,35 +134,55 @@ DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
   out[3 * i + 2] = n[2];
 }
 
-/* The points of a tile and its halo of `radius`, staged in local memory: every point of
- * the grid is read by up to (2 radius + 1)^2 work items, which then read it from the
- * work-group's copy instead of global memory. Points outside the grid are NaN.
+/* The squared grid step at a point: the squared distance to its nearest valid
+ * 4-neighbour, +inf when it has none (fmin passes over the NaN of a missing one). */
+DA_FN float da_nrm_step2(float4 p, float4 west, float4 east, float4 north, float4 south) {
+  const float4 side[4] = {west, east, north, south};
+  float step2 = DA_INFINITY;
+  for (int k = 0; k < 4; ++k) {
+    const float dx = side[k].x - p.x, dy = side[k].y - p.y, dz = side[k].z - p.z;
+    step2 = da_fminf(step2, dx * dx + dy * dy + dz * dz);
+  }
+  return step2;
+}
+
+/* The squared reach of window ring k: 3 k grid steps, clamped to the largest float so
+ * that a NaN or infinite distance is never within it. */
+DA_FN float da_nrm_reach2(int k, float step2) { return da_fminf((float)(9 * k * k) * step2, 3.402823466e38f); }
+
+/* The points of a tile and its halo of `radius`, staged in local memory as float4 (one
+ * load per neighbour instead of three): every point of the grid is read by up to
+ * (2 radius + 1)^2 work items, which then read it from the work-group's copy instead of
+ * global memory. Points outside the grid are NaN.
  *
  * The neighbours are the valid points of the window that lie on the point's surface:
  * within 3 grid steps' worth of distance per window ring, a step being the distance to
  * the nearest valid 4-neighbour, so that a window straddling a depth edge does not mix
- * two surfaces. When they are fewer than 3 or lie on a line, all valid ones count.
+ * two surfaces. When they are fewer than 3 or lie on a line, all valid ones count. A
+ * point without a valid 4-neighbour has no step: its reach is unbounded, which takes all
+ * valid ones at once.
  *
  * One instance per radius (da_nrm_window_<radius>): with the window a constant, the
- * column loop unrolls, each column's ring bound folds into a constant and the tile holds
- * only the halo it needs, which is most of the kernel's time at the common radii. */
+ * loops unroll, each column's reach is a register and the tile holds only the halo it
+ * needs. The kernel is bound by its instructions, not by memory, so the loop body is
+ * kept branch-free: the ring's reach is the larger of its row's and its column's (the
+ * reach grows with the ring), the limits are clamped to the largest float (so that a
+ * NaN or infinite distance is never within reach without a test of its own) and the
+ * neighbour is added through a select. The point itself is counted once, outside. */
 #define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
   DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 6)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
     DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);                                                                             \
     enum { spanW = DA_NRM_TILE_W + 2 * (R), spanH = DA_NRM_TILE_H + 2 * (R) };                                         \
-    DA_LOCAL_ARRAY(float, tileX, spanW * spanH);                                                                       \
-    DA_LOCAL_ARRAY(float, tileY, spanW * spanH);                                                                       \
-    DA_LOCAL_ARRAY(float, tileZ, spanW * spanH);                                                                       \
+    DA_LOCAL_ARRAY(float4, tile, spanW * spanH);                                                                       \
     const int tilesPerRow = (width + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W;                                               \
     const int group = (int)DA_GROUP_ID();                                                                              \
     const int left = (group % tilesPerRow) * DA_NRM_TILE_W - (R), top = (group / tilesPerRow) * DA_NRM_TILE_H - (R);  \
     for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {                                        \
       const int x = left + t % spanW, y = top + t / spanW;                                                             \
-      const int inside = x >= 0 && y >= 0 && x < width && y < height;                                                  \
-      const long j = inside ? (long)y * width + x : 0;                                                                 \
-      tileX[t] = inside ? xyz[3 * j] : DA_NAN;                                                                         \
-      tileY[t] = inside ? xyz[3 * j + 1] : DA_NAN;                                                                     \
-      tileZ[t] = inside ? xyz[3 * j + 2] : DA_NAN;                                                                     \
+      const long j = (long)y * width + x;                                                                              \
+      tile[t] = x >= 0 && y >= 0 && x < width && y < height                                                            \
+                    ? da_make_float4(xyz[3 * j], xyz[3 * j + 1], xyz[3 * j + 2], 0.0f)                                 \
+                    : da_make_float4(DA_NAN, DA_NAN, DA_NAN, DA_NAN);                                                  \
     }                                                                                                                  \
     DA_BARRIER();                                                                                                      \
     const int lx = DA_LOCAL_ID() % DA_NRM_TILE_W, ly = DA_LOCAL_ID() / DA_NRM_TILE_W;                                  \
@@ -147,45 +190,38 @@ DA_FN void da_nrm_store(DA_GLOBAL float* out, long i, const float* n) {
     if (c >= width || r >= height) return;                                                                             \
     const long i = (long)r * width + c;                                                                                \
     const int centre = (ly + (R)) * spanW + lx + (R);                                                                  \
-    const float px = tileX[centre], py = tileY[centre], pz = tileZ[centre];                                            \
-    if (!da_pc_valid(px, py, pz)) {                                                                                    \
+    const float4 p = tile[centre];                                                                                     \
+    if (!da_pc_valid(p.x, p.y, p.z)) {                                                                                 \
       normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;                                               \
       return;                                                                                                          \
     }                                                                                                                  \
-    float step2 = -1.0f;                                                                                               \
-    for (int k = 0; k < 4; ++k) {                                                                                      \
-      const int j = centre + (k == 0 ? -1 : k == 1 ? 1 : k == 2 ? -spanW : spanW);                                     \
-      const float dx = tileX[j] - px, dy = tileY[j] - py, dz = tileZ[j] - pz;                                          \
-      const float d2 = dx * dx + dy * dy + dz * dz;                                                                    \
-      if (da_pc_finite(d2) && (step2 < 0.0f || d2 < step2)) step2 = d2;                                                \
-    }                                                                                                                  \
-    /* Only the near points are summed here; the fallback to all valid points is rare                               \
-     * (isolated points, lines), so it walks the window again. */                                                      \
-    da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                                             \
-    if (step2 >= 0.0f) {                                                                                               \
-      for (int dy = -(R); dy <= (R); ++dy) {                                                                           \
-        const int ring = dy < 0 ? -dy : dy;                                                                            \
-        const int row = centre + dy * spanW;                                                                           \
-        DA_UNROLL for (int dx = -(R); dx <= (R); ++dx) {                                                               \
-          const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;                 \
-          const float d2 = ox * ox + oy * oy + oz * oz;                                                                \
-          const int cring = dx < 0 ? -dx : dx;                                                                         \
-          const float reach = 3.0f * (float)(cring > ring ? cring : ring);                                             \
-          if (da_pc_finite(d2) && d2 <= reach * reach * step2) da_nrm_add(&near, ox, oy, oz);                          \
-        }                                                                                                              \
+    float step2 = da_nrm_step2(p, tile[centre - 1], tile[centre + 1], tile[centre - spanW], tile[centre + spanW]);     \
+    float reach2[(R) + 1]; /* squared reach of each ring, indexed by the unrolled column */                            \
+    DA_UNROLL for (int k = 0; k <= (R); ++k) reach2[k] = da_nrm_reach2(k, step2);                                      \
+    da_nrm_moments near = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};                                                             \
+    for (int dy = -(R); dy <= (R); ++dy) {                                                                             \
+      const float rowReach2 = da_nrm_reach2(dy, step2);                                                                \
+      const int row = centre + dy * spanW;                                                                             \
+      DA_UNROLL for (int dx = -(R); dx <= (R); ++dx) {                                                                 \
+        const float4 q = tile[row + dx];                                                                               \
+        const float ox = q.x - p.x, oy = q.y - p.y, oz = q.z - p.z;                                                    \
+        const float d2 = ox * ox + oy * oy + oz * oz;                                                                  \
+        const int within = d2 <= da_fmaxf(rowReach2, reach2[dx < 0 ? -dx : dx]) && (dx != 0 || dy != 0);              \
+        da_nrm_add_if(&near, within, ox, oy, oz);                                                                      \
       }                                                                                                                \
     }                                                                                                                  \
     float n[3] = {DA_NAN, DA_NAN, DA_NAN};                                                                             \
-    if (!da_nrm_fit(&near, px, py, pz, camX, camY, camZ, n)) {                                                         \
-      da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                                            \
+    if (!da_nrm_fit(&near, p.x, p.y, p.z, camX, camY, camZ, n) && da_pc_finite(step2)) {                              \
+      /* Rare (isolated points, lines): all valid points of the window. */                                             \
+      da_nrm_moments all = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1};                                                            \
       for (int dy = -(R); dy <= (R); ++dy) {                                                                           \
-        const int row = centre + dy * spanW;                                                                           \
         for (int dx = -(R); dx <= (R); ++dx) {                                                                         \
-          const float ox = tileX[row + dx] - px, oy = tileY[row + dx] - py, oz = tileZ[row + dx] - pz;                 \
-          if (da_pc_finite(ox * ox + oy * oy + oz * oz)) da_nrm_add(&all, ox, oy, oz);                                 \
+          const float4 q = tile[centre + dy * spanW + dx];                                                             \
+          const float ox = q.x - p.x, oy = q.y - p.y, oz = q.z - p.z;                                                  \
+          da_nrm_add_if(&all, da_pc_finite(ox * ox + oy * oy + oz * oz) && (dx != 0 || dy != 0), ox, oy, oz);          \
         }                                                                                                              \
       }                                                                                                                \
-      da_nrm_fit(&all, px, py, pz, camX, camY, camZ, n);                                                               \
+      da_nrm_fit(&all, p.x, p.y, p.z, camX, camY, camZ, n);                                                            \
     }                                                                                                                  \
     da_nrm_store(normals, i, n);                                                                                       \
   }

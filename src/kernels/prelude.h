@@ -62,6 +62,7 @@ typedef uint4 da_u32x4;
 #define DA_BY_VALUE(T, name) const T name
 #define da_mul_hi(a, b) mul_hi((uint)(a), (uint)(b))
 #define DA_NAN NAN
+#define DA_INFINITY INFINITY
 typedef char da_i8;
 typedef uchar da_u8;
 typedef short da_i16;
@@ -125,6 +126,7 @@ typedef uint4 da_u32x4;
 #define DA_BUFFER(T, name) T* name
 #define DA_BUFFER_INIT(T, name) (void)0
 #define DA_NAN NAN
+#define DA_INFINITY INFINITY
 typedef std::int8_t da_i8;
 typedef std::uint8_t da_u8;
 typedef std::int16_t da_i16;
