@@ -499,6 +499,11 @@ def frame_pipeline_targets(m: Measurements) -> list[Verdict]:
             v.append(_time_verdict(f"{label} pipeline replayed as a CUDA graph", graph, PIPELINE_TARGET_US[frame],
                                    "the kernels' own time: the voxel sort over the compaction's capacity",
                                    _launch_us(m)))
+    # The stitching issue's frame budget: the same pipeline with plane-fit normals.
+    v.append(_time_verdict("1920×1200 pipeline with plane-fit normals (window 5, fitted where the ROI keeps)",
+                           pipeline_result(m, FRAME_ELEMENTS, "pc_pipeline_plane_fit"),
+                           PIPELINE_TARGET_US[FRAME_ELEMENTS], "the plane fit's arithmetic and the voxel sort",
+                           _launch_us(m)))
     for op, need in STAGE_TARGET_US.items():
         v.append(_time_verdict(f"1920×1200 {op.removeprefix('pc_')} stage", pipeline_result(m, FRAME_ELEMENTS, op),
                                need, "sort/scan kernels and their launches", _launch_us(m)))

@@ -23,6 +23,10 @@
 //
 // pc_pipeline_graph (CUDA devices) is the pipeline captured once into a CUDA graph and
 // launched once per frame: what a frame loop that replays a graph pays.
+//
+// pc_normals_plane_fit is the stitching pipeline's normals alone (the plane fit over a
+// 5 x 5 window of the whole downsampled grid); pc_pipeline_plane_fit the pipeline with
+// them, fitted only where the ROI keeps points, as runPipeline and FrameLoop fit them.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -205,7 +209,23 @@ Inputs prepare(const da::HostPointCloud& scene, const da::ComputeDevice& device,
   return in;
 }
 
-enum class Stage { downsample, normals, transform, roi, unorganize, voxel, pipeline, fineVoxel, pipelineGraph };
+enum class Stage {
+  downsample,
+  normals,
+  transform,
+  roi,
+  unorganize,
+  voxel,
+  pipeline,
+  fineVoxel,
+  pipelineGraph,
+  planeFitNormals,
+  pipelinePlaneFit,
+};
+
+// The plane-fit window of the stitching pipeline's normals on a 2x2-downsampled frame
+// (docs/stitching.md): the smallest whose median error stays under 2 degrees there.
+constexpr int kPlaneFitWindow = 5;
 
 // Bytes a point carries through the stages: XYZ, RGBA and SNR.
 constexpr double kPointBytes = 12 + 4 + 4;
@@ -225,7 +245,9 @@ double stageBytes(const Inputs& in, Stage which) {
   };
   // The fine grid keeps about every point: the points in and as many out.
   if (which == Stage::fineVoxel) return 2 * kept * kPointBytes;
-  if (which != Stage::pipeline && which != Stage::pipelineGraph) return bytes[static_cast<int>(which)];
+  if (which == Stage::planeFitNormals) return bytes[static_cast<int>(Stage::normals)];
+  if (which != Stage::pipeline && which != Stage::pipelineGraph && which != Stage::pipelinePlaneFit)
+    return bytes[static_cast<int>(which)];
   double sum = 0;
   for (double b : bytes) sum += b;
   return sum;
@@ -290,11 +312,21 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
       pointsOut = lastOut.size();
       break;
     }
+    case Stage::planeFitNormals:
+      timeStage(state, stream, [&] {
+        const auto normals = in.downsampled.deviceNormalsXYZ(kPlaneFitWindow, stream);
+        pointsOut = normals.size();
+      });
+      break;
     case Stage::pipeline:
-    case Stage::pipelineGraph: {
+    case Stage::pipelineGraph:
+    case Stage::pipelinePlaneFit: {
       const auto pipeline = [&] {
         da::PointCloud cloud = in.full.downsampled(da::Downsampling::by2x2, stream);
-        const auto normals = cloud.deviceNormalsXYZ(stream);
+        // The stitching pipeline's normals: the plane fit, only where the ROI keeps points.
+        const auto normals = which == Stage::pipelinePlaneFit
+                                 ? cloud.deviceNormalsXYZ(kPlaneFitWindow, box, m, stream)
+                                 : cloud.deviceNormalsXYZ(stream);
         cloud.transform(m, stream);
         cloud.maskByRegionOfInterest(box, stream);
         // The voxel grid straight from the grid, as FrameLoop runs it: the compaction
@@ -302,7 +334,7 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
         lastOut = cloud.voxelDownsampled(kVoxelMm, 1, stream);
         benchmark::DoNotOptimize(normals.devicePointer());
       };
-      if (which == Stage::pipeline) {
+      if (which != Stage::pipelineGraph) {
         timeStage(state, stream, pipeline);
       } else if (!timeAsGraph(state, stream, pipeline)) {
         return;
@@ -312,7 +344,8 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
     }
   }
   state.counters["points_in"] = static_cast<double>(which == Stage::downsample || which == Stage::pipeline ||
-                                                            which == Stage::pipelineGraph
+                                                            which == Stage::pipelineGraph ||
+                                                            which == Stage::pipelinePlaneFit
                                                         ? in.full.size()
                                                     : which == Stage::voxel || which == Stage::fineVoxel
                                                         ? in.unorganized.size()
@@ -330,6 +363,7 @@ int main(int argc, char** argv) {
       {"pc_unorganize", Stage::unorganize},     {"pc_voxel", Stage::voxel},
       {"pc_pipeline", Stage::pipeline},         {"pc_voxel_fine", Stage::fineVoxel},
       {"pc_pipeline_graph", Stage::pipelineGraph},
+      {"pc_normals_plane_fit", Stage::planeFitNormals}, {"pc_pipeline_plane_fit", Stage::pipelinePlaneFit},
   };
   for (const auto& device : da::ComputeDevice::all())
     for (const CameraSize camera : kCameras) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -512,6 +513,42 @@ TEST_P(FramePipeline, NormalWindowGivesThePlaneFitOfTheCloudMethod) {
   }
   EXPECT_GT(compared, want.size() / 2);
   EXPECT_GT(differsFromCentral, compared / 10) << "the window, not central differences, made these normals";
+}
+
+TEST_P(FramePipeline, RoiLeavesThePlaneFitOfTheKeptPointsAsItWas) {
+  // With an ROI the plane fit skips the points it removes; the points it keeps must get
+  // the normals the pipeline gives them without an ROI, on a grid and compacted.
+  const char* box = "-450,-350,0,450,-350,0,-450,400,0,0,5000";
+  for (const bool unorganize : {false, true}) {
+    std::vector<std::string> args = {"--downsample", "2x2", "--normals", "--normal-window", "5", "--transform", kRigid};
+    if (unorganize) args.push_back("--unorganize");
+    const PipelineResult all = devicearray::runPipeline(scene_, PipelineStages::parse(args), device());
+    args.insert(args.end(), {"--roi", box});
+    const PipelineResult kept = devicearray::runPipeline(scene_, PipelineStages::parse(args), device());
+    ASSERT_LT(kept.cloud.validCount(), all.cloud.validCount() * 3 / 4) << "the box removes points";
+    ASSERT_GT(kept.cloud.validCount(), all.cloud.validCount() / 4) << "and keeps points";
+    // Every kept point is the next equal point of the cloud without the ROI (compaction
+    // keeps the grid's order; on a grid the index is the same).
+    std::size_t j = 0, compared = 0;
+    for (std::size_t i = 0; i < kept.cloud.size(); ++i) {
+      if (!kept.cloud.isValid(i)) {
+        EXPECT_TRUE(std::isnan(kept.cloud.normals[3 * i])) << "removed point " << i;
+        continue;
+      }
+      if (unorganize)
+        while (j < all.cloud.size() && std::memcmp(&all.cloud.xyz[3 * j], &kept.cloud.xyz[3 * i], 12) != 0) ++j;
+      else
+        j = i;
+      ASSERT_LT(j, all.cloud.size()) << "kept point " << i << " is a point of the cloud without the ROI";
+      for (std::size_t k = 0; k < 3; ++k) {
+        const float a = all.cloud.normals[3 * j + k], b = kept.cloud.normals[3 * i + k];
+        EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "point " << i << " axis " << k;
+      }
+      compared += std::isnan(kept.cloud.normals[3 * i]) ? 0 : 1;
+      ++j;
+    }
+    EXPECT_GT(compared, kept.cloud.validCount() / 2) << (unorganize ? "unorganized" : "organized");
+  }
 }
 
 TEST_P(FramePipeline, WithoutStagesTheCloudComesBackUnchanged) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <random>
 
@@ -276,6 +277,65 @@ TEST_P(NormalsTest, PlaneFitFollowsItsNeighbourRuleOnEveryWindow) {
     // A neighbour within float rounding of its reach may fall on either side of it.
     EXPECT_LE(far, compared / 2000) << "window " << window;
   }
+}
+
+/// Bitwise equality of two normals, NaN equal to NaN.
+bool sameNormal(const NormalXYZ& a, const NormalXYZ& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST_P(NormalsTest, PlaneFitRestrictedToARegionOfInterestFitsWhatTheRegionKeeps) {
+  const HostPointCloud c = scene(240, 150);
+  const PointCloud cloud = PointCloud::fromHost(c, dev());
+  // A pose of the camera 4 degrees about y and 30 mm away, and a box in that frame
+  // around the middle of the view: the loop's transform, then its ROI.
+  const float a = 4.0f * float(std::numbers::pi) / 180.0f;
+  const Matrix4x4 pose = {std::cos(a), 0, std::sin(a), 30, 0, 1, 0, -5, -std::sin(a), 0, std::cos(a), 12, 0, 0, 0, 1};
+  const RegionOfInterestBox box{{-500, -300, 0}, {500, -300, 0}, {-500, 350, 0}, 0, 1700};
+  const auto full = cloud.deviceNormalsXYZ(5, sq()).toHost();
+  const auto restricted = cloud.deviceNormalsXYZ(5, box, pose, sq()).toHost();
+  // Which points the loop keeps, as the device's own transform and ROI decide.
+  const HostPointCloud kept = cloud.transformed(pose, sq()).maskedByRegionOfInterest(box, sq()).toHost();
+  std::size_t keptValid = 0, removedValid = 0, removedFitted = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    if (kept.isValid(i)) {
+      ++keptValid;
+      EXPECT_TRUE(sameNormal(restricted[i], full[i])) << "kept point " << i;
+    } else if (c.isValid(i)) {
+      ++removedValid;
+      if (!std::isnan(restricted[i].x)) {
+        ++removedFitted;  // within rounding of a face: fitted, and then as the full fit
+        EXPECT_TRUE(sameNormal(restricted[i], full[i])) << "point " << i;
+      }
+    } else {
+      EXPECT_TRUE(std::isnan(restricted[i].x)) << "missing point " << i;
+    }
+  }
+  ASSERT_GT(keptValid, c.validCount() / 5) << "the box keeps a good part of the view";
+  ASSERT_GT(removedValid, c.validCount() / 5) << "and removes a good part";
+  EXPECT_LT(removedFitted, removedValid / 1000) << "only points within rounding of a face are fitted";
+
+  // One point kept: every other work-group skips its tile, the point's own gets its fit.
+  std::size_t only = 0;
+  while (!c.isValid(only) || std::isnan(full[only].x)) only += 37;
+  const PointXYZ p{c.xyz[3 * only], c.xyz[3 * only + 1], c.xyz[3 * only + 2]};
+  const RegionOfInterestBox around{{p.x, p.y - 0.01f, p.z - 0.01f}, {p.x + 0.01f, p.y - 0.01f, p.z - 0.01f},
+                                   {p.x, p.y + 0.01f, p.z - 0.01f}, 0, 0.02f};
+  const auto one = cloud.deviceNormalsXYZ(5, around, identityMatrix4x4(), sq()).toHost();
+  for (std::size_t i = 0; i < one.size(); ++i)
+    if (i == only)
+      EXPECT_TRUE(sameNormal(one[i], full[i])) << "the point on the box's face";
+    else if (std::abs(c.xyz[3 * i] - p.x) > 0.05f || std::abs(c.xyz[3 * i + 1] - p.y) > 0.05f)
+      EXPECT_TRUE(std::isnan(one[i].x)) << "point " << i;
+
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(6, box, pose, sq()); },
+                      "even window");
+  RegionOfInterestBox flat = box;
+  flat.pointB = {0, -300, 0};  // on the line O -> A
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(5, flat, pose, sq()); },
+                      "collinear box");
+  Matrix4x4 projective = pose;
+  projective[12] = 0.5f;
+  datest::expectError(ErrorCode::InvalidArgument, [&] { (void)cloud.deviceNormalsXYZ(5, box, projective, sq()); },
+                      "not affine");
 }
 
 TEST_P(NormalsTest, UnorganizedNearestNeighbourNormals) {

@@ -175,6 +175,16 @@ class PointCloud {
   /// a structured-light camera at full resolution (docs/stitching.md). Throws
   /// InvalidArgument unless windowSize is odd and in [3, 15].
   DeviceArray<NormalXYZ> deviceNormalsXYZ(int windowSize, StreamOrQueue sq) const;
+  /// deviceNormalsXYZ(windowSize, sq) for a frame loop that masks the cloud by a region
+  /// of interest afterwards: fitted only at the points that maskByRegionOfInterest(keptBy)
+  /// keeps once the cloud is transformed by boxFromCloud (identityMatrix4x4() when the box
+  /// is in this cloud's frame). The points it removes get NaN without the cost of a fit,
+  /// except those within rounding of the box's faces, which are fitted. Every fitted
+  /// normal is the one deviceNormalsXYZ(windowSize, sq) gives, since the neighbours are
+  /// the whole grid's. Throws what deviceNormalsXYZ(windowSize, sq), transform() and
+  /// maskByRegionOfInterest() throw for the window, the matrix and the box.
+  DeviceArray<NormalXYZ> deviceNormalsXYZ(int windowSize, const RegionOfInterestBox& keptBy,
+                                          const Matrix4x4& boxFromCloud, StreamOrQueue sq) const;
   /// The window that keeps the median normal error under 2 degrees on the synthetic
   /// scene (1920 x 1200) at its default depth noise.
   static constexpr int kDefaultNormalWindowSize = 11;

@@ -284,14 +284,26 @@ void bindPointClouds(nb::module_& m) {
            },
            nb::arg("stream") = nb::none())
       .def("device_normals_xyz",
-           [](PointCloud pc, const Stream* s, std::optional<int> windowSize) {
+           [](PointCloud pc, const Stream* s, std::optional<int> windowSize, std::optional<RegionOfInterestBox> keptBy,
+              nb::handle boxFromCloud) {
+             if (keptBy && !windowSize)
+               throw nb::value_error("device_normals_xyz: kept_by needs window_size (it restricts the plane fit)");
+             if (!keptBy && !boxFromCloud.is_none())
+               throw nb::value_error("device_normals_xyz: box_from_cloud needs kept_by");
+             const Matrix4x4 pose =
+                 boxFromCloud.is_none() ? identityMatrix4x4() : matrixFrom(boxFromCloud, "device_normals_xyz");
              return AnyDeviceArray{onStreamOrBlocking(pc.device(), s, [&](StreamOrQueue sq) {
+               if (keptBy) return pc.deviceNormalsXYZ(*windowSize, *keptBy, pose, sq);
                return windowSize ? pc.deviceNormalsXYZ(*windowSize, sq) : pc.deviceNormalsXYZ(sq);
              })};
            },
-           nb::arg("stream") = nb::none(), nb::arg("window_size") = nb::none(),
+           nb::arg("stream") = nb::none(), nb::arg("window_size") = nb::none(), nb::arg("kept_by") = nb::none(),
+           nb::arg("box_from_cloud") = nb::none(),
            "Unit normals towards the camera: central differences, or with `window_size` (odd, 3..15) a plane fit "
-           "over that window (PointCloud.DEFAULT_NORMAL_WINDOW_SIZE suits full-resolution camera noise).")
+           "over that window (PointCloud.DEFAULT_NORMAL_WINDOW_SIZE suits full-resolution camera noise). With "
+           "`kept_by` (a RegionOfInterestBox) the plane fit skips the points that mask_by_region_of_interest("
+           "kept_by) removes after transform(box_from_cloud) (4x4; identity when omitted): NaN there, except "
+           "within rounding of the box's faces; every fitted normal is the unrestricted one.")
       .def("image_device_array",
            [](PointCloud pc, FormatId format, const Stream* s) {
              return colorArray(format, [&]<class C>() {

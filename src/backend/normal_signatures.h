@@ -9,14 +9,23 @@
 /* Organized cloud: plane fit over the valid points of the (2 radius + 1)^2 window around
  * each point, one kernel da_nrm_window_<radius> per radius in [1, DA_NRM_MAX_RADIUS]. One
  * work-group of DA_NRM_TILE_W x DA_NRM_TILE_H work items per tile of the grid, row-major
- * over the tiles. */
+ * over the tiles.
+ *
+ * With `restricted`, the points that a region of interest applied later surely removes
+ * get NaN without a fit: keepU, keepV and keepN are the box's slab coordinates as affine
+ * functions of the point (c0 x + c1 y + c2 z + c3, the later transform folded in), with
+ * the bounds [0, keepLenU], [0, keepLenV] and [keepLo, keepHi]; keepTol0..3 bound the
+ * rounding of the slab coordinates as tol0 |x| + tol1 |y| + tol2 |z| + tol3. */
 #define DA_NRM_TILE_W 32
 #define DA_NRM_TILE_H 8
 #define DA_NRM_WINDOW_GROUP (DA_NRM_TILE_W * DA_NRM_TILE_H)
 #define DA_NRM_MAX_RADIUS 7
 #define DA_NRM_WINDOW_PARAMS(S0, B0, S, B)                                                                          \
-  S0(int, width) S(int, height) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz)      \
-  B(float, normals)
+  S0(int, width) S(int, height) S(float, camX) S(float, camY) S(float, camZ) S(int, restricted)                  \
+  S(float, keepU0) S(float, keepU1) S(float, keepU2) S(float, keepU3) S(float, keepV0) S(float, keepV1)            \
+  S(float, keepV2) S(float, keepV3) S(float, keepN0) S(float, keepN1) S(float, keepN2) S(float, keepN3)            \
+  S(float, keepLenU) S(float, keepLenV) S(float, keepLo) S(float, keepHi) S(float, keepTol0) S(float, keepTol1)    \
+  S(float, keepTol2) S(float, keepTol3) B(const float, xyz) B(float, normals)
 
 /* Most neighbours of an unorganized cloud's plane fit, and the bins of the squared
  * distances through which a work item finds its k-th nearest neighbour. */

@@ -153,9 +153,9 @@ LoopFrame FrameLoop::enqueueFrame(State& s, Stream& stream, std::size_t index, c
   if (stages.maxHoleSize) cloud.fillHoles(*stages.maxHoleSize, stages.maxDepthStep, stream);
   if (stages.downsample) cloud.downsample(*stages.downsample, stream);
   DeviceArray<NormalXYZ> normals;
-  if (stages.normals)
-    normals = stages.normalWindow != 0 ? cloud.deviceNormalsXYZ(stages.normalWindow, stream)
-                                       : cloud.deviceNormalsXYZ(stream);
+  // An organized result hands out the grid's normals as computed (the ROI's points
+  // included); an unorganized one keeps only the points the ROI keeps.
+  if (stages.normals) normals = pipeline_detail::gridNormals(cloud, stages, stages.unorganizes(), stream);
   if (stages.transform) {
     cloud.transform(*stages.transform, stream);
     if (!normals.isEmpty()) {

@@ -363,10 +363,10 @@ PipelineResult runPipeline(const HostPointCloud& input, const PipelineStages& st
     finishRow(*row, gridText(cloud.height(), cloud.width()), stageDone);
   }
   if (stages.normals) {
-    row = &table.onStream("normals", stream, [&] {
-      normals = stages.normalWindow != 0 ? cloud.deviceNormalsXYZ(stages.normalWindow, stream)
-                                         : cloud.deviceNormalsXYZ(stream);
-    });
+    // The download keeps no normal of a point the ROI removes (NaN on a grid, left out
+    // of a compaction): the plane fit may skip them.
+    row = &table.onStream("normals", stream,
+                          [&] { normals = pipeline_detail::gridNormals(cloud, stages, true, stream); });
     finishRow(*row, gridText(cloud.height(), cloud.width()) + " normals", stageDone);
   }
   if (stages.transform) {

@@ -32,4 +32,11 @@ void checkFrameFits(const PipelineStages& stages, int height, int width, bool ha
 /// InvalidArgument when A is singular.
 Matrix4x4 normalMatrixOf(const Matrix4x4& m);
 
+/// The normals stage on the device (`cloud` downsampled, not yet transformed): central
+/// differences, or the plane fit over stages.normalWindow. With `onlyWhereKept` and an
+/// ROI, the plane fit skips the points the ROI removes after the transform: for a result
+/// that drops those points, whose normals nobody then sees.
+DeviceArray<NormalXYZ> gridNormals(const PointCloud& cloud, const PipelineStages& stages, bool onlyWhereKept,
+                                   StreamOrQueue sq);
+
 }  // namespace devicearray::pipeline_detail

@@ -36,6 +36,15 @@ std::string numberText(double value) {
   return text;
 }
 
+DeviceArray<NormalXYZ> gridNormals(const PointCloud& cloud, const PipelineStages& stages, bool onlyWhereKept,
+                                   StreamOrQueue sq) {
+  if (stages.normalWindow == 0) return cloud.deviceNormalsXYZ(sq);
+  if (onlyWhereKept && stages.roi)
+    return cloud.deviceNormalsXYZ(stages.normalWindow, *stages.roi, stages.transform.value_or(identityMatrix4x4()),
+                                  sq);
+  return cloud.deviceNormalsXYZ(stages.normalWindow, sq);
+}
+
 Matrix4x4 normalMatrixOf(const Matrix4x4& m) {
   const auto a = [&](int r, int c) { return static_cast<double>(m[static_cast<std::size_t>(4 * r + c)]); };
   // Cofactor matrix C; A^-T = C / det(A).

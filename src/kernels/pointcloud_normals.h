@@ -150,6 +150,21 @@ DA_FN float da_nrm_step2(float4 p, float4 west, float4 east, float4 north, float
  * that a NaN or infinite distance is never within it. */
 DA_FN float da_nrm_reach2(int k, float step2) { return da_fminf((float)(9 * k * k) * step2, 3.402823466e38f); }
 
+/* Whether the region of interest that a later stage applies surely removes the point
+ * (x, y, z): one of its three slab coordinates (affine in the point, the stage's transform
+ * folded in; normal_signatures.h) lies outside its bounds by more than the rounding of
+ * either computation. A point within that margin is fitted anyway; so is a NaN point
+ * (every comparison is false), which the fit then leaves NaN. */
+DA_FN int da_nrm_surely_removed(float x, float y, float z, float u0, float u1, float u2, float u3, float v0, float v1,
+                                float v2, float v3, float n0, float n1, float n2, float n3, float lenU, float lenV,
+                                float lo, float hi, float tol0, float tol1, float tol2, float tol3) {
+  const float margin = tol0 * da_fabsf(x) + tol1 * da_fabsf(y) + tol2 * da_fabsf(z) + tol3;
+  const float pu = u0 * x + u1 * y + u2 * z + u3, pv = v0 * x + v1 * y + v2 * z + v3,
+              pn = n0 * x + n1 * y + n2 * z + n3;
+  return pu < -margin || pu > lenU + margin || pv < -margin || pv > lenV + margin || pn < lo - margin ||
+         pn > hi + margin;
+}
+
 /* The points of a tile and its halo of `radius`, staged in local memory as float4 (one
  * load per neighbour instead of three): every point of the grid is read by up to
  * (2 radius + 1)^2 work items, which then read it from the work-group's copy instead of
@@ -168,29 +183,47 @@ DA_FN float da_nrm_reach2(int k, float step2) { return da_fminf((float)(9 * k * 
  * kept branch-free: the ring's reach is the larger of its row's and its column's (the
  * reach grows with the ring), the limits are clamped to the largest float (so that a
  * NaN or infinite distance is never within reach without a test of its own) and the
- * neighbour is added through a select. The point itself is counted once, outside. */
+ * neighbour is added through a select. The point itself is counted once, outside.
+ *
+ * Restricted to what a later region of interest keeps, each work item first tests its
+ * own point, and a work-group without a point to fit writes its NaNs without loading a
+ * tile. Every work item reaches every barrier (no return before the last one), which
+ * some OpenCL compilers need even where a condition is the same for the whole group. */
 #define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
   DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 6)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
     DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);                                                                             \
     enum { spanW = DA_NRM_TILE_W + 2 * (R), spanH = DA_NRM_TILE_H + 2 * (R) };                                         \
     DA_LOCAL_ARRAY(float4, tile, spanW * spanH);                                                                       \
+    DA_LOCAL_ARRAY(int, groupFits, 1);                                                                                 \
     const int tilesPerRow = (width + DA_NRM_TILE_W - 1) / DA_NRM_TILE_W;                                               \
     const int group = (int)DA_GROUP_ID();                                                                              \
     const int left = (group % tilesPerRow) * DA_NRM_TILE_W - (R), top = (group / tilesPerRow) * DA_NRM_TILE_H - (R);  \
-    for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {                                        \
-      const int x = left + t % spanW, y = top + t / spanW;                                                             \
-      const long j = (long)y * width + x;                                                                              \
-      tile[t] = x >= 0 && y >= 0 && x < width && y < height                                                            \
-                    ? da_make_float4(xyz[3 * j], xyz[3 * j + 1], xyz[3 * j + 2], 0.0f)                                 \
-                    : da_make_float4(DA_NAN, DA_NAN, DA_NAN, DA_NAN);                                                  \
-    }                                                                                                                  \
-    DA_BARRIER();                                                                                                      \
     const int lx = DA_LOCAL_ID() % DA_NRM_TILE_W, ly = DA_LOCAL_ID() / DA_NRM_TILE_W;                                  \
     const int c = left + (R) + lx, r = top + (R) + ly;                                                                 \
-    if (c >= width || r >= height) return;                                                                             \
+    const int onGrid = c < width && r < height;                                                                        \
     const long i = (long)r * width + c;                                                                                \
+    const int fits =                                                                                                   \
+        onGrid && !(restricted && da_nrm_surely_removed(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], keepU0, keepU1,   \
+                                                        keepU2, keepU3, keepV0, keepV1, keepV2, keepV3, keepN0,        \
+                                                        keepN1, keepN2, keepN3, keepLenU, keepLenV, keepLo, keepHi,    \
+                                                        keepTol0, keepTol1, keepTol2, keepTol3));                      \
+    if (DA_LOCAL_ID() == 0) groupFits[0] = 0;                                                                          \
+    DA_BARRIER();                                                                                                      \
+    if (fits) groupFits[0] = 1;                                                                                        \
+    DA_BARRIER();                                                                                                      \
+    if (groupFits[0]) {                                                                                                \
+      for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {                                      \
+        const int x = left + t % spanW, y = top + t / spanW;                                                           \
+        const long j = (long)y * width + x;                                                                            \
+        tile[t] = x >= 0 && y >= 0 && x < width && y < height                                                          \
+                      ? da_make_float4(xyz[3 * j], xyz[3 * j + 1], xyz[3 * j + 2], 0.0f)                               \
+                      : da_make_float4(DA_NAN, DA_NAN, DA_NAN, DA_NAN);                                                \
+      }                                                                                                                \
+    }                                                                                                                  \
+    DA_BARRIER();                                                                                                      \
+    if (!onGrid) return;                                                                                               \
     const int centre = (ly + (R)) * spanW + lx + (R);                                                                  \
-    const float4 p = tile[centre];                                                                                     \
+    const float4 p = fits ? tile[centre] : da_make_float4(DA_NAN, DA_NAN, DA_NAN, DA_NAN);                             \
     if (!da_pc_valid(p.x, p.y, p.z)) {                                                                                 \
       normals[3 * i] = normals[3 * i + 1] = normals[3 * i + 2] = DA_NAN;                                               \
       return;                                                                                                          \

@@ -83,49 +83,7 @@ GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn
   return d;
 }
 
-struct RoiParams {
-  float o[3], u[3], v[3], n[3];
-  float lenU, lenV, lo, hi;
-};
-
-RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
-  const PointXYZ* pts[3] = {&b.origin, &b.pointA, &b.pointB};
-  for (const PointXYZ* p : pts)
-    if (!std::isfinite(p->x) || !std::isfinite(p->y) || !std::isfinite(p->z))
-      pc::raise(ErrorCode::InvalidArgument, fn, "the box points must be finite");
-  if (!std::isfinite(b.minExtent) || !std::isfinite(b.maxExtent) || b.minExtent > b.maxExtent)
-    pc::raise(ErrorCode::InvalidArgument, fn,
-              "the extent [" + std::to_string(b.minExtent) + ", " + std::to_string(b.maxExtent) +
-                  "] must be finite with min <= max");
-  const double u[3] = {double(b.pointA.x) - b.origin.x, double(b.pointA.y) - b.origin.y,
-                       double(b.pointA.z) - b.origin.z};
-  const double v[3] = {double(b.pointB.x) - b.origin.x, double(b.pointB.y) - b.origin.y,
-                       double(b.pointB.z) - b.origin.z};
-  const double lu = std::sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-  const double lv = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-  if (lu == 0.0 || lv == 0.0)
-    pc::raise(ErrorCode::InvalidArgument, fn, "point A or point B coincides with the origin (degenerate box)");
-  const double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
-  const double ln = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-  if (!(ln > 1e-9 * lu * lv))
-    pc::raise(ErrorCode::InvalidArgument, fn, "O, A and B are collinear, so they span no base (degenerate box)");
-  RoiParams r{};
-  r.o[0] = b.origin.x;
-  r.o[1] = b.origin.y;
-  r.o[2] = b.origin.z;
-  for (int i = 0; i < 3; ++i) {
-    r.u[i] = static_cast<float>(u[i] / lu);
-    r.v[i] = static_cast<float>(v[i] / lv);
-    r.n[i] = static_cast<float>(n[i] / ln);
-  }
-  r.lenU = static_cast<float>(lu);
-  r.lenV = static_cast<float>(lv);
-  r.lo = b.minExtent;
-  r.hi = b.maxExtent;
-  return r;
-}
-
-void enqueueRoi(QueueImpl& q, const RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
+void enqueueRoi(QueueImpl& q, const pc::RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
   OrderedUse use(q, {pc::storageOf(in), pc::storageOf(out)});
   const std::size_t n = in.size();
   detail::launch<kernels::da_pc_roi>(q, LaunchGeometry::items(n), pc::i64(n), r.o[0], r.o[1], r.o[2], r.u[0], r.u[1],
@@ -385,7 +343,7 @@ PointCloud PointCloud::masked(const HostMat& m) const {
 
 void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) {
   constexpr const char* fn = "PointCloud::maskByRegionOfInterest";
-  const RoiParams r = checkBox(box, fn);
+  const pc::RoiParams r = pc::checkBox(box, fn);
   const auto q = pc::queueOf(device(), sq, fn);
   enqueueRoi(*q, r, xyz_, xyz_);
 }
@@ -395,7 +353,7 @@ void PointCloud::maskByRegionOfInterest(const RegionOfInterestBox& box) {
 }
 PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box, StreamOrQueue sq) const {
   constexpr const char* fn = "PointCloud::maskedByRegionOfInterest";
-  const RoiParams r = checkBox(box, fn);
+  const pc::RoiParams r = pc::checkBox(box, fn);
   const auto q = pc::queueOf(device(), sq, fn);
   PointCloud out = *this;
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);

@@ -104,6 +104,15 @@ void copyBytes(QueueImpl& q, Allocation* dst, std::size_t dstOffset, Allocation*
 /// blocks until it has arrived.
 void readBack(QueueImpl& q, Allocation* src, std::size_t srcOffset, void* dst, std::size_t bytes);
 
+/// A region-of-interest box as the ROI kernel tests it: origin O, unit base edges u and v
+/// with their lengths, unit base normal n, extent [lo, hi] along n.
+struct RoiParams {
+  float o[3], u[3], v[3], n[3];
+  float lenU, lenV, lo, hi;
+};
+/// Validates `box` (finite points and extent, min <= max, a base that spans a plane) and
+/// returns its test; InvalidArgument naming `fn`.
+RoiParams checkBox(const RegionOfInterestBox& box, const char* fn);
 /// Validates an affine, finite matrix (InvalidArgument naming `fn`).
 void checkAffine(const Matrix4x4& m, const char* fn);
 /// a * b (row-major), accumulated in double.

@@ -121,3 +121,25 @@ def test_organized_plane_fit_normals(device):
     pc = da.PointCloud(da.from_numpy(xyz, format=F.PointXYZ, device=device))
     n = pc.device_normals_xyz(window_size=da.PointCloud.DEFAULT_NORMAL_WINDOW_SIZE).to_numpy()
     assert np.allclose(n, np.array([0.5, 0, -1]) / np.sqrt(1.25), atol=1e-4)
+
+
+def test_plane_fit_restricted_to_what_a_region_of_interest_keeps(device):
+    # A tilted plane, a pose and a box in the pose's frame around its middle: the points the
+    # box keeps get the unrestricted plane fit, the others (far from the faces) NaN.
+    h, w = 24, 40
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32) * 4
+    xyz = np.stack([x, y, 1000 + 0.5 * x], axis=-1).astype(np.float32)
+    pc = da.PointCloud(da.from_numpy(xyz, format=F.PointXYZ, device=device))
+    pose = rigid(0, 0, 30, [5, -7, 0]).astype(np.float32)
+    box = da.RegionOfInterestBox((20, 10, 900), (100, 10, 900), (20, 70, 900), -1, 200)
+    full = pc.device_normals_xyz(window_size=5).to_numpy().reshape(-1, 3)
+    part = pc.device_normals_xyz(window_size=5, kept_by=box, box_from_cloud=pose).to_numpy().reshape(-1, 3)
+    kept = pc.transformed(pose).masked_by_region_of_interest(box).device_points_xyz().to_numpy().reshape(-1, 3)
+    inside = ~np.isnan(kept[:, 0])
+    assert 0.1 * len(kept) < inside.sum() < 0.9 * len(kept)
+    np.testing.assert_array_equal(part[inside], full[inside])
+    assert np.isnan(part[~inside, 0]).mean() > 0.99
+    with pytest.raises(ValueError, match="needs window_size"):
+        pc.device_normals_xyz(kept_by=box)
+    with pytest.raises(ValueError, match="needs kept_by"):
+        pc.device_normals_xyz(window_size=5, box_from_cloud=pose)
