@@ -150,6 +150,14 @@ DA_FN float da_nrm_step2(float4 p, float4 west, float4 east, float4 north, float
  * that a NaN or infinite distance is never within it. */
 DA_FN float da_nrm_reach2(int k, float step2) { return da_fminf((float)(9 * k * k) * step2, 3.402823466e38f); }
 
+/* Raises a work-group's flag in local memory: an atomic, so that the work items that
+ * raise it together do not race (the sanitizers' race checks flag plain stores). */
+#if defined(__OPENCL_VERSION__)
+#define DA_NRM_RAISE_FLAG(p) atomic_or((volatile DA_LOCAL int*)(p), 1)
+#elif defined(__CUDACC__)
+#define DA_NRM_RAISE_FLAG(p) atomicOr((p), 1)
+#endif
+
 /* Whether the region of interest that a later stage applies surely removes the point
  * (x, y, z): one of its three slab coordinates (affine in the point, the stage's transform
  * folded in; normal_signatures.h) lies outside its bounds by more than the rounding of
@@ -207,9 +215,9 @@ DA_FN int da_nrm_surely_removed(float x, float y, float z, float u0, float u1, f
                                                         keepU2, keepU3, keepV0, keepV1, keepV2, keepV3, keepN0,        \
                                                         keepN1, keepN2, keepN3, keepLenU, keepLenV, keepLo, keepHi,    \
                                                         keepTol0, keepTol1, keepTol2, keepTol3));                      \
-    if (DA_LOCAL_ID() == 0) groupFits[0] = 0;                                                                          \
+    if (DA_LOCAL_ID() == 0) groupFits[0] = !restricted;                                                                \
     DA_BARRIER();                                                                                                      \
-    if (fits) groupFits[0] = 1;                                                                                        \
+    if (restricted && fits) DA_NRM_RAISE_FLAG(groupFits);                                                              \
     DA_BARRIER();                                                                                                      \
     if (groupFits[0]) {                                                                                                \
       for (int t = DA_LOCAL_ID(); t < spanW * spanH; t += DA_NRM_WINDOW_GROUP) {                                      \
