@@ -286,6 +286,37 @@ TEST_P(PointCloudTest, RegionOfInterestKeepsPointsInsideTheOrientedBox) {
   });
 }
 
+TEST_P(PointCloudTest, TransformAndRegionOfInterestInOnePassGiveTheTwoCallsPoints) {
+  const pcref::Cloud c = randomCloud(37, 53, 11, 0.1);
+  const float a = 0.3f;
+  const Matrix4x4 m = {std::cos(a), -std::sin(a), 0, 12.5f, std::sin(a), std::cos(a), 0, -7, 0, 0, 1.02f, 30, 0, 0, 0, 1};
+  const RegionOfInterestBox box{{-200, -100, 500}, {250, -50, 600}, {-150, 300, 550}, -200, 400};
+  // A transform before them: the one pass accumulates the matrix as transform() does.
+  PointCloud twoCalls = upload(c, dev()).transformed(m, sq());
+  PointCloud onePass = twoCalls.clone(dev());
+  twoCalls.transform(m, sq());
+  twoCalls.maskByRegionOfInterest(box, sq());
+  onePass.transformAndMaskByRegionOfInterest(m, box, sq());
+  const auto want = twoCalls.storedXYZ().toHost(), got = onePass.storedXYZ().toHost();
+  ASSERT_EQ(got.size(), want.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&got[i], &want[i], sizeof got[i]), 0) << "point " << i;  // bit for bit, NaN included
+    kept += pcref::valid(got[i]) ? 1 : 0;
+  }
+  EXPECT_GT(kept, 10u);
+  EXPECT_LT(kept, got.size() / 2);
+  EXPECT_EQ(onePass.transformationMatrix(), twoCalls.transformationMatrix());
+  Matrix4x4 projective = m;
+  projective[14] = 1;
+  datest::expectError(ErrorCode::InvalidArgument,
+                      [&] { onePass.transformAndMaskByRegionOfInterest(projective, box, sq()); }, "not affine");
+  datest::expectError(ErrorCode::InvalidArgument, [&] {
+    onePass.transformAndMaskByRegionOfInterest(m, {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, 0, 1}, sq());
+  }, "collinear box");
+  EXPECT_EQ(onePass.transformationMatrix(), twoCalls.transformationMatrix()) << "a refused call changes nothing";
+}
+
 TEST_P(PointCloudTest, NormalsMatchReferenceAndFaceTheCamera) {
   // A tilted plane z = 1000 + 0.5 x, with holes.
   const int h = 37, w = 53;

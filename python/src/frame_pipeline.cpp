@@ -62,9 +62,13 @@ void bindFramePipeline(nb::module_& m) {
              std::optional<float> smoothingSigma, int smoothingRadius, std::optional<int> maxHoleSize,
              float maxDepthStep, std::optional<std::pair<int, float>> statisticalOutliers,
              std::optional<std::pair<float, int>> radiusOutliers, int normalWindow) {
-            PipelineStages s{.snrThreshold = snrThreshold, .outlierDistance = outlierDistance,
-                             .smoothingSigma = smoothingSigma, .smoothingRadius = smoothingRadius,
-                             .maxHoleSize = maxHoleSize, .maxDepthStep = maxDepthStep};
+            PipelineStages s;
+            s.snrThreshold = snrThreshold;
+            s.outlierDistance = outlierDistance;
+            s.smoothingSigma = smoothingSigma;
+            s.smoothingRadius = smoothingRadius;
+            s.maxHoleSize = maxHoleSize;
+            s.maxDepthStep = maxDepthStep;
             s.downsample = downsampleFrom(downsample);
             s.normals = normals;
             s.normalWindow = normalWindow;

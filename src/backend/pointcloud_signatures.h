@@ -42,6 +42,13 @@
   S(float, vx) S(float, vy) S(float, vz) S(float, lenV) S(float, nx) S(float, ny) S(float, nz) S(float, lo)         \
   S(float, hi) B(const float, xyzIn) B(float, xyzOut)
 
+/* da_pc_transform, then da_pc_roi, in one pass: the same points bit for bit. */
+#define DA_PC_TRANSFORM_ROI_PARAMS(S0, B0, S, B)                                                                    \
+  S0(da_i64, n) S(float, m00) S(float, m01) S(float, m02) S(float, m03) S(float, m10) S(float, m11) S(float, m12)   \
+  S(float, m13) S(float, m20) S(float, m21) S(float, m22) S(float, m23) S(float, ox) S(float, oy) S(float, oz)      \
+  S(float, ux) S(float, uy) S(float, uz) S(float, lenU) S(float, vx) S(float, vy) S(float, vz) S(float, lenV)       \
+  S(float, nx) S(float, ny) S(float, nz) S(float, lo) S(float, hi) B(const float, xyzIn) B(float, xyzOut)
+
 /* Unit normals of an organized cloud, oriented towards the camera position. */
 #define DA_PC_NORMALS_PARAMS(S0, B0, S, B)                                                                          \
   S0(int, width) S(int, height) S(float, camX) S(float, camY) S(float, camZ) B(const float, xyz) B(float, normals)
@@ -158,6 +165,7 @@ DA_KERNEL_SIGNATURE(da_pc_centroid, DA_PC_CENTROID_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_center, DA_PC_CENTER_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_mask, DA_PC_MASK_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_roi, DA_PC_ROI_PARAMS);
+DA_KERNEL_SIGNATURE(da_pc_transform_roi, DA_PC_TRANSFORM_ROI_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_normals, DA_PC_NORMALS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_valid_flags, DA_PC_VALID_FLAGS_PARAMS);
 DA_KERNEL_SIGNATURE(da_pc_compact, DA_PC_COMPACT_PARAMS);

@@ -15,6 +15,7 @@ DA_CUDA_REGISTER(da_pc_centroid);
 DA_CUDA_REGISTER(da_pc_center);
 DA_CUDA_REGISTER(da_pc_mask);
 DA_CUDA_REGISTER(da_pc_roi);
+DA_CUDA_REGISTER(da_pc_transform_roi);
 DA_CUDA_REGISTER(da_pc_normals);
 DA_CUDA_REGISTER(da_pc_valid_flags);
 DA_CUDA_REGISTER(da_pc_compact);

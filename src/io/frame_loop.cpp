@@ -157,14 +157,19 @@ LoopFrame FrameLoop::enqueueFrame(State& s, Stream& stream, std::size_t index, c
   // included); an unorganized one keeps only the points the ROI keeps.
   if (stages.normals) normals = pipeline_detail::gridNormals(cloud, stages, stages.unorganizes(), stream);
   if (stages.transform) {
-    cloud.transform(*stages.transform, stream);
+    // With an ROI after it, one pass moves and masks the points.
+    if (stages.roi)
+      cloud.transformAndMaskByRegionOfInterest(*stages.transform, *stages.roi, stream);
+    else
+      cloud.transform(*stages.transform, stream);
     if (!normals.isEmpty()) {
       // The normals seen as points (the same layout), rotated in place.
       UnorganizedPointCloud asPoints(DeviceArray<PointXYZ>::fromGpuMatND(normals.toGpuMatND()));
       asPoints.transform(s.normalTransform, stream);
     }
+  } else if (stages.roi) {
+    cloud.maskByRegionOfInterest(*stages.roi, stream);
   }
-  if (stages.roi) cloud.maskByRegionOfInterest(*stages.roi, stream);
   if (!stages.unorganizes()) {
     out.cloud = std::move(cloud);
     out.normals = std::move(normals);

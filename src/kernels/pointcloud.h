@@ -120,19 +120,26 @@ DA_KERNEL(da_pc_downsample)(DA_PARAMS(DA_PC_DOWNSAMPLE_PARAMS)) {
                            srgbDecode, srgbEncode);
 }
 
-/* p' = R p + t for valid points (row-major affine matrix rows m0..m2); invalid points
- * are copied unchanged. In place when xyzIn and xyzOut are the same memory. */
+/* p' = R p + t (row-major affine matrix rows m0..m2) of a valid point; an invalid one
+ * stays as it is. The one expression of every kernel that moves points, so that a fused
+ * kernel moves them bit for bit as da_pc_transform does. */
+DA_FN void da_pc_moved(float* p, float m00, float m01, float m02, float m03, float m10, float m11, float m12,
+                       float m13, float m20, float m21, float m22, float m23) {
+  const float x = p[0], y = p[1], z = p[2];
+  if (!da_pc_valid(x, y, z)) return;
+  p[0] = m00 * x + m01 * y + m02 * z + m03;
+  p[1] = m10 * x + m11 * y + m12 * z + m13;
+  p[2] = m20 * x + m21 * y + m22 * z + m23;
+}
+
+/* In place when xyzIn and xyzOut are the same memory. */
 DA_KERNEL(da_pc_transform)(DA_PARAMS(DA_PC_TRANSFORM_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_TRANSFORM_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
-  if (!da_pc_valid(x, y, z)) {
-    da_pc_store(xyzOut, i, x, y, z);
-    return;
-  }
-  da_pc_store(xyzOut, i, m00 * x + m01 * y + m02 * z + m03, m10 * x + m11 * y + m12 * z + m13,
-              m20 * x + m21 * y + m22 * z + m23);
+  float p[3] = {xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]};
+  da_pc_moved(p, m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23);
+  da_pc_store(xyzOut, i, p[0], p[1], p[2]);
 }
 
 /* The centroid from the reduction's sums: one work item per coordinate. Divided as the
@@ -172,20 +179,40 @@ DA_KERNEL(da_pc_mask)(DA_PARAMS(DA_PC_MASK_PARAMS)) {
 
 /* Oriented-box region of interest. With d = p - O: inside when
  *   0 <= d.u <= lenU, 0 <= d.v <= lenV (u, v: unit vectors along A-O and B-O) and
- *   lo <= d.n <= hi (n: unit base normal); points outside become NaN. */
+ *   lo <= d.n <= hi (n: unit base normal). Comparisons with NaN are false, so a missing
+ *   point is never inside. The one test of every kernel that masks by a box. */
+DA_FN int da_pc_in_box(float x, float y, float z, float ox, float oy, float oz, float ux, float uy, float uz,
+                       float lenU, float vx, float vy, float vz, float lenV, float nx, float ny, float nz, float lo,
+                       float hi) {
+  const float dx = x - ox, dy = y - oy, dz = z - oz;
+  const float pu = dx * ux + dy * uy + dz * uz;
+  const float pv = dx * vx + dy * vy + dz * vz;
+  const float pn = dx * nx + dy * ny + dz * nz;
+  return pu >= 0.0f && pu <= lenU && pv >= 0.0f && pv <= lenV && pn >= lo && pn <= hi;
+}
+
+/* Points outside the box become NaN. */
 DA_KERNEL(da_pc_roi)(DA_PARAMS(DA_PC_ROI_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_ROI_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
   const float x = xyzIn[3 * i], y = xyzIn[3 * i + 1], z = xyzIn[3 * i + 2];
-  const float dx = x - ox, dy = y - oy, dz = z - oz;
-  const float pu = dx * ux + dy * uy + dz * uz;
-  const float pv = dx * vx + dy * vy + dz * vz;
-  const float pn = dx * nx + dy * ny + dz * nz;
-  /* Comparisons with NaN are false, so missing points stay missing. */
-  const int inside = pu >= 0.0f && pu <= lenU && pv >= 0.0f && pv <= lenV && pn >= lo && pn <= hi;
-  if (inside)
+  if (da_pc_in_box(x, y, z, ox, oy, oz, ux, uy, uz, lenU, vx, vy, vz, lenV, nx, ny, nz, lo, hi))
     da_pc_store(xyzOut, i, x, y, z);
+  else
+    da_pc_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
+}
+
+/* da_pc_transform, then da_pc_roi: one read and one write of the points instead of two
+ * of each (a frame loop's transform is followed by its ROI). */
+DA_KERNEL(da_pc_transform_roi)(DA_PARAMS(DA_PC_TRANSFORM_ROI_PARAMS)) {
+  DA_BUFFERS_INIT(DA_PC_TRANSFORM_ROI_PARAMS);
+  const long i = DA_ID(0);
+  if (i >= n) return;
+  float p[3] = {xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]};
+  da_pc_moved(p, m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23);
+  if (da_pc_in_box(p[0], p[1], p[2], ox, oy, oz, ux, uy, uz, lenU, vx, vy, vz, lenV, nx, ny, nz, lo, hi))
+    da_pc_store(xyzOut, i, p[0], p[1], p[2]);
   else
     da_pc_store(xyzOut, i, DA_NAN, DA_NAN, DA_NAN);
 }

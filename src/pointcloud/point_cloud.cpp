@@ -92,6 +92,17 @@ void enqueueRoi(QueueImpl& q, const pc::RoiParams& r, const DeviceArray<PointXYZ
   use.commit();
 }
 
+void enqueueTransformRoi(QueueImpl& q, const Matrix4x4& m, const pc::RoiParams& r, const DeviceArray<PointXYZ>& in,
+                         const DeviceArray<PointXYZ>& out) {
+  OrderedUse use(q, {pc::storageOf(in), pc::storageOf(out)});
+  const std::size_t n = in.size();
+  detail::launch<kernels::da_pc_transform_roi>(q, LaunchGeometry::items(n), pc::i64(n), m[0], m[1], m[2], m[3], m[4],
+                                               m[5], m[6], m[7], m[8], m[9], m[10], m[11], r.o[0], r.o[1], r.o[2],
+                                               r.u[0], r.u[1], r.u[2], r.lenU, r.v[0], r.v[1], r.v[2], r.lenV, r.n[0],
+                                               r.n[1], r.n[2], r.lo, r.hi, pc::arg(in), pc::arg(out));
+  use.commit();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------- construction ----
@@ -359,6 +370,15 @@ PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box, 
   out.xyz_ = pc::allocateOrganized<PointXYZ>(*q, height_, width_, fn);
   enqueueRoi(*q, r, xyz_, out.xyz_);
   return out;
+}
+void PointCloud::transformAndMaskByRegionOfInterest(const Matrix4x4& m, const RegionOfInterestBox& box,
+                                                    StreamOrQueue sq) {
+  constexpr const char* fn = "PointCloud::transformAndMaskByRegionOfInterest";
+  pc::checkAffine(m, fn);
+  const pc::RoiParams r = pc::checkBox(box, fn);
+  const auto q = pc::queueOf(device(), sq, fn);
+  enqueueTransformRoi(*q, m, r, xyz_, xyz_);
+  transform_ = pc::multiply(m, transform_);
 }
 PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) const {
   PointCloud out = maskedByRegionOfInterest(box, device().sdkStreamOrQueue());
