@@ -247,7 +247,10 @@ class PointCloud {
   /// transform(m, sq), then maskByRegionOfInterest(box, sq), in one pass over the points:
   /// the same points bit for bit and the same transformationMatrix(), for half the memory
   /// traffic (a frame loop's transform is followed by its ROI). Throws what the two throw.
+  ///@{
+  void transformAndMaskByRegionOfInterest(const Matrix4x4& m, const RegionOfInterestBox& box);
   void transformAndMaskByRegionOfInterest(const Matrix4x4& m, const RegionOfInterestBox& box, StreamOrQueue sq);
+  ///@}
 
   // ---- camera filters (docs/filters.md) ----
   // Each reads the whole cloud and writes new arrays: the in-place form replaces the

@@ -379,6 +379,17 @@ void bindPointClouds(nb::module_& m) {
              });
            },
            nb::arg("box"), nb::arg("stream") = nb::none())
+      .def("transform_and_mask_by_region_of_interest",
+           [](PointCloud& pc, nb::handle matrix, const RegionOfInterestBox& box, const Stream* s) {
+             const Matrix4x4 mat = matrixFrom(matrix, "transform_and_mask_by_region_of_interest");
+             updateReleased(pc, [&](auto& cloud) {
+               if (s != nullptr) cloud.transformAndMaskByRegionOfInterest(mat, box, s->handle());
+               else cloud.transformAndMaskByRegionOfInterest(mat, box);
+             });
+           },
+           nb::arg("matrix"), nb::arg("box"), nb::arg("stream") = nb::none(),
+           "transform(matrix) then mask_by_region_of_interest(box) in one pass over the points: the same "
+           "points, bit for bit.")
       .def("masked_by_region_of_interest",
            [](PointCloud pc, const RegionOfInterestBox& box, const Stream* s) {
              nb::gil_scoped_release release;

@@ -380,6 +380,10 @@ void PointCloud::transformAndMaskByRegionOfInterest(const Matrix4x4& m, const Re
   enqueueTransformRoi(*q, m, r, xyz_, xyz_);
   transform_ = pc::multiply(m, transform_);
 }
+void PointCloud::transformAndMaskByRegionOfInterest(const Matrix4x4& m, const RegionOfInterestBox& box) {
+  transformAndMaskByRegionOfInterest(m, box, device().sdkStreamOrQueue());
+  pc::finishDeviceQueue(device());
+}
 PointCloud PointCloud::maskedByRegionOfInterest(const RegionOfInterestBox& box) const {
   PointCloud out = maskedByRegionOfInterest(box, device().sdkStreamOrQueue());
   pc::finishDeviceQueue(device());

@@ -612,6 +612,27 @@ def test_region_of_interest_keeps_points_inside_the_box(device, on, name):
     np.testing.assert_array_equal(valid_of(src.device_points_xyz().to_numpy())[clear], inside[clear])
 
 
+def test_transform_and_region_of_interest_in_one_pass(device, on):
+    # One pass gives the points of transform() then mask_by_region_of_interest(), bit
+    # for bit, and the same accumulated matrix.
+    xyz, rgba, snr = make_cloud(36, 48, 42, holes=0.1)
+    c, s = np.cos(0.3), np.sin(0.3)
+    pose = np.array([[c, -s, 0, 12.5], [s, c, 0, -7], [0, 0, 1.02, 30], [0, 0, 0, 1]], np.float32)
+    box = da.RegionOfInterestBox(*BOXES["tilted"])
+    two = upload(device, xyz, rgba, snr)
+    two.transform(pose, **on.kw)
+    two.mask_by_region_of_interest(box, **on.kw)
+    one = upload(device, xyz, rgba, snr)
+    one.transform_and_mask_by_region_of_interest(pose, box, **on.kw)
+    on.sync()
+    got, want = one.device_points_xyz().to_numpy(), two.device_points_xyz().to_numpy()
+    assert 30 < valid_of(got).sum() < 0.9 * valid_of(xyz).sum()
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(one.transformation_matrix(), two.transformation_matrix())
+    with pytest.raises(ValueError):
+        one.transform_and_mask_by_region_of_interest(pose, da.RegionOfInterestBox((0, 0, 0), (1, 1, 1), (2, 2, 2), 0, 1))
+
+
 def test_region_of_interest_box_fields_and_degenerate_boxes(device):
     box = da.RegionOfInterestBox((1, 2, 3), (4, 5, 6), (7, 8, 10), -1.5, 2.5)
     assert list(box.origin) == [1, 2, 3] and list(box.point_a) == [4, 5, 6] and list(box.point_b) == [7, 8, 10]
