@@ -745,6 +745,15 @@ TEST_P(PointCloudFaults, OrganizedCloudOperationsKeepTheCloudWhenACopyOrLaunchFa
   EXPECT_GE(sweepDevice("PointCloud::maskByRegionOfInterest", [&] { cloud.maskByRegionOfInterest(box); }, kept, reset)
                 .launches,
             1);
+  EXPECT_GE(sweepDevice("PointCloud::transformAndMaskByRegionOfInterest",
+                        [&] { cloud.transformAndMaskByRegionOfInterest(shift, box); }, kept, reset)
+                .launches,
+            1);
+  EXPECT_GE(sweepDevice("PointCloud::deviceNormalsXYZ (restricted plane fit)",
+                        [&] { (void)cloud.deviceNormalsXYZ(5, box, shift, cloud.device().sdkStreamOrQueue()); }, kept,
+                        reset)
+                .launches,
+            1);
   EXPECT_GE(sweepDevice("PointCloud::toUnorganizedPointCloud", [&] { (void)cloud.toUnorganizedPointCloud(); }, kept,
                         reset)
                 .launches,
