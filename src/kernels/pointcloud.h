@@ -360,6 +360,21 @@ DA_FN float da_vx_bound(DA_GLOBAL const da_u32* bounds, int c) {
   return w == 0u ? -(float)INFINITY : da_vx_from_ordered(w);
 }
 
+/* The DA_VX_BOUNDS_ITEMS points of a work item of da_vx_bounds and da_vx_keys_packed:
+ * point first + k * DA_VX_BOUNDS_GROUP for each k (neighbouring work items, neighbouring
+ * points), NaN past n. All are loaded before any is used: one wait for memory instead
+ * of one per point (a loop that tests each point as it loads it waits for each). */
+DA_FN void da_vx_load_items(DA_GLOBAL const float* xyz, long n, long first, float* p) {
+  DA_UNROLL
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
+    const long i = first + (long)k * DA_VX_BOUNDS_GROUP;
+    const int inside = i < n;
+    p[3 * k] = inside ? xyz[3 * i] : DA_NAN;
+    p[3 * k + 1] = inside ? xyz[3 * i + 1] : DA_NAN;
+    p[3 * k + 2] = inside ? xyz[3 * i + 2] : DA_NAN;
+  }
+}
+
 /* One pass instead of a device-wide reduction: each work-group folds its points'
  * corners (and its last valid point's position) in local memory and adds them to the
  * zeroed words with one atomic max per word. A reduction would need a second launch
@@ -373,17 +388,8 @@ DA_KERNEL_GROUP(da_vx_bounds, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_BOUNDS_PARA
   da_u32 m[DA_VX_BOUNDS_WORDS] = {0u}; /* all zero */
   da_u32 valid = 0u;
   const long first = DA_GROUP_ID() * (long)(DA_VX_BOUNDS_GROUP * DA_VX_BOUNDS_ITEMS) + lane;
-  /* All of the work item's loads first, then the folds: one wait for memory instead of
-   * one per point (a loop that tests each point as it loads it waits for each). */
   float p[3 * DA_VX_BOUNDS_ITEMS];
-  DA_UNROLL
-  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
-    const long i = first + (long)k * DA_VX_BOUNDS_GROUP; /* neighbouring work items, neighbouring points */
-    const int inside = i < n;
-    p[3 * k] = inside ? xyz[3 * i] : DA_NAN;
-    p[3 * k + 1] = inside ? xyz[3 * i + 1] : DA_NAN;
-    p[3 * k + 2] = inside ? xyz[3 * i + 2] : DA_NAN;
-  }
+  da_vx_load_items(xyz, n, first, p);
   DA_UNROLL
   for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
     const float x = p[3 * k], y = p[3 * k + 1], z = p[3 * k + 2];
@@ -506,15 +512,10 @@ DA_KERNEL_GROUP(da_vx_keys_packed, DA_VX_BOUNDS_GROUP, 1)(DA_PARAMS(DA_VX_KEYS_P
   DA_BARRIER(); /* every work item has read the sums before the rows are written */
   const long base = group * perGroup + lane;
   float p[3 * DA_VX_BOUNDS_ITEMS];
+  da_vx_load_items(xyz, n, base, p);
   DA_UNROLL
-  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k) {
-    const long i = base + (long)k * DA_VX_BOUNDS_GROUP;
-    const int inside = i < n;
-    p[3 * k] = inside ? xyz[3 * i] : DA_NAN;
-    p[3 * k + 1] = inside ? xyz[3 * i + 1] : DA_NAN;
-    p[3 * k + 2] = inside ? xyz[3 * i + 2] : DA_NAN;
+  for (int k = 0; k < DA_VX_BOUNDS_ITEMS; ++k)
     rows[k * DA_VX_BOUNDS_GROUP + lane] = da_pc_valid(p[3 * k], p[3 * k + 1], p[3 * k + 2]) ? 1u : 0u;
-  }
   da_group_inclusive_scan(rows, DA_VX_BOUNDS_ITEMS, DA_VX_BOUNDS_GROUP);
   if (group == 0 && lane == 0) {
     da_vx_write_width(bounds, g, voxelSize, status);
