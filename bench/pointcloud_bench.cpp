@@ -26,9 +26,11 @@
 // pc_pipeline_graph (CUDA devices) is the pipeline captured once into a CUDA graph and
 // launched once per frame: what a frame loop that replays a graph pays.
 //
-// pc_normals_plane_fit is the stitching pipeline's normals alone (the plane fit over a
-// 5 x 5 window of the whole downsampled grid); pc_pipeline_plane_fit the pipeline with
-// them, fitted only where the ROI keeps points, as runPipeline and FrameLoop fit them.
+// pc_transform_roi is the one pass of the transform and the ROI that the whole chain
+// runs. pc_normals_plane_fit is the stitching pipeline's normals alone (the plane fit
+// over a 5 x 5 window of the whole downsampled grid); pc_pipeline_plane_fit the pipeline
+// with them, fitted only where the ROI keeps points, as runPipeline and FrameLoop fit
+// them.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -223,6 +225,7 @@ enum class Stage {
   pipelineGraph,
   planeFitNormals,
   pipelinePlaneFit,
+  transformRoi,
 };
 
 // The plane-fit window of the stitching pipeline's normals on a 2x2-downsampled frame
@@ -248,6 +251,7 @@ double stageBytes(const Inputs& in, Stage which) {
   // The fine grid keeps about every point: the points in and as many out.
   if (which == Stage::fineVoxel) return 2 * kept * kPointBytes;
   if (which == Stage::planeFitNormals) return bytes[static_cast<int>(Stage::normals)];
+  if (which == Stage::transformRoi) return quarter * (12 + 12);  // XYZ in, XYZ (or NaN) out
   if (which != Stage::pipeline && which != Stage::pipelineGraph && which != Stage::pipelinePlaneFit)
     return bytes[static_cast<int>(which)];
   double sum = 0;
@@ -285,6 +289,19 @@ void stage(benchmark::State& state, da::ComputeDevice device, CameraSize camera,
       bool forward = false;
       timeStage(state, stream, [&] {
         cloud.transform(forward ? m : back, stream);
+        forward = !forward;
+      });
+      pointsOut = cloud.size();
+      break;
+    }
+    case Stage::transformRoi: {
+      // The one-pass transform and ROI, in place as the pipeline runs it. Alternating
+      // with the inverse keeps the points near the box; every call reads and writes
+      // every point, whether the box keeps it or not.
+      da::PointCloud cloud = in.downsampled.transformed(m);
+      bool forward = false;
+      timeStage(state, stream, [&] {
+        cloud.transformAndMaskByRegionOfInterest(forward ? m : back, box, stream);
         forward = !forward;
       });
       pointsOut = cloud.size();
@@ -366,6 +383,7 @@ int main(int argc, char** argv) {
       {"pc_pipeline", Stage::pipeline},         {"pc_voxel_fine", Stage::fineVoxel},
       {"pc_pipeline_graph", Stage::pipelineGraph},
       {"pc_normals_plane_fit", Stage::planeFitNormals}, {"pc_pipeline_plane_fit", Stage::pipelinePlaneFit},
+      {"pc_transform_roi", Stage::transformRoi},
   };
   for (const auto& device : da::ComputeDevice::all())
     for (const CameraSize camera : kCameras) {
