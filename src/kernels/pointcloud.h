@@ -34,6 +34,11 @@ DA_FN void da_pc_store(DA_GLOBAL float* xyz, long i, float x, float y, float z) 
   xyz[3 * i + 1] = y;
   xyz[3 * i + 2] = z;
 }
+DA_FN void da_pc_load(DA_GLOBAL const float* xyz, long i, float* p) {
+  p[0] = xyz[3 * i];
+  p[1] = xyz[3 * i + 1];
+  p[2] = xyz[3 * i + 2];
+}
 
 /* Running sums of a point set's SNR^2-weighted mean (w*) and plain mean (u*), shared by
  * the block downsampling and the voxel reduction so both define "mean" the same way. */
@@ -137,7 +142,8 @@ DA_KERNEL(da_pc_transform)(DA_PARAMS(DA_PC_TRANSFORM_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_TRANSFORM_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  float p[3] = {xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]};
+  float p[3];
+  da_pc_load(xyzIn, i, p);
   da_pc_moved(p, m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23);
   da_pc_store(xyzOut, i, p[0], p[1], p[2]);
 }
@@ -209,7 +215,8 @@ DA_KERNEL(da_pc_transform_roi)(DA_PARAMS(DA_PC_TRANSFORM_ROI_PARAMS)) {
   DA_BUFFERS_INIT(DA_PC_TRANSFORM_ROI_PARAMS);
   const long i = DA_ID(0);
   if (i >= n) return;
-  float p[3] = {xyzIn[3 * i], xyzIn[3 * i + 1], xyzIn[3 * i + 2]};
+  float p[3];
+  da_pc_load(xyzIn, i, p);
   da_pc_moved(p, m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23);
   if (da_pc_in_box(p[0], p[1], p[2], ox, oy, oz, ux, uy, uz, lenU, vx, vy, vz, lenV, nx, ny, nz, lo, hi))
     da_pc_store(xyzOut, i, p[0], p[1], p[2]);

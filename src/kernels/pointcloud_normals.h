@@ -19,22 +19,10 @@ typedef struct {
   int count;
 } da_nrm_moments;
 
-DA_FN void da_nrm_add(da_nrm_moments* m, float dx, float dy, float dz) {
-  m->x += dx;
-  m->y += dy;
-  m->z += dz;
-  m->xx += dx * dx;
-  m->xy += dx * dy;
-  m->xz += dx * dz;
-  m->yy += dy * dy;
-  m->yz += dy * dz;
-  m->zz += dz * dz;
-  ++m->count;
-}
-
-/* da_nrm_add of the offsets when `take`, else of zeros: a select instead of a branch, so
- * that a warp never splits over which neighbours it takes (the window kernels spend most
- * of their instructions here), and the NaN offsets of missing points never reach a sum. */
+/* Adds the offsets of one neighbour when `take`, else zeros: a select instead of a
+ * branch, so that a warp never splits over which neighbours it takes (the window kernels
+ * spend most of their instructions here), and the NaN offsets of missing points never
+ * reach a sum. */
 DA_FN void da_nrm_add_if(da_nrm_moments* m, int take, float dx, float dy, float dz) {
   dx = take ? dx : 0.0f;
   dy = take ? dy : 0.0f;
@@ -50,6 +38,7 @@ DA_FN void da_nrm_add_if(da_nrm_moments* m, int take, float dx, float dy, float 
   m->zz += dz * dz;
   m->count += take ? 1 : 0;
 }
+DA_FN void da_nrm_add(da_nrm_moments* m, float dx, float dy, float dz) { da_nrm_add_if(m, 1, dx, dy, dz); }
 
 DA_FN float da_nrm_length2(float x, float y, float z) { return x * x + y * y + z * z; }
 
