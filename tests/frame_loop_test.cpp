@@ -226,6 +226,36 @@ TEST_P(FrameLoopTest, MovedFromLoopIsEmptyAndRefusesFrames) {
 /// toUnorganizedPointCloud(normals): the normals go with their points (a host
 /// compaction of the same grids is the reference), and only the cloud's own normals are
 /// taken.
+TEST_P(FrameLoopTest, OrganizedResultKeepsThePlaneFitWhereTheRoiRemovedAPoint) {
+  // An organized result hands out the grid's normals as fitted: the plane fit is not
+  // restricted to the ROI there, so a point the ROI removed keeps its (rotated) normal.
+  const HostPointCloud frame = scene(5);
+  const PipelineStages stages =
+      stagesOf({"--downsample", "2x2", "--normals", "--normal-window", "5", "--transform", kRigid, "--roi", kRoi});
+  FrameLoop loop(stages, device(), 2);
+  LoopFrame f = loop.submit(frame);
+  loop.synchronize();
+  ASSERT_TRUE(f.isOrganized());
+  const HostPointCloud kept = f.cloud.toHost();
+  const std::vector<devicearray::NormalXYZ> got = f.normals.toHost();
+  devicearray::PointCloud grid = devicearray::PointCloud::fromHost(frame, device());
+  grid.downsample(devicearray::Downsampling::by2x2);
+  const HostPointCloud all = grid.toHost();
+  const std::vector<devicearray::NormalXYZ> fitted = grid.deviceNormalsXYZ(5, device().sdkStreamOrQueue()).toHost();
+  ASSERT_EQ(got.size(), fitted.size());
+  const double c = 0.8660254, s = 0.5;  // kRigid's rotation about z
+  std::size_t removedWithNormal = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!all.isValid(i) || kept.isValid(i) || std::isnan(fitted[i].x)) continue;
+    ++removedWithNormal;  // removed by the ROI, fitted on the grid
+    ASSERT_FALSE(std::isnan(got[i].x)) << "point " << i << " lost its normal";
+    EXPECT_NEAR(got[i].x, c * fitted[i].x - s * fitted[i].y, 1e-5) << i;
+    EXPECT_NEAR(got[i].y, s * fitted[i].x + c * fitted[i].y, 1e-5) << i;
+    EXPECT_NEAR(got[i].z, fitted[i].z, 1e-5) << i;
+  }
+  EXPECT_GT(removedWithNormal, got.size() / 10) << "the ROI removes a good part of the grid";
+}
+
 TEST_P(FrameLoopTest, UnorganizeCarriesTheGridNormals) {
   const HostPointCloud frame = scene(4, 40, 30);
   const devicearray::PointCloud cloud = devicearray::PointCloud::fromHost(frame, device());

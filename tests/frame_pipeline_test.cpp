@@ -186,6 +186,8 @@ TEST(PipelineStagesParse, BadTransformsAreRefusedAsTheCommandRefusesThem) {
 
 TEST(PipelineStagesParse, BadBoxesVoxelsAndCountsAreRefused) {
   expectRefused({"--roi=0,0,0,1,0,0,2,0,0,0,10"}, "collinear");
+  // Nearly collinear: refused here as maskByRegionOfInterest would refuse it later.
+  expectRefused({"--roi=0,0,0,1000,0,0,2000,0.0000001,0,0,10"}, "collinear");
   expectRefused({"--roi=0,0,0,1,0,0,0,1,0,10,0"}, "greater than max");
   expectRefused({"--roi=1,2,3"}, "expected 11 numbers, got 3");
   expectRefused({"--roi=0,0,0,1e39,0,0,0,1,0,0,10"}, "does not fit a float");

@@ -315,6 +315,8 @@ TEST_P(PointCloudTest, TransformAndRegionOfInterestInOnePassGiveTheTwoCallsPoint
     onePass.transformAndMaskByRegionOfInterest(m, {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}, 0, 1}, sq());
   }, "collinear box");
   EXPECT_EQ(onePass.transformationMatrix(), twoCalls.transformationMatrix()) << "a refused call changes nothing";
+  const auto after = onePass.storedXYZ().toHost();
+  EXPECT_EQ(std::memcmp(after.data(), got.data(), got.size() * sizeof got[0]), 0) << "nor the points";
 }
 
 TEST_P(PointCloudTest, NormalsMatchReferenceAndFaceTheCamera) {

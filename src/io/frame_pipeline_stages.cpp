@@ -162,7 +162,10 @@ void checkRoiValues(const double (&v)[11]) {
   const double ux = v[3] - v[0], uy = v[4] - v[1], uz = v[5] - v[2];
   const double wx = v[6] - v[0], wy = v[7] - v[1], wz = v[8] - v[2];
   const double cx = uy * wz - uz * wy, cy = uz * wx - ux * wz, cz = ux * wy - uy * wx;
-  if (!(cx * cx + cy * cy + cz * cz > 0.0))
+  // PointCloud::maskByRegionOfInterest's test (and the restricted plane fit's), so that
+  // the stage value refuses every box that the stages would refuse later.
+  const double lu = std::sqrt(ux * ux + uy * uy + uz * uz), lw = std::sqrt(wx * wx + wy * wy + wz * wz);
+  if (!(std::sqrt(cx * cx + cy * cy + cz * cz) > 1e-9 * lu * lw))
     invalid("--roi: origin, A and B are coincident or collinear, so they span no base");
 }
 

@@ -183,8 +183,8 @@ DA_FN int da_nrm_surely_removed(float x, float y, float z, float u0, float u1, f
  * neighbour is added through a select. The point itself is counted once, outside.
  *
  * Restricted to what a later region of interest keeps, each work item first tests its
- * own point, and a work-group without a point to fit writes its NaNs without loading a
- * tile. Every work item reaches every barrier (no return before the last one), which
+ * own point, and a work-group without a valid point that the region may keep writes its
+ * NaNs without loading a tile. Every work item reaches every barrier (no return before the last one), which
  * some OpenCL compilers need even where a condition is the same for the whole group. */
 #define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
   DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 6)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
@@ -199,11 +199,14 @@ DA_FN int da_nrm_surely_removed(float x, float y, float z, float u0, float u1, f
     const int c = left + (R) + lx, r = top + (R) + ly;                                                                 \
     const int onGrid = c < width && r < height;                                                                        \
     const long i = (long)r * width + c;                                                                                \
-    const int fits =                                                                                                   \
-        onGrid && !(restricted && da_nrm_surely_removed(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], keepU0, keepU1,   \
-                                                        keepU2, keepU3, keepV0, keepV1, keepV2, keepV3, keepN0,        \
-                                                        keepN1, keepN2, keepN3, keepLenU, keepLenV, keepLo, keepHi,    \
-                                                        keepTol0, keepTol1, keepTol2, keepTol3));                      \
+    int fits = onGrid; /* restricted: a valid point that the region of interest may keep */                          \
+    if (restricted && onGrid) {                                                                                        \
+      const float x = xyz[3 * i], y = xyz[3 * i + 1], z = xyz[3 * i + 2];                                              \
+      fits = da_pc_valid(x, y, z) &&                                                                                   \
+             !da_nrm_surely_removed(x, y, z, keepU0, keepU1, keepU2, keepU3, keepV0, keepV1, keepV2, keepV3, keepN0,   \
+                                    keepN1, keepN2, keepN3, keepLenU, keepLenV, keepLo, keepHi, keepTol0, keepTol1,    \
+                                    keepTol2, keepTol3);                                                               \
+    }                                                                                                                  \
     if (DA_LOCAL_ID() == 0) groupFits[0] = !restricted;                                                                \
     DA_BARRIER();                                                                                                      \
     if (restricted && fits) DA_NRM_RAISE_FLAG(groupFits);                                                              \
