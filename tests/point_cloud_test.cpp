@@ -289,7 +289,10 @@ TEST_P(PointCloudTest, RegionOfInterestKeepsPointsInsideTheOrientedBox) {
 TEST_P(PointCloudTest, TransformAndRegionOfInterestInOnePassGiveTheTwoCallsPoints) {
   const pcref::Cloud c = randomCloud(37, 53, 11, 0.1);
   const float a = 0.3f;
-  const Matrix4x4 m = {std::cos(a), -std::sin(a), 0, 12.5f, std::sin(a), std::cos(a), 0, -7, 0, 0, 1.02f, 30, 0, 0, 0, 1};
+  const Matrix4x4 m = {std::cos(a), -std::sin(a), 0,     12.5f,  // a rotation about z, a stretch of z
+                       std::sin(a), std::cos(a),  0,     -7,     // and a translation
+                       0,           0,            1.02f, 30,     //
+                       0,           0,            0,     1};
   const RegionOfInterestBox box{{-200, -100, 500}, {250, -50, 600}, {-150, 300, 550}, -200, 400};
   // A transform before them: the one pass accumulates the matrix as transform() does.
   PointCloud twoCalls = upload(c, dev()).transformed(m, sq());

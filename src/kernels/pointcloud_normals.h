@@ -184,8 +184,9 @@ DA_FN int da_nrm_surely_removed(float x, float y, float z, float u0, float u1, f
  *
  * Restricted to what a later region of interest keeps, each work item first tests its
  * own point, and a work-group without a valid point that the region may keep writes its
- * NaNs without loading a tile. Every work item reaches every barrier (no return before the last one), which
- * some OpenCL compilers need even where a condition is the same for the whole group. */
+ * NaNs without loading a tile. Every work item reaches every barrier (no return before
+ * the last one, no barrier in a branch), which PoCL needs even where a condition is the
+ * same for the whole group. */
 #define DA_NRM_WINDOW_KERNEL(R)                                                                                        \
   DA_KERNEL_GROUP(da_nrm_window_##R, DA_NRM_WINDOW_GROUP, 6)(DA_PARAMS(DA_NRM_WINDOW_PARAMS)) {                        \
     DA_BUFFERS_INIT(DA_NRM_WINDOW_PARAMS);                                                                             \

@@ -83,7 +83,8 @@ GpuMatND uploadMask(const HostMat& mask, const PointCloud& cloud, const char* fn
   return d;
 }
 
-void enqueueRoi(QueueImpl& q, const pc::RoiParams& r, const DeviceArray<PointXYZ>& in, const DeviceArray<PointXYZ>& out) {
+void enqueueRoi(QueueImpl& q, const pc::RoiParams& r, const DeviceArray<PointXYZ>& in,
+                const DeviceArray<PointXYZ>& out) {
   OrderedUse use(q, {pc::storageOf(in), pc::storageOf(out)});
   const std::size_t n = in.size();
   detail::launch<kernels::da_pc_roi>(q, LaunchGeometry::items(n), pc::i64(n), r.o[0], r.o[1], r.o[2], r.u[0], r.u[1],

@@ -630,7 +630,8 @@ def test_transform_and_region_of_interest_in_one_pass(device, on):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     np.testing.assert_array_equal(one.transformation_matrix(), two.transformation_matrix())
     with pytest.raises(ValueError):
-        one.transform_and_mask_by_region_of_interest(pose, da.RegionOfInterestBox((0, 0, 0), (1, 1, 1), (2, 2, 2), 0, 1))
+        collinear = da.RegionOfInterestBox((0, 0, 0), (1, 1, 1), (2, 2, 2), 0, 1)
+        one.transform_and_mask_by_region_of_interest(pose, collinear)
 
 
 def test_region_of_interest_box_fields_and_degenerate_boxes(device):
