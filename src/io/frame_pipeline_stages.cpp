@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/roi_base.hpp"
 #include "devicearray/error.hpp"
 #include "devicearray/frame_pipeline.hpp"
 #include "io/frame_pipeline_internal.hpp"
@@ -159,14 +160,8 @@ Matrix4x4 parseTransform(const std::string& spec) {
 /// The ROI's checks on its 11 values (origin, A, B, min, max), as given or as stored.
 void checkRoiValues(const double (&v)[11]) {
   if (v[9] > v[10]) invalid("--roi: min " + numberText(v[9]) + " is greater than max " + numberText(v[10]));
-  const double ux = v[3] - v[0], uy = v[4] - v[1], uz = v[5] - v[2];
-  const double wx = v[6] - v[0], wy = v[7] - v[1], wz = v[8] - v[2];
-  const double cx = uy * wz - uz * wy, cy = uz * wx - ux * wz, cz = ux * wy - uy * wx;
-  // PointCloud::maskByRegionOfInterest's test (and the restricted plane fit's), so that
-  // the stage value refuses every box that the stages would refuse later.
-  const double lu = std::sqrt(ux * ux + uy * uy + uz * uz), lw = std::sqrt(wx * wx + wy * wy + wz * wz);
-  if (!(std::sqrt(cx * cx + cy * cy + cz * cz) > 1e-9 * lu * lw))
-    invalid("--roi: origin, A and B are coincident or collinear, so they span no base");
+  const double u[3] = {v[3] - v[0], v[4] - v[1], v[5] - v[2]}, w[3] = {v[6] - v[0], v[7] - v[1], v[8] - v[2]};
+  if (!detail::spansBase(u, w)) invalid("--roi: origin, A and B are coincident or collinear, so they span no base");
 }
 
 RegionOfInterestBox parseRoi(const std::string& spec) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/color_tables.hpp"
+#include "core/roi_base.hpp"
 
 #include "pointcloud/pointcloud_internal.hpp"
 #include "pointcloud/scratch_layout.hpp"
@@ -70,8 +71,8 @@ RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
       raise(ErrorCode::InvalidArgument, fn, "the box points must be finite");
   if (!std::isfinite(b.minExtent) || !std::isfinite(b.maxExtent) || b.minExtent > b.maxExtent)
     raise(ErrorCode::InvalidArgument, fn,
-              "the extent [" + std::to_string(b.minExtent) + ", " + std::to_string(b.maxExtent) +
-                  "] must be finite with min <= max");
+          "the extent [" + std::to_string(b.minExtent) + ", " + std::to_string(b.maxExtent) +
+              "] must be finite with min <= max");
   const double u[3] = {double(b.pointA.x) - b.origin.x, double(b.pointA.y) - b.origin.y,
                        double(b.pointA.z) - b.origin.z};
   const double v[3] = {double(b.pointB.x) - b.origin.x, double(b.pointB.y) - b.origin.y,
@@ -80,10 +81,10 @@ RoiParams checkBox(const RegionOfInterestBox& b, const char* fn) {
   const double lv = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
   if (lu == 0.0 || lv == 0.0)
     raise(ErrorCode::InvalidArgument, fn, "point A or point B coincides with the origin (degenerate box)");
+  if (!spansBase(u, v))
+    raise(ErrorCode::InvalidArgument, fn, "O, A and B are collinear, so they span no base (degenerate box)");
   const double n[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
   const double ln = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-  if (!(ln > 1e-9 * lu * lv))
-    raise(ErrorCode::InvalidArgument, fn, "O, A and B are collinear, so they span no base (degenerate box)");
   RoiParams r{};
   r.o[0] = b.origin.x;
   r.o[1] = b.origin.y;
