@@ -37,9 +37,13 @@
 #define DA_PARAM_BUFFER_(T, name) , DA_BUFFER(T, name)
 #define DA_PARAMS(list) list(DA_PARAM_SCALAR_FIRST_, DA_PARAM_BUFFER_FIRST_, DA_PARAM_SCALAR_, DA_PARAM_BUFFER_)
 
-/* DA_BUFFER_INIT of every buffer of the list, at the top of the kernel body. */
+/* The kernel body's first statement: the wait for the kernel before it in the stream
+ * (DA_AFTER_PREVIOUS_KERNEL, src/kernels/prelude.h), then DA_BUFFER_INIT of every
+ * buffer of the list. */
 #define DA_INIT_SCALAR_(T, name)
 #define DA_INIT_BUFFER_(T, name) DA_BUFFER_INIT(T, name);
-#define DA_BUFFERS_INIT(list) list(DA_INIT_SCALAR_, DA_INIT_BUFFER_, DA_INIT_SCALAR_, DA_INIT_BUFFER_) (void)0
+#define DA_BUFFERS_INIT(list) \
+  DA_AFTER_PREVIOUS_KERNEL(); \
+  list(DA_INIT_SCALAR_, DA_INIT_BUFFER_, DA_INIT_SCALAR_, DA_INIT_BUFFER_) (void)0
 
 #endif /* DEVICEARRAY_BACKEND_KERNEL_PARAMS_H */

@@ -54,6 +54,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 namespace devicearray::detail {
 namespace cuda {
@@ -294,11 +295,23 @@ void PinnedStagingPool::release(Buffer buffer) noexcept {
 
 // ------------------------------------------------------------------ device ---
 
+namespace {
+
+/// True when the environment variable `name` is "0": a switch for profiling or for
+/// measuring a default against its absence.
+bool switchedOff(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string_view(value) == "0";
+}
+
+}  // namespace
+
 CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
     : ordinal_(ordinal),
       model_(prop.name),
       totalMemory_(prop.totalGlobalMem),
-      maxPitch_(prop.memPitch) {
+      maxPitch_(prop.memPitch),
+      dependentLaunch_(prop.major >= 9 && !switchedOff("DEVICEARRAY_CUDA_PDL")) {
   setWorkObjects(makePrimitives(*this), makeCopySteps(*this));
 }
 

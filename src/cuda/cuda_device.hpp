@@ -232,8 +232,12 @@ class CudaDevice final : public DeviceImpl {
     return staging_;
   }
   std::size_t maxPitch() const { return maxPitch_; }
-  /// cudaOccupancyMaxPotentialBlockSize for `kernel`, computed once per kernel.
-  int blockSizeFor(const void* kernel, const char* name);
+  /// How the launches of one registered kernel are shaped, found once per kernel.
+  struct LaunchTraits {
+    int blockSize = 0;       ///< cudaOccupancyMaxPotentialBlockSize
+    bool dependent = false;  ///< launched with programmatic stream serialization
+  };
+  const LaunchTraits& launchTraitsOf(const void* kernel, const char* name);
   /// Loads the library's kernels on this device once (kernel_registry.hpp: loadKernels).
   void loadKernelsOnce();
   /// True when kernels of this device can read `source`'s memory (its pool and
@@ -271,8 +275,11 @@ class CudaDevice final : public DeviceImpl {
   std::mutex eventMutex_;
   std::vector<cudaEvent_t> freeEvents_;
 
-  std::mutex occupancyMutex_;
-  std::unordered_map<const void*, int> blockSizes_;
+  /// Launches may start before the kernel before them ends (sm_90 and later, unless
+  /// DEVICEARRAY_CUDA_PDL=0; cuda_launch.cu).
+  bool dependentLaunch_ = false;
+  std::mutex launchTraitsMutex_;
+  std::unordered_map<const void*, LaunchTraits> launchTraits_;
 
   PinnedStagingPool staging_;
   GraphKeepAlive graphKeepAlive_;

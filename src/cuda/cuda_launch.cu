@@ -124,19 +124,26 @@ void loadKernels() noexcept {
   }
 }
 
-int CudaDevice::blockSizeFor(const void* kernel, const char* name) {
+const CudaDevice::LaunchTraits& CudaDevice::launchTraitsOf(const void* kernel, const char* name) {
   {
-    std::lock_guard<std::mutex> lock(occupancyMutex_);
-    auto it = blockSizes_.find(kernel);
-    if (it != blockSizes_.end()) return it->second;
+    std::lock_guard<std::mutex> lock(launchTraitsMutex_);
+    auto it = launchTraits_.find(kernel);
+    if (it != launchTraits_.end()) return it->second;
   }
-  int minGrid = 0, block = 0;
-  const cudaError_t err = cudaOccupancyMaxPotentialBlockSize(&minGrid, &block, kernel, 0, 0);
+  LaunchTraits traits;
+  int minGrid = 0;
+  cudaError_t err = cudaOccupancyMaxPotentialBlockSize(&minGrid, &traits.blockSize, kernel, 0, 0);
   if (err != cudaSuccess) throwCudaError((std::string("launch(") + name + "): cudaOccupancyMaxPotentialBlockSize").c_str(), err);
-  block = std::max(block, 1);
-  std::lock_guard<std::mutex> lock(occupancyMutex_);
-  blockSizes_.emplace(kernel, block);
-  return block;
+  traits.blockSize = std::max(traits.blockSize, 1);
+  // Only code built for sm_90 or later waits for the kernel before it
+  // (DA_AFTER_PREVIOUS_KERNEL); PTX of an older architecture, compiled for this GPU at
+  // load time, does not, so its launches keep the stream's order.
+  cudaFuncAttributes attributes{};
+  err = cudaFuncGetAttributes(&attributes, kernel);
+  if (err != cudaSuccess) throwCudaError((std::string("launch(") + name + "): cudaFuncGetAttributes").c_str(), err);
+  traits.dependent = dependentLaunch_ && std::min(attributes.ptxVersion, attributes.binaryVersion) >= 90;
+  std::lock_guard<std::mutex> lock(launchTraitsMutex_);
+  return launchTraits_.emplace(kernel, traits).first->second;  // unordered_map: references stay valid
 }
 
 void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
@@ -220,8 +227,8 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   DeviceGuard guard(ordinal_);
   // The occupancy-optimal 1-D block size doubles as the thread budget of 2-/3-D
   // blocks, which are 32 wide so rows of an image stay coalesced.
-  const int budget = launch.localSize != 0 ? static_cast<int>(launch.localSize)
-                                           : blockSizeFor(entry.function, launch.name);
+  const LaunchTraits& traits = launchTraitsOf(entry.function, launch.name);
+  const int budget = launch.localSize != 0 ? static_cast<int>(launch.localSize) : traits.blockSize;
   dim3 block(1, 1, 1);
   if (launch.workDims == 1) {
     block.x = static_cast<unsigned>(budget);
@@ -246,9 +253,23 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
                                        " blocks; CUDA allows " + std::to_string(limits[d]));
     gridDims[d] = static_cast<unsigned>(g);
   }
-  const dim3 grid(gridDims[0], gridDims[1], gridDims[2]);
-  const cudaError_t err = cudaLaunchKernel(entry.function, grid, block, pointers, 0, stream);
-  if (err != cudaSuccess) throwCudaError((where() + ": cudaLaunchKernel").c_str(), err);
+  // A dependent launch lets the kernel's blocks be scheduled as soon as every block of
+  // the kernel before it has started (each kernel says so after its wait), instead of
+  // after that kernel's end: the kernels of a frame are short, and the gap between two
+  // dependent launches was as long as many of them.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(gridDims[0], gridDims[1], gridDims[2]);
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  if (traits.dependent) {
+    config.attrs = &dependent;
+    config.numAttrs = 1;
+  }
+  const cudaError_t err = cudaLaunchKernelExC(&config, entry.function, pointers);
+  if (err != cudaSuccess) throwCudaError((where() + ": cudaLaunchKernelExC").c_str(), err);
 }
 
 }  // namespace devicearray::detail::cuda

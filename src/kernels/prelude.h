@@ -162,6 +162,20 @@ DA_FN float da_float_from_bits(da_u32 bits) {
 }
 #endif
 
+/* Programmatic dependent launch (sm_90 and later): the CUDA backend lets a kernel's
+ * blocks start while the kernel before it in the stream finishes (cuda_launch.cu), to
+ * hide the gap between dependent launches. Every kernel waits here, in DA_BUFFERS_INIT
+ * before its first access to memory, until that kernel has completed and its writes
+ * are visible, then lets the next kernel's blocks be scheduled. Elsewhere kernels start
+ * in stream order and this is nothing. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DA_AFTER_PREVIOUS_KERNEL()                    \
+  asm volatile("griddepcontrol.wait;" ::: "memory"); \
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define DA_AFTER_PREVIOUS_KERNEL() (void)0
+#endif
+
 /* n / divisor as da_mul_hi(n, *multiplier) >> *shift, exact for n and divisor below
  * 2^31 (divisor 1 excepted: n itself). Computed once on the host per divisor, so an
  * index decomposition costs a multiply-high and a shift instead of a division. */
