@@ -1,7 +1,9 @@
 // Backend interface: launching a shared kernel (src/kernels/selftest.h) with its typed
 // signature, the checks of what a signature cannot rule out (a kernel that differs from
 // it, an untyped launch), work-group sizes, and launches from many threads at once.
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstddef>
 #include <cstring>
 #include <exception>
@@ -187,6 +189,43 @@ TEST_P(Backend, ConcurrentLaunchesFromManyThreadsKeepTheirArguments) {
   }
 }
 
+TEST_P(Backend, EachLaunchReadsWhatTheLaunchBeforeItWrote) {
+  // Launches that each read what the one before wrote and write what it read: on CUDA
+  // (sm_90 and later) a launch's blocks may start before the one before it ends, and
+  // must wait for it. Frames of several waves of blocks, with a = 1: every value stays a
+  // small integer, so the host's sums are exact.
+  const int n = 1 << 22, launches = 24;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<float>(i % 7);
+    b[static_cast<std::size_t>(i)] = static_cast<float>(i % 5);
+  }
+  auto ba = dev().allocate(n * sizeof(float), q());
+  auto bb = dev().allocate(n * sizeof(float), q());
+  Bytes bytes(n * sizeof(float));
+  std::memcpy(bytes.data(), a.data(), bytes.size());
+  write(*ba, 0, bytes);
+  std::memcpy(bytes.data(), b.data(), bytes.size());
+  write(*bb, 0, bytes);
+  for (int k = 0; k < launches; ++k) {
+    const bool intoB = k % 2 == 0;
+    launch<Axpy>(q(), LaunchGeometry::items(n), n, 1.0f, BufferRef{intoB ? ba.get() : bb.get()},
+                 BufferRef{intoB ? bb.get() : ba.get()});
+    std::vector<float>& x = intoB ? a : b;
+    std::vector<float>& y = intoB ? b : a;
+    for (int i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] += x[static_cast<std::size_t>(i)];
+  }
+  ASSERT_LT(std::max(a[6], b[6]), 16777216.0f);  // below 2^24: exact in float
+  const Bytes gotA = read(*ba, 0, n * sizeof(float)), gotB = read(*bb, 0, n * sizeof(float));
+  std::vector<float> ra(n), rb(n);
+  std::memcpy(ra.data(), gotA.data(), gotA.size());
+  std::memcpy(rb.data(), gotB.data(), gotB.size());
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(ra[static_cast<std::size_t>(i)], a[static_cast<std::size_t>(i)]) << "index " << i;
+    ASSERT_EQ(rb[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]) << "index " << i;
+  }
+}
+
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Backend);
 INSTANTIATE_TEST_SUITE_P(AllDevices, Backend, testing::ValuesIn(allDevices()), DeviceParamName());
 
@@ -239,6 +278,40 @@ TEST(OpenCLProgram, UsesNoVariadicMacro) {
     EXPECT_EQ(line.find("..."), std::string::npos) << line;
     EXPECT_EQ(line.find("__VA_ARGS__"), std::string::npos) << line;
   }
+}
+
+// CUDA may start a kernel's blocks before the kernel before it in the stream has ended
+// (programmatic dependent launch); each shared kernel waits for it in its first
+// statement, DA_BUFFERS_INIT (or DA_AFTER_PREVIOUS_KERNEL where it has no parameter
+// list). The OpenCL program holds every shared kernel (src/kernels/), then the
+// OpenCL-only .cl files, which CUDA never runs.
+TEST(OpenCLProgram, EverySharedKernelWaitsForTheKernelBeforeItFirst) {
+  std::string source = devicearray::detail::kOpenCLProgramSource;
+  const std::size_t openclOnly = source.find(".cl ---- */");
+  ASSERT_NE(openclOnly, std::string::npos) << "cmake/EmbedOpenCL.cmake no longer marks the files";
+  source.erase(source.rfind("/* ---- ", openclOnly));
+  for (std::size_t open = source.find("/*"); open != std::string::npos; open = source.find("/*", open)) {
+    const std::size_t close = source.find("*/", open + 2);
+    ASSERT_NE(close, std::string::npos) << "an unterminated comment";
+    source.erase(open, close + 2 - open);
+  }
+  int kernels = 0;
+  for (const std::string macro : {"DA_KERNEL(", "DA_KERNEL_GROUP("}) {
+    for (std::size_t at = source.find(macro); at != std::string::npos; at = source.find(macro, at + 1)) {
+      const std::size_t lineStart = source.rfind('\n', at) + 1;
+      if (source.compare(lineStart, 7, "#define") == 0) continue;  // the macro's own definition
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(source[at - 1])) || source[at - 1] == '_')) continue;
+      const std::size_t body = source.find('{', at);
+      ASSERT_NE(body, std::string::npos);
+      const std::size_t first = source.find_first_not_of(" \t\r\n\\", body + 1);
+      const std::string statement = source.substr(first, 32);
+      const std::string name = source.substr(at, source.find(',', at) - at).substr(0, 60);
+      EXPECT_TRUE(statement.rfind("DA_BUFFERS_INIT(", 0) == 0 || statement.rfind("DA_AFTER_PREVIOUS_KERNEL()", 0) == 0)
+          << name << " starts with " << statement;
+      ++kernels;
+    }
+  }
+  EXPECT_GT(kernels, 40);  // the scan found the kernels
 }
 #endif
 

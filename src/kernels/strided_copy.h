@@ -49,6 +49,7 @@ DA_FN_INLINE void da_strided_offsets_i64(const da_strided_layout* p, da_u64 i, d
 #define DA_STRIDED_COPY_KERNEL(width, Word, index, groups)                                                             \
   DA_KERNEL_GROUP(da_strided_copy_##width##_##index, DA_STRIDED_GROUP, groups)                                         \
   (DA_BUFFER(da_u8, dst), DA_BUFFER(const da_u8, src), DA_BY_VALUE(da_strided_layout, layout)) {                       \
+    DA_AFTER_PREVIOUS_KERNEL();                                                                                        \
     DA_BUFFER_INIT(da_u8, dst);                                                                                        \
     DA_BUFFER_INIT(const da_u8, src);                                                                                  \
     const da_u64 first = DA_STRIDED_FIRST_WORD();                                                                      \
@@ -72,6 +73,7 @@ DA_FN_INLINE void da_strided_offsets_i64(const da_strided_layout* p, da_u64 i, d
 #define DA_STRIDED_FILL_KERNEL(width, Word, index, groups)                                                             \
   DA_KERNEL_GROUP(da_strided_fill_##width##_##index, DA_STRIDED_GROUP, groups)                                         \
   (DA_BUFFER(da_u8, dst), DA_BY_VALUE(da_strided_layout, layout), DA_BY_VALUE(da_fill_pattern, fill)) {                \
+    DA_AFTER_PREVIOUS_KERNEL();                                                                                        \
     DA_BUFFER_INIT(da_u8, dst);                                                                                        \
     DA_LOCAL_ARRAY(Word, pattern, 32 / width);                                                                         \
     if (DA_LOCAL_ID() < 32) ((DA_LOCAL da_u8*)pattern)[DA_LOCAL_ID()] = fill.bytes[DA_LOCAL_ID()];                     \
