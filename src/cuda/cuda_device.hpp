@@ -182,6 +182,31 @@ class PinnedStagingPool {
   std::vector<Buffer> free_;
 };
 
+/// A kernel launch's configuration for cudaLaunchKernelEx: a dependent launch (its
+/// blocks may start before the kernel before it in the stream ends; the kernel waits for
+/// it first, see CudaDevice::LaunchTraits) or one in plain stream order.
+class LaunchConfig {
+ public:
+  LaunchConfig(dim3 grid, dim3 block, cudaStream_t stream, bool dependent) {
+    config_.gridDim = grid;
+    config_.blockDim = block;
+    config_.stream = stream;
+    dependent_.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    dependent_.val.programmaticStreamSerializationAllowed = 1;
+    if (dependent) {
+      config_.attrs = &dependent_;
+      config_.numAttrs = 1;
+    }
+  }
+  LaunchConfig(const LaunchConfig&) = delete;  // config_ points at dependent_
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+  const cudaLaunchConfig_t* get() const noexcept { return &config_; }
+
+ private:
+  cudaLaunchConfig_t config_{};
+  cudaLaunchAttribute dependent_{};
+};
+
 /// One CUDA device (its primary context). Instances are process-wide singletons made
 /// by the CUDA Backend (cuda_backend.cu) and intentionally never destroyed; what they
 /// cache is freed at exit (DeviceImpl::releaseCachedMemory).

@@ -133,7 +133,8 @@ const CudaDevice::LaunchTraits& CudaDevice::launchTraitsOf(const void* kernel, c
   LaunchTraits traits;
   int minGrid = 0;
   cudaError_t err = cudaOccupancyMaxPotentialBlockSize(&minGrid, &traits.blockSize, kernel, 0, 0);
-  if (err != cudaSuccess) throwCudaError((std::string("launch(") + name + "): cudaOccupancyMaxPotentialBlockSize").c_str(), err);
+  if (err != cudaSuccess)
+    throwCudaError((std::string("launch(") + name + "): cudaOccupancyMaxPotentialBlockSize").c_str(), err);
   traits.blockSize = std::max(traits.blockSize, 1);
   // Only code built for sm_90 or later waits for the kernel before it
   // (DA_AFTER_PREVIOUS_KERNEL); PTX of an older architecture, compiled for this GPU at
@@ -257,18 +258,8 @@ void CudaDevice::doLaunch(const KernelLaunch& launch, QueueImpl& q) {
   // the kernel before it has started (each kernel says so after its wait), instead of
   // after that kernel's end: the kernels of a frame are short, and the gap between two
   // dependent launches was as long as many of them.
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(gridDims[0], gridDims[1], gridDims[2]);
-  config.blockDim = block;
-  config.stream = stream;
-  cudaLaunchAttribute dependent{};
-  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  dependent.val.programmaticStreamSerializationAllowed = 1;
-  if (traits.dependent) {
-    config.attrs = &dependent;
-    config.numAttrs = 1;
-  }
-  const cudaError_t err = cudaLaunchKernelExC(&config, entry.function, pointers);
+  const LaunchConfig config(dim3(gridDims[0], gridDims[1], gridDims[2]), block, stream, traits.dependent);
+  const cudaError_t err = cudaLaunchKernelExC(config.get(), entry.function, pointers);
   if (err != cudaSuccess) throwCudaError((where() + ": cudaLaunchKernelExC").c_str(), err);
 }
 

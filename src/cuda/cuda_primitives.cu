@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(kHighSortThreads)
                  int count, const std::uint64_t* keysIn, const std::uint32_t* valuesIn, std::uint64_t* keys,
                  std::uint32_t* values, std::uint64_t* altKeys, std::uint32_t* altValues, int* blockEnds,
                  unsigned* ticket) {
+  DA_AFTER_PREVIOUS_KERNEL();  // launched as a dependent launch, like the shared kernels
   const int width = keyBits != nullptr ? static_cast<int>(*keyBits) : lowBits;
   const unsigned givenEnd = keyedEnd != nullptr ? *keyedEnd : static_cast<unsigned>(count);
   const int keyed = givenEnd < static_cast<unsigned>(count) ? static_cast<int>(givenEnd) : count;
@@ -338,11 +339,12 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
                     bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
   auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
   const int blocks = std::min((cubCount + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
-  sortOnDevice<<<blocks, kHighSortThreads, 0, c.stream>>>(
-      bits, end, lowEnd, endBit, cubCount, n, kin, vin, kout, vout, reinterpret_cast<std::uint64_t*>(block + keysAt),
-      reinterpret_cast<std::uint32_t*>(block + valuesAt), reinterpret_cast<int*>(block),
-      bits != nullptr ? bits + 1 : nullptr);
-  const cudaError_t err = cudaGetLastError();
+  const bool dependent = device_.launchTraitsOf(reinterpret_cast<const void*>(&sortOnDevice), "sortOnDevice").dependent;
+  const LaunchConfig config(dim3(static_cast<unsigned>(blocks)), dim3(kHighSortThreads), c.stream, dependent);
+  const cudaError_t err = cudaLaunchKernelEx(
+      config.get(), sortOnDevice, bits, end, lowEnd, endBit, cubCount, n, kin, vin, kout, vout,
+      reinterpret_cast<std::uint64_t*>(block + keysAt), reinterpret_cast<std::uint32_t*>(block + valuesAt),
+      reinterpret_cast<int*>(block), bits != nullptr ? bits + 1 : nullptr);
   device_.freeAsync(block, c.stream);
   check(err, c.function);
 }
