@@ -297,11 +297,16 @@ void PinnedStagingPool::release(Buffer buffer) noexcept {
 
 namespace {
 
-/// True when the environment variable `name` is "0": a switch for profiling or for
-/// measuring a default against its absence.
-bool switchedOff(const char* name) {
+/// Whether the library's kernels are dependent launches where DEVICEARRAY_CUDA_PDL does
+/// not say. Off until measured and tested on a GPU: it changes every kernel launch.
+constexpr bool kDependentLaunchByDefault = false;
+
+/// The environment switch `name`: "1" on, "0" off, unset or anything else `byDefault`.
+bool switchedOn(const char* name, bool byDefault) {
   const char* value = std::getenv(name);
-  return value != nullptr && std::string_view(value) == "0";
+  if (value == nullptr) return byDefault;
+  const std::string_view v(value);
+  return v == "1" ? true : v == "0" ? false : byDefault;
 }
 
 }  // namespace
@@ -311,7 +316,7 @@ CudaDevice::CudaDevice(int ordinal, const cudaDeviceProp& prop)
       model_(prop.name),
       totalMemory_(prop.totalGlobalMem),
       maxPitch_(prop.memPitch),
-      dependentLaunch_(prop.major >= 9 && !switchedOff("DEVICEARRAY_CUDA_PDL")) {
+      dependentLaunch_(prop.major >= 9 && switchedOn("DEVICEARRAY_CUDA_PDL", kDependentLaunchByDefault)) {
   setWorkObjects(makePrimitives(*this), makeCopySteps(*this));
 }
 

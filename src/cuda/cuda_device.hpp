@@ -300,8 +300,8 @@ class CudaDevice final : public DeviceImpl {
   std::mutex eventMutex_;
   std::vector<cudaEvent_t> freeEvents_;
 
-  /// Launches may start before the kernel before them ends (sm_90 and later, unless
-  /// DEVICEARRAY_CUDA_PDL=0; cuda_launch.cu).
+  /// Launches may start before the kernel before them ends (sm_90 and later, as
+  /// DEVICEARRAY_CUDA_PDL says; cuda_launch.cu).
   bool dependentLaunch_ = false;
   std::mutex launchTraitsMutex_;
   std::unordered_map<const void*, LaunchTraits> launchTraits_;
