@@ -142,7 +142,9 @@ const CudaDevice::LaunchTraits& CudaDevice::launchTraitsOf(const void* kernel, c
   cudaFuncAttributes attributes{};
   err = cudaFuncGetAttributes(&attributes, kernel);
   if (err != cudaSuccess) throwCudaError((std::string("launch(") + name + "): cudaFuncGetAttributes").c_str(), err);
-  traits.dependent = dependentLaunch_ && std::min(attributes.ptxVersion, attributes.binaryVersion) >= 90;
+  const int built = attributes.ptxVersion > 0 ? std::min(attributes.ptxVersion, attributes.binaryVersion)
+                                              : attributes.binaryVersion;
+  traits.dependent = dependentLaunch_ && built >= 90;
   std::lock_guard<std::mutex> lock(launchTraitsMutex_);
   return launchTraits_.emplace(kernel, traits).first->second;  // unordered_map: references stay valid
 }
