@@ -298,8 +298,8 @@ void PinnedStagingPool::release(Buffer buffer) noexcept {
 namespace {
 
 /// Whether the library's kernels are dependent launches where DEVICEARRAY_CUDA_PDL does
-/// not say. Off until measured and tested on a GPU: it changes every kernel launch.
-constexpr bool kDependentLaunchByDefault = false;
+/// not say ("0" turns them off, for profilers or comparisons).
+constexpr bool kDependentLaunchByDefault = true;
 
 /// The environment switch `name`: "1" on, "0" off, unset or anything else `byDefault`.
 bool switchedOn(const char* name, bool byDefault) {
