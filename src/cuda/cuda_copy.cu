@@ -61,8 +61,9 @@ bool preloadStridedKernels() noexcept {
 [[maybe_unused]] const bool kStridedKernelsRegistered = preloadStridedKernels();
 
 /// Launches the strided copy kernel, or the fill kernel with `pattern`, over the
-/// layout's words (in blocks of DA_STRIDED_GROUP work items).
-void launchStrided(const da_strided_layout& layout, int word, char* dst, const char* src,
+/// layout's words (in blocks of DA_STRIDED_GROUP work items); as a dependent launch
+/// (CudaDevice::launchTraitsOf) when `device` allows it, like the shared kernels.
+void launchStrided(CudaDevice& device, const da_strided_layout& layout, int word, char* dst, const char* src,
                    const da_fill_pattern* pattern, cudaStream_t stream, const char* function) {
   if (layout.total == 0) return;
   constexpr std::uint64_t kPerBlock = std::uint64_t{DA_STRIDED_GROUP} * DA_STRIDED_WORDS_PER_ITEM;
@@ -73,21 +74,25 @@ void launchStrided(const da_strided_layout& layout, int word, char* dst, const c
   const int index = layout.total < (std::uint64_t{1} << 31) ? 0 : 1;
   const StridedKernels& kernels = stridedKernelsOf(word);
   auto* d = reinterpret_cast<da_u8*>(dst);
-  if (pattern != nullptr)
-    kernels.fill[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(d, layout, *pattern);
-  else
-    kernels.copy[index]<<<static_cast<unsigned>(blocks), DA_STRIDED_GROUP, 0, stream>>>(
-        d, reinterpret_cast<const da_u8*>(src), layout);
-  check(cudaGetLastError(), function);
+  const auto launchOf = [&](auto kernel, auto... args) {
+    const bool dependent = device.launchTraitsOf(reinterpret_cast<const void*>(kernel), function).dependent;
+    const LaunchConfig config(dim3(static_cast<unsigned>(blocks)), dim3(DA_STRIDED_GROUP), stream, dependent);
+    return cudaLaunchKernelEx(config.get(), kernel, args...);
+  };
+  const cudaError_t err = pattern != nullptr
+                              ? launchOf(kernels.fill[index], d, layout, *pattern)
+                              : launchOf(kernels.copy[index], d, reinterpret_cast<const da_u8*>(src), layout);
+  check(err, function);
 }
 
 }  // namespace
 
-void stridedDeviceCopy(char* dst, const std::int64_t* dstStep, const char* src, const std::int64_t* srcStep,
-                       int dims, const std::int64_t* size, std::size_t elemSize, cudaStream_t stream) {
+void stridedDeviceCopy(CudaDevice& device, char* dst, const std::int64_t* dstStep, const char* src,
+                       const std::int64_t* srcStep, int dims, const std::int64_t* size, std::size_t elemSize,
+                       cudaStream_t stream) {
   const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst),
                                     reinterpret_cast<std::uintptr_t>(src), dims, dstStep, srcStep);
-  launchStrided(stridedLayout(dims, size, dstStep, srcStep, elemSize, word), word, dst, src, nullptr, stream,
+  launchStrided(device, stridedLayout(dims, size, dstStep, srcStep, elemSize, word), word, dst, src, nullptr, stream,
                 "copy: strided copy kernel launch");
 }
 
@@ -427,8 +432,8 @@ class CudaCopySteps final : public CopySteps {
     char* dst = device_.address(desc.dst, "copy");
     char* src = device_.address(desc.src, "copy");
     DeviceGuard guard(device_.ordinal());
-    stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), desc.dims, desc.size.data(), desc.elemSize,
-                      stream);
+    stridedDeviceCopy(device_, dst, desc.dstStep.data(), src, desc.srcStep.data(), desc.dims, desc.size.data(),
+                      desc.elemSize, stream);
   }
 
   void hostImage(const CopyDesc& desc, std::size_t bytes, QueueImpl& q) override {
@@ -483,7 +488,8 @@ class CudaCopySteps final : public CopySteps {
   void fill(const FillDesc& desc, QueueImpl& q) override {
     static constexpr const char* kFn = "fill";
     cudaStream_t stream = device_.streamOf(q, kFn);
-    if (validateFill(desc, kFn) == 0) return;
+    const auto elements = static_cast<std::size_t>(validateFill(desc, kFn));
+    if (elements == 0) return;
     char* dst = device_.address(desc.dst, kFn);
 
     // Normalize: drop unit axes and merge axes that continue each other.
@@ -506,7 +512,7 @@ class CudaCopySteps final : public CopySteps {
 
     const bool oneByte = std::all_of(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(elemSize),
                                      [&](unsigned char b) { return b == pattern[0]; });
-    if (oneByte) {
+    if (oneByte && !fillsByDependentLaunch(elements * elemSize)) {
       // Fold a contiguous innermost axis into the run, then use memset where the
       // remaining shape is a run or a pitched 2-D block.
       std::size_t run = elemSize;
@@ -546,13 +552,22 @@ class CudaCopySteps final : public CopySteps {
     const int word = stridedWordBytes(elemSize, reinterpret_cast<std::uintptr_t>(dst), 0, dims, step, step);
     da_fill_pattern fillPattern;
     std::memcpy(fillPattern.bytes, pattern.data(), sizeof fillPattern.bytes);
-    launchStrided(stridedLayout(dims, size, step, nullptr, elemSize, word), word, dst, nullptr, &fillPattern, stream,
-                  "fill: strided fill kernel launch");
+    launchStrided(device_, stridedLayout(dims, size, step, nullptr, elemSize, word), word, dst, nullptr, &fillPattern,
+                  stream, "fill: strided fill kernel launch");
   }
 
   void convert(const ConvertDesc& desc, QueueImpl& q) override { convertDepths(device_, desc, q); }
 
  private:
+  /// A small fill's time on the device is mostly its start. Where the fill kernel is a
+  /// dependent launch it starts while the kernel before it ends, where a memset would
+  /// wait for that kernel and make the kernel after it wait too.
+  bool fillsByDependentLaunch(std::size_t bytes) {
+    constexpr std::size_t kMostBytes = std::size_t{1} << 20;
+    const auto kernel = reinterpret_cast<const void*>(stridedKernelsOf(4).fill[0]);
+    return bytes <= kMostBytes && device_.launchTraitsOf(kernel, "fill").dependent;
+  }
+
   CudaDevice& device_;
   StagingStreams streams_;
 };

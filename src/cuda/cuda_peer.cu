@@ -224,7 +224,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
         check(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream), "cudaMemcpyPeerAsync");
         break;
       case Path::peerKernel:
-        stridedDeviceCopy(dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
+        stridedDeviceCopy(*this, dst, desc.dstStep.data(), src, desc.srcStep.data(), dims, size, desc.elemSize, stream);
         break;
       case Path::copy3D: {
         cudaMemcpy3DPeerParms p{};
@@ -251,7 +251,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
           sourceTemp = std::make_unique<SourceTemp>(*source, sourceQueue, *work, bytes, fn);
           {
             DeviceGuard sourceGuard(source->ordinal());
-            stridedDeviceCopy(sourceTemp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize,
+            stridedDeviceCopy(*source, sourceTemp->data(), packed, src, desc.srcStep.data(), dims, size, desc.elemSize,
                               sourceTemp->stream());
           }
           auto packedDone = sourceQueue.recordEvent();
@@ -264,7 +264,7 @@ bool CudaDevice::doCopyAcrossDevices(const CopyDesc& desc, DeviceImpl& srcDevice
           StreamTemp landing(*this, bytes, stream, fn);
           check(cudaMemcpyPeerAsync(landing.data(), ordinal_, from, source->ordinal(), bytes, stream),
                 "cudaMemcpyPeerAsync");
-          stridedDeviceCopy(dst, desc.dstStep.data(), landing.data(), packed, dims, size, desc.elemSize, stream);
+          stridedDeviceCopy(*this, dst, desc.dstStep.data(), landing.data(), packed, dims, size, desc.elemSize, stream);
         }
         break;  // sourceTemp is released after an event of `work` that follows the transfer
       }

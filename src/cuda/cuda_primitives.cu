@@ -230,13 +230,13 @@ bool sortsSmall(int count) {
 }
 
 /// cub::DeviceRadixSort::SortPairs of `count` pairs by bits [0, endBit), or
-/// SmallRadixSort's.
+/// SmallRadixSort's (in dependent launches when `dependent`).
 cudaError_t radixSortPairs(void* temp, std::size_t& bytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
                            const std::uint32_t* valuesIn, std::uint32_t* valuesOut, int count, int endBit,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, [[maybe_unused]] bool dependent) {
 #if DEVICEARRAY_SMALL_RADIX_SORT
   if (sortsSmall(count))
-    return smallSortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, endBit, stream);
+    return smallSortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, endBit, stream, dependent);
 #endif
   return cub::DeviceRadixSort::SortPairs(temp, bytes, keysIn, keysOut, valuesIn, valuesOut, count, 0, endBit,
                                          stream);
@@ -323,8 +323,11 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
   const int lowBits = cubSortedLowBits(likelyKeyBits, endBit, cubCount);
   const bool highBitsOnDevice = keyBits.allocation != nullptr && endBit > lowBits;
   const int lowEnd = highBitsOnDevice ? lowBits : endBit;  // endBit without a width word
+  // SmallRadixSort's kernels are built with sortOnDevice, in this file: they are dependent
+  // launches where it is.
+  const bool dependent = device_.launchTraitsOf(reinterpret_cast<const void*>(&sortOnDevice), "sortOnDevice").dependent;
   c.run([&](void* temp, std::size_t& bytes) {
-    return radixSortPairs(temp, bytes, kin, kout, vin, vout, cubCount, lowEnd, c.stream);
+    return radixSortPairs(temp, bytes, kin, kout, vin, vout, cubCount, lowEnd, c.stream, dependent);
   });
   if (!highBitsOnDevice && !(endOnDevice && cubCount < n)) return;
 
@@ -339,7 +342,6 @@ void CudaPrimitives::doSortPairsU64U32(QueueImpl& q, BufferRef keysIn, BufferRef
                     bytes = valuesAt + aligned(count * sizeof(std::uint32_t));
   auto* block = static_cast<unsigned char*>(device_.mallocAsync(bytes, c.stream, c.function));
   const int blocks = std::min((cubCount + kHighSortTile - 1) / kHighSortTile, kHighSortMaxBlocks);
-  const bool dependent = device_.launchTraitsOf(reinterpret_cast<const void*>(&sortOnDevice), "sortOnDevice").dependent;
   const LaunchConfig config(dim3(static_cast<unsigned>(blocks)), dim3(kHighSortThreads), c.stream, dependent);
   const cudaError_t err = cudaLaunchKernelEx(
       config.get(), sortOnDevice, bits, end, lowEnd, endBit, cubCount, n, kin, vin, kout, vout,
