@@ -236,6 +236,52 @@ TEST_P(Backend, FillsWritePatternsOfEverySizeIntoEveryLayout) {
   }
 }
 
+// Patterns of one repeated byte (zeroed counters, a 0xFF mask) may take another road than
+// the general fill: CUDA fills them with a memset, or with its fill kernel up to 1 MiB
+// where kernels are dependent launches. Either way the bytes must be the reference's, on
+// both sides of that size, contiguous and pitched.
+TEST_P(Backend, FillsOfOneRepeatedByteMatchTheReferenceAroundAMebibyte) {
+  std::uint32_t seed = 900;
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  for (const std::size_t p : {std::size_t{1}, std::size_t{4}, std::size_t{16}}) {
+    for (const std::uint8_t value : {std::uint8_t{0x00}, std::uint8_t{0xAB}}) {
+      const auto P = static_cast<std::int64_t>(p);
+      struct FillCase {
+        std::string name;
+        std::vector<std::int64_t> size, step;
+      };
+      const std::vector<FillCase> cases = {
+          {"contiguous, 48 bytes", {48 / P}, {P}},
+          {"contiguous, 1 MiB", {kMiB / P}, {P}},
+          {"contiguous, 1 MiB and 16 bytes", {(kMiB + 16) / P}, {P}},
+          {"pitched, 1 MiB", {256, 4096 / P}, {4096 + 64, P}},
+          {"pitched, 1 MiB and 4 rows", {260, 4096 / P}, {4096 + 64, P}},
+      };
+      for (const FillCase& fc : cases) {
+        SCOPED_TRACE(fc.name + ", " + std::to_string(p) + "-byte elements of byte " + std::to_string(value));
+        const std::size_t offset = 16;
+        const std::size_t bytes = offset + static_cast<std::size_t>(extentOf(fc.size, fc.step, p)) + 9;
+        Bytes expected;
+        auto a = allocFilled(bytes, ++seed, &expected);
+        const Bytes pattern(p, value);
+        Layout l{"", fc.size, fc.step, std::vector<std::int64_t>(fc.size.size(), 0), p, 0, 0};
+        referenceCopy(l, expected.data() + offset, pattern.data());
+        FillDesc f;
+        f.dims = static_cast<int>(fc.size.size());
+        for (int i = 0; i < f.dims; ++i) {
+          f.size[i] = fc.size[i];
+          f.step[i] = fc.step[i];
+        }
+        f.elemSize = p;
+        f.dst = MemRef::dev(a.get(), offset);
+        std::memcpy(f.pattern.data(), pattern.data(), p);
+        dev().fill(f, q());
+        EXPECT_TRUE(sameBytes(expected, read(*a, 0, bytes)));
+      }
+    }
+  }
+}
+
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Backend);
 INSTANTIATE_TEST_SUITE_P(AllDevices, Backend, testing::ValuesIn(allDevices()), DeviceParamName());
 
