@@ -42,6 +42,21 @@ std::vector<std::int64_t> packedStepsOf(const std::vector<std::int64_t>& size, s
   return paddedSteps(size, e, std::vector<std::int64_t>(size.size(), 0));
 }
 
+/// A fill of `pattern` (one element) over the layout (size, step) at `dst`.
+FillDesc fillOf(const std::vector<std::int64_t>& size, const std::vector<std::int64_t>& step, const Bytes& pattern,
+                MemRef dst) {
+  FillDesc f;
+  f.dims = static_cast<int>(size.size());
+  for (int i = 0; i < f.dims; ++i) {
+    f.size[i] = size[i];
+    f.step[i] = step[i];
+  }
+  f.elemSize = pattern.size();
+  f.dst = dst;
+  std::memcpy(f.pattern.data(), pattern.data(), pattern.size());
+  return f;
+}
+
 /// The host reference: element by element, offsets from the index, no shortcuts.
 void referenceCopy(const Layout& l, std::uint8_t* dst, const std::uint8_t* src) {
   const std::size_t dims = l.size.size();
@@ -221,16 +236,7 @@ TEST_P(Backend, FillsWritePatternsOfEverySizeIntoEveryLayout) {
       auto a = allocFilled(bytes, ++seed, &expected);
       Layout l{"", fc.size, fc.step, std::vector<std::int64_t>(fc.size.size(), 0), p, 0, 0};
       referenceCopy(l, expected.data() + fc.offset, pattern.data());
-      FillDesc f;
-      f.dims = static_cast<int>(fc.size.size());
-      for (int i = 0; i < f.dims; ++i) {
-        f.size[i] = fc.size[i];
-        f.step[i] = fc.step[i];
-      }
-      f.elemSize = p;
-      f.dst = MemRef::dev(a.get(), fc.offset);
-      std::memcpy(f.pattern.data(), pattern.data(), p);
-      dev().fill(f, q());
+      dev().fill(fillOf(fc.size, fc.step, pattern, MemRef::dev(a.get(), fc.offset)), q());
       EXPECT_TRUE(sameBytes(expected, read(*a, 0, bytes)));
     }
   }
@@ -266,16 +272,7 @@ TEST_P(Backend, FillsOfOneRepeatedByteMatchTheReferenceAroundAMebibyte) {
         const Bytes pattern(p, value);
         Layout l{"", fc.size, fc.step, std::vector<std::int64_t>(fc.size.size(), 0), p, 0, 0};
         referenceCopy(l, expected.data() + offset, pattern.data());
-        FillDesc f;
-        f.dims = static_cast<int>(fc.size.size());
-        for (int i = 0; i < f.dims; ++i) {
-          f.size[i] = fc.size[i];
-          f.step[i] = fc.step[i];
-        }
-        f.elemSize = p;
-        f.dst = MemRef::dev(a.get(), offset);
-        std::memcpy(f.pattern.data(), pattern.data(), p);
-        dev().fill(f, q());
+        dev().fill(fillOf(fc.size, fc.step, pattern, MemRef::dev(a.get(), offset)), q());
         EXPECT_TRUE(sameBytes(expected, read(*a, 0, bytes)));
       }
     }
