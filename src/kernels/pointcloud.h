@@ -793,17 +793,20 @@ DA_KERNEL_GROUP(da_vx_reduce_tiles, DA_VX_TILE, 1)(DA_PARAMS(DA_VX_REDUCE_TILES_
 
 /* One work item per tile: the voxel that starts in tile k and leaves it, when there is
  * one, from its share in tile k, then the share of each later tile it runs into, in
- * that order. */
+ * that order. The kernel is a chain of dependent loads, so each step loads all it can
+ * at once: the three keys that decide whether a voxel leaves tile k, then its slot and
+ * the first two shares (written whenever it leaves, kept or not) together. */
 DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
   DA_BUFFERS_INIT(DA_VX_REDUCE_SPANNING_PARAMS);
   const long k = DA_ID(0);
   const long keyed = da_vx_keyed_count(n, keyedEnd);
   const long first = k * DA_VX_TILE, next = first + DA_VX_TILE;
   if (next >= keyed) return;
-  const da_u64 key = keys[next - 1];
-  if (key == DA_VOXEL_INVALID_KEY || keys[next] != key) return; /* missing points, or the run ends with the tile */
-  if (first > 0 && keys[first - 1] == key) return; /* entered from an earlier tile */
-  if (tileVoxel[k] == ~0u) return;                 /* fewer than minPoints points */
+  const da_u64 key = keys[next - 1], following = keys[next];
+  const da_u64 preceding = first > 0 ? keys[first - 1] : DA_VOXEL_INVALID_KEY;
+  if (key == DA_VOXEL_INVALID_KEY || following != key) return; /* missing points, or the run ends with the tile */
+  if (preceding == key) return;                                  /* entered from an earlier tile */
+  const da_u32 slot = tileVoxel[k];                              /* ~0: fewer than minPoints points */
   da_vx_sums t;
   da_vx_sums_clear(&t);
   da_vx_sums_add_share(&t, k, 1, tileFloats, tileWords);
@@ -812,8 +815,9 @@ DA_KERNEL(da_vx_reduce_spanning)(DA_PARAMS(DA_VX_REDUCE_SPANNING_PARAMS)) {
     const long after = (m + 1) * DA_VX_TILE;
     if (after >= keyed || keys[after] != key) break;
   }
-  da_vx_store_voxel(&t, (long)tileVoxel[k], hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut,
-                    srgbEncode);
+  if (slot != ~0u)
+    da_vx_store_voxel(&t, (long)slot, hasColor, srgb, hasSnr, hasNormals, xyzOut, rgbaOut, snrOut, normalsOut,
+                      srgbEncode);
 }
 
 #endif /* DEVICEARRAY_KERNELS_POINTCLOUD_H */
